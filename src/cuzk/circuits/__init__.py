@@ -1,0 +1,5 @@
+"""Circuits cuzk can prove, found by id through :func:`get_circuit`."""
+
+from cuzk.circuits.registry import circuit_ids, get_circuit
+
+__all__ = ["circuit_ids", "get_circuit"]

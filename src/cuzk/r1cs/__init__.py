@@ -1,0 +1,31 @@
+"""Rank-1 constraint systems: the builder API, its three modes and the pre-compiled shape."""
+
+from cuzk.r1cs.lc import ONE, LcSpec, LinearCombination, Variable
+from cuzk.r1cs.shape import CsrMatrix, R1CSShape
+from cuzk.r1cs.system import (
+    CheckCS,
+    Circuit,
+    ConstraintSystem,
+    ShapeCS,
+    WitnessCS,
+    check_circuit,
+    synthesize_shape,
+    synthesize_witness,
+)
+
+__all__ = [
+    "ONE",
+    "CheckCS",
+    "Circuit",
+    "ConstraintSystem",
+    "CsrMatrix",
+    "LcSpec",
+    "LinearCombination",
+    "R1CSShape",
+    "ShapeCS",
+    "Variable",
+    "WitnessCS",
+    "check_circuit",
+    "synthesize_shape",
+    "synthesize_witness",
+]

@@ -1,0 +1,131 @@
+"""The CPU backend: numba kernels for Fr work, a process pool of arkworks workers for MSMs.
+
+py-arkworks holds the GIL, so MSMs run in worker processes that each keep a contiguous chunk of
+every preloaded point vector resident (points cannot be pickled; workers read them from the
+parameter file). Fr kernels release the GIL and run on numba threads in this process, so the H
+pipeline overlaps with MSMs already submitted to the pool.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future
+
+import numpy as np
+
+from cuzk.backend.base import MsmPlan, PointSet
+from cuzk.curve.pool import MsmPool
+from cuzk.field import fr
+from cuzk.poly import Domain, coset_intt, coset_ntt, h_quotient, intt, ntt
+from cuzk.r1cs import R1CSShape
+
+log = logging.getLogger(__name__)
+
+# Below this share of ones, batch addition saves less than a second pass over the points costs.
+MIN_ONES_SHARE_FOR_SPLIT = 0.05
+
+
+def combine(futures: Sequence[Future], reduce: Callable[[list], object]) -> Future:
+    """A future resolved with ``reduce(results)`` once every input future is done.
+
+    The first failure is propagated as is, so a worker's DeviceFault reaches the prover.
+    """
+    out: Future = Future()
+    lock = threading.Lock()
+    remaining = [len(futures)]
+
+    def on_done(_: Future) -> None:
+        with lock:
+            remaining[0] -= 1
+            if remaining[0]:
+                return
+        if out.done():
+            return
+        try:
+            out.set_result(reduce([f.result() for f in futures]))
+        except BaseException as e:  # noqa: BLE001 - forwarded to whoever waits
+            out.set_exception(e)
+
+    if not futures:
+        out.set_result(reduce([]))
+    for f in futures:
+        f.add_done_callback(on_done)
+    return out
+
+
+def _add_all(points: list) -> object:
+    total = points[0]
+    for p in points[1:]:
+        total = total + p
+    return total
+
+
+class CpuBackend:
+    """Reference backend; every other backend is tested against it."""
+
+    name = "cpu"
+
+    def __init__(self, workers: int | None = None) -> None:
+        self._pool = MsmPool(workers)
+
+    # -- polynomials ---------------------------------------------------------------------------
+    def ntt(self, v: fr.FrVec, domain: Domain) -> fr.FrVec:
+        return ntt(v, domain)
+
+    def intt(self, v: fr.FrVec, domain: Domain) -> fr.FrVec:
+        return intt(v, domain)
+
+    def coset_ntt(self, v: fr.FrVec, domain: Domain) -> fr.FrVec:
+        return coset_ntt(v, domain)
+
+    def coset_intt(self, v: fr.FrVec, domain: Domain) -> fr.FrVec:
+        return coset_intt(v, domain)
+
+    def h_quotient(self, a: fr.FrVec, b: fr.FrVec, c: fr.FrVec, domain: Domain) -> fr.FrVec:
+        return h_quotient(a, b, c, domain)
+
+    # -- constraint system ---------------------------------------------------------------------
+    def evaluate_abc(
+        self, shape: R1CSShape, z: fr.FrVec
+    ) -> tuple[fr.FrVec, fr.FrVec, fr.FrVec]:
+        return shape.evaluate(z)
+
+    # -- MSM -----------------------------------------------------------------------------------
+    def preload(self, bases: PointSet) -> None:
+        self._pool.register(bases.key, bases.group, bases.path, bases.offset, bases.count)
+
+    def evict(self, bases: PointSet) -> None:
+        self._pool.unregister(bases.key)
+
+    def msm(self, bases: PointSet, scalars: fr.FrVec) -> Future:
+        self._check_length(bases, scalars)
+        self.preload(bases)
+        return self._pool.msm(bases.key, fr.to_bytes_le(scalars))
+
+    def split_msm(self, bases: PointSet, scalars: fr.FrVec) -> Future:
+        self._check_length(bases, scalars)
+        self.preload(bases)
+        plan = MsmPlan.of(scalars)
+        if len(plan.ones) < MIN_ONES_SHARE_FOR_SPLIT * max(1, len(scalars)):
+            nonzero = np.union1d(plan.ones, plan.tail)
+            return self._pool.msm(bases.key, fr.to_bytes_le(scalars[nonzero]), nonzero)
+        parts = [self._pool.sum(bases.key, plan.ones)]
+        if len(plan.tail):
+            parts.append(self._pool.msm(bases.key, fr.to_bytes_le(scalars[plan.tail]), plan.tail))
+        return combine(parts, _add_all)
+
+    @staticmethod
+    def _check_length(bases: PointSet, scalars: fr.FrVec) -> None:
+        if len(scalars) != bases.count:
+            raise ValueError(f"{len(scalars)} scalars for {bases.count} bases")
+
+    def close(self) -> None:
+        self._pool.close()
+
+    def __enter__(self) -> CpuBackend:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -1,0 +1,100 @@
+"""A deterministic benchmark circuit whose witness looks like Filecoin's.
+
+Filecoin's circuits are dominated by SHA-256 bit gadgets (so most witness values are 0 or 1, and
+most A/B columns hold booleans) with a minority of full-width field elements from Poseidon and
+packing. ``synthetic:N`` imitates that mix with blocks of 35 constraints:
+
+* allocate a random 32-bit word ``w`` and its 32 bits, each with bellperson's booleanity
+  constraint ``(1 − b) · b = 0``, and pack them back: ``(Σ 2^i b_i) · 1 = w``;
+* advance a running field element: ``t = (x + w)²`` and ``x' = t · y`` with a fresh random ``y``.
+
+About 89% of the aux values are bits. The chain starts from public input 1 and its value at
+thirds of the way is exposed as inputs 2–4, so inputs depend on the witness as commitments do.
+The shape depends only on N; ``seed`` changes every value.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+
+from cuzk.errors import BadInput
+from cuzk.field.constants import R
+from cuzk.r1cs import ONE, ConstraintSystem, LinearCombination, Variable
+
+WORD_BITS = 32
+BLOCK_CONSTRAINTS = WORD_BITS + 3
+NUM_PUBLIC = 4  # public inputs besides ONE
+# Rows besides the blocks: the input-equality checks and bellperson's per-input rows.
+FIXED_ROWS = (NUM_PUBLIC - 1) + (NUM_PUBLIC + 1)
+MIN_CONSTRAINTS = FIXED_ROWS + 3 * BLOCK_CONSTRAINTS
+
+_POWERS_OF_TWO = [1 << i for i in range(WORD_BITS)]
+
+
+@dataclass(frozen=True)
+class SyntheticCircuit:
+    """``synthetic:N``: at most N constraints (input rows included), so the domain is ≤ N."""
+
+    target: int
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if self.target < MIN_CONSTRAINTS:
+            raise BadInput(f"synthetic circuits need at least {MIN_CONSTRAINTS} constraints")
+
+    @property
+    def circuit_id(self) -> str:
+        return f"synthetic:{self.target}"
+
+    @property
+    def num_blocks(self) -> int:
+        return (self.target - FIXED_ROWS) // BLOCK_CONSTRAINTS
+
+    def synthesize(self, cs: ConstraintSystem) -> None:
+        rng = random.Random(self.seed)
+        values = cs.needs_values
+        x_val = rng.getrandbits(255) % R if values else 0
+        x = cs.alloc_input("x0", x_val)
+        checkpoints = {self.num_blocks * k // (NUM_PUBLIC - 1) for k in range(1, NUM_PUBLIC)}
+        for i in range(self.num_blocks):
+            with cs.namespace(lambda i=i: f"block {i}"):
+                x, x_val = self._block(cs, rng, x, x_val, values)
+            if i + 1 in checkpoints:
+                exposed = cs.alloc_input(lambda i=i: f"x after block {i}", x_val)
+                cs.enforce(
+                    lambda i=i: f"expose block {i}",
+                    lambda lc, x=x: lc.add_term(x),
+                    ONE,
+                    lambda lc, e=exposed: lc.add_term(e),
+                )
+
+    @staticmethod
+    def _block(
+        cs: ConstraintSystem, rng: random.Random, x: Variable, x_val: int, values: bool
+    ) -> tuple[Variable, int]:
+        word = rng.getrandbits(WORD_BITS) if values else 0
+        bits = []
+        for j in range(WORD_BITS):
+            b = cs.alloc("bit", (word >> j) & 1)
+            cs.enforce("boolean", lambda lc, b=b: lc.add_term(ONE).add_term(b, R - 1), b, 0)
+            bits.append(b)
+        w = cs.alloc("word", word)
+
+        def packed(lc: LinearCombination) -> LinearCombination:
+            for b, p in zip(bits, _POWERS_OF_TWO, strict=True):
+                lc.add_term(b, p)
+            return lc
+
+        cs.enforce("pack", packed, ONE, w)
+        s_val = (x_val + word) % R
+        t_val = s_val * s_val % R
+        t = cs.alloc("t", t_val)
+        x_plus_w = lambda lc: lc.add_term(x).add_term(w)  # noqa: E731
+        cs.enforce("square", x_plus_w, x_plus_w, t)
+        y_val = rng.getrandbits(255) % R if values else 0
+        y = cs.alloc("y", y_val)
+        nxt_val = t_val * y_val % R
+        nxt = cs.alloc("x", nxt_val)
+        cs.enforce("mul", t, y, nxt)
+        return nxt, nxt_val

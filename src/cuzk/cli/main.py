@@ -1,0 +1,198 @@
+"""The ``cuzk`` command line: setup, prove, verify, info and the demo.
+
+Exit codes: 0 success (for ``verify``: the proof is valid), 1 ``verify`` found the proof
+invalid, 2 unusable input (one line on stderr says why), 3 an internal fault, 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from cuzk.errors import BadInput, CuzkError
+
+EXIT_INVALID, EXIT_BAD_INPUT, EXIT_INTERNAL = 1, 2, 3
+DEFAULT_DEMO_CIRCUIT = "synthetic:65536"
+
+
+def _key_name(circuit_id: str) -> str:
+    """File stem for a circuit's keys: ids may hold ':' which shells and other OSes dislike."""
+    return circuit_id.replace(":", "-")
+
+
+def _build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="cuzk", description="Groth16 proving for BLS12-381 with bellperson-compatible files."
+    )
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    s = sub.add_parser("setup", help="make test parameters (.params and .vk) for a circuit")
+    s.add_argument("--circuit", required=True, help="circuit id, e.g. synthetic:65536")
+    s.add_argument("--out", required=True, type=Path, help="directory for NAME.params/NAME.vk")
+    s.add_argument("--seed", type=int, help="reproducible toxic waste (tests only)")
+    _common(s)
+
+    s = sub.add_parser("prove", help="prove a circuit with its parameters")
+    s.add_argument("--circuit", required=True)
+    s.add_argument("--params", required=True, type=Path)
+    s.add_argument("--out", required=True, type=Path, help="where to write the proof bytes")
+    s.add_argument("--inputs-out", type=Path, help="public inputs as a JSON list of decimals")
+    s.add_argument("--backend", default="cpu", choices=["cpu"])
+    s.add_argument("--seed", type=int, default=0, help="selects the witness, not the shape")
+    _common(s)
+
+    s = sub.add_parser("verify", help="verify a proof (exit 0 valid, 1 invalid, 2 bad input)")
+    s.add_argument("--vk", required=True, type=Path)
+    s.add_argument("--proof", required=True, type=Path)
+    s.add_argument("--inputs", required=True, type=Path)
+
+    s = sub.add_parser("info", help="print the header of a .params or .vk file")
+    s.add_argument("file", type=Path)
+    s.add_argument("--json", action="store_true")
+
+    s = sub.add_parser("demo", help="set up, prove and verify a default circuit; print timings")
+    s.add_argument("--circuit", default=DEFAULT_DEMO_CIRCUIT)
+    s.add_argument("--dir", type=Path, help="where keys are kept (default: the cache)")
+    s.add_argument("--proofs", type=int, default=2, help="proofs to make (the first warms up)")
+    _common(s)
+    return p
+
+
+def _common(s: argparse.ArgumentParser) -> None:
+    s.add_argument("--workers", type=int, help="MSM worker processes (default: CPU count)")
+    s.add_argument("--shape-cache", type=Path, help="pre-compiled circuit cache directory")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _build_parser().parse_args(argv)
+    try:
+        return _COMMANDS[args.command](args)
+    except KeyboardInterrupt:
+        print("cuzk: interrupted", file=sys.stderr)
+        return 130
+    except BadInput as e:
+        print(f"cuzk: error: {e}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except CuzkError as e:
+        print(f"cuzk: {type(e).__name__}: {e}", file=sys.stderr)
+        return EXIT_INTERNAL
+    except Exception as e:  # noqa: BLE001 - the CLI never shows a raw traceback
+        if os.environ.get("CUZK_DEBUG"):
+            raise
+        print(f"cuzk: internal error: {type(e).__name__}: {e} (CUZK_DEBUG=1 shows more)",
+              file=sys.stderr)
+        return EXIT_INTERNAL
+
+
+# -- commands ----------------------------------------------------------------------------------
+
+
+def cmd_setup(args: argparse.Namespace) -> int:
+    from cuzk.cli.tasks import run_setup
+
+    params_path, seconds = run_setup(
+        args.circuit, args.out, seed=args.seed, workers=args.workers, shape_cache=args.shape_cache
+    )
+    print(f"wrote {params_path} and {params_path.with_suffix('.vk')} in {seconds:.1f} s")
+    return 0
+
+
+def cmd_prove(args: argparse.Namespace) -> int:
+    from cuzk.cli.tasks import run_prove
+
+    result = run_prove(
+        args.circuit,
+        args.params,
+        seed=args.seed,
+        backend_name=args.backend,
+        workers=args.workers,
+        shape_cache=args.shape_cache,
+    )
+    args.out.write_bytes(result.proof.to_bytes())
+    if args.inputs_out is not None:
+        args.inputs_out.write_text(json.dumps([str(x) for x in result.public_inputs]) + "\n")
+    print(f"proof verified; wrote {args.out} ({result.total:.2f} s)")
+    return 0
+
+
+def cmd_verify(args: argparse.Namespace) -> int:
+    from cuzk.groth16 import proofs_from_bytes, read_vk, verify
+
+    vk = read_vk(args.vk)
+    proof_bytes = _read(args.proof)
+    inputs = _parse_inputs(args.inputs)
+    proofs = proofs_from_bytes(proof_bytes)
+    if len(proofs) != 1:
+        raise BadInput(f"{args.proof}: holds {len(proofs)} partition proofs; expected one")
+    if verify(vk, inputs, proofs[0]):
+        print("valid")
+        return 0
+    print("invalid", file=sys.stderr)
+    return EXIT_INVALID
+
+
+def cmd_info(args: argparse.Namespace) -> int:
+    from cuzk.groth16 import read_header
+
+    header = read_header(args.file)
+    if args.json:
+        print(json.dumps({"file": str(args.file), "kind": header.kind, "size": header.size,
+                          "num_inputs": header.num_ic, "domain_size": header.domain_size,
+                          "counts": header.counts}))
+        return 0
+    print(f"{args.file}: {header.kind} file, {header.size:,} bytes")
+    print(f"  public inputs (with ONE): {header.num_ic}")
+    if header.counts:
+        print(f"  domain size m: {header.domain_size:,}")
+        for name, count in header.counts.items():
+            print(f"  {name:5s} {count:>12,} points")
+    return 0
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from cuzk.cli.tasks import run_demo
+
+    run_demo(args.circuit, args.dir, proofs=args.proofs, workers=args.workers,
+             shape_cache=args.shape_cache)
+    return 0
+
+
+def _read(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except OSError as e:
+        raise BadInput(f"cannot read {path}: {e.strerror}") from e
+
+
+def _parse_inputs(path: Path) -> list[int]:
+    try:
+        raw = json.loads(_read(path))
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise BadInput(f"{path}: not JSON ({e})") from e
+    if not isinstance(raw, list):
+        raise BadInput(f"{path}: expected a JSON list of decimal strings")
+    out = []
+    for i, x in enumerate(raw):
+        if isinstance(x, str) and x.isdigit():
+            out.append(int(x))
+        elif isinstance(x, int) and not isinstance(x, bool) and x >= 0:
+            out.append(x)
+        else:
+            raise BadInput(f"{path}: input {i} is not a non-negative decimal: {x!r}")
+    return out
+
+
+_COMMANDS = {
+    "setup": cmd_setup,
+    "prove": cmd_prove,
+    "verify": cmd_verify,
+    "info": cmd_info,
+    "demo": cmd_demo,
+}
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

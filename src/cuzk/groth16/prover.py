@@ -1,0 +1,218 @@
+"""The Groth16 prover, in three stages the engine can pipeline.
+
+Notation (Groth16 §3.2 / bellperson): z = (1, x₁…xₗ, w₁…wₙ) is the assignment (inputs then
+aux); a, b, c = A·z, B·z, C·z are the constraint evaluations; h are the coefficients of
+(a·b − c)/Z; r, s are fresh per proof. The proof is
+
+    A = α + Σ zⱼ·[Aⱼ(τ)]₁ + r·δ                  (the "a" query, over A-dense variables)
+    B = β + Σ zⱼ·[Bⱼ(τ)]₂ + s·δ                  (the "b_g2" query; B₁ likewise in G1)
+    C = s·A + r·B₁ − r·s·δ + Σ hᵢ·[hᵢ]₁ + Σ wⱼ·[lⱼ]₁
+
+Stages:
+1. :func:`synthesize` — run the circuit in witness mode (CPU, Python).
+2. :func:`start` — the backend's kernels: a/b/c, the H pipeline and five MSMs, all submitted
+   without waiting (MSMs are futures, so they overlap with the H pipeline).
+3. :func:`finalize` — join the MSMs and assemble A, B, C with r and s; outside any device lock.
+
+:func:`prove` runs all three and verifies the result before returning it.
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from cuzk.backend.base import Backend
+from cuzk.curve import g1_mul, g2_mul
+from cuzk.errors import BadInput, InternalError, UnsatisfiedConstraint
+from cuzk.field import fr
+from cuzk.field.constants import R
+from cuzk.groth16.keys import Parameters
+from cuzk.groth16.proof import Proof
+from cuzk.groth16.verifier import verify
+from cuzk.poly import Domain
+from cuzk.r1cs import Circuit, R1CSShape, check_circuit, synthesize_witness
+
+
+@dataclass
+class Timings:
+    """Wall-clock seconds per stage; MSMs are measured from submission to completion."""
+
+    stages: dict[str, float] = field(default_factory=dict)
+
+    def record(self, name: str, seconds: float) -> None:
+        self.stages[name] = self.stages.get(name, 0.0) + seconds
+
+    def watch(self, name: str, future: Future, since: float) -> None:
+        future.add_done_callback(lambda _: self.record(name, time.perf_counter() - since))
+
+
+@dataclass(frozen=True)
+class Assignment:
+    """A satisfying assignment: public inputs (ONE first) and aux values, Montgomery form."""
+
+    inputs: fr.FrVec
+    aux: fr.FrVec
+    public_inputs: tuple[int, ...]  # canonical values without ONE: the statement
+
+    @property
+    def z(self) -> fr.FrVec:
+        return np.concatenate([self.inputs, self.aux])
+
+
+def synthesize(circuit: Circuit, timings: Timings | None = None) -> Assignment:
+    """Stage 1: the witness, converted to field vectors in bulk."""
+    t0 = time.perf_counter()
+    cs = synthesize_witness(circuit)
+    assignment = Assignment(fr.from_ints(cs.inputs), fr.from_ints(cs.aux), tuple(cs.inputs[1:]))
+    if timings is not None:
+        timings.record("synthesis", time.perf_counter() - t0)
+    return assignment
+
+
+def check_compatible(params: Parameters, shape: R1CSShape) -> None:
+    """Refuse parameters made for another circuit before any work is spent on them."""
+    domain = Domain.for_size(shape.num_constraints)
+    expected = {
+        "ic": shape.num_inputs,
+        "h": domain.m - 1,
+        "l": shape.num_aux,
+        "a": shape.num_inputs + int(shape.a_aux_density.sum()),
+        "b_g1": int(shape.b_input_density.sum() + shape.b_aux_density.sum()),
+    }
+    found = {
+        "ic": params.vk.num_inputs,
+        "h": params.h.count,
+        "l": params.l.count,
+        "a": params.a.count,
+        "b_g1": params.b_g1.count,
+    }
+    wrong = [f"{k}: {found[k]} (circuit needs {v})" for k, v in expected.items() if found[k] != v]
+    if params.b_g2.count != params.b_g1.count:
+        wrong.append(f"b_g2: {params.b_g2.count} ≠ b_g1: {params.b_g1.count}")
+    if wrong:
+        raise BadInput(
+            f"parameters {params.path} were not made for circuit {shape.circuit_id!r}: "
+            + "; ".join(wrong)
+        )
+
+
+@dataclass
+class PendingProof:
+    """Everything stage 3 needs; the MSM futures may still be running."""
+
+    params: Parameters
+    public_inputs: tuple[int, ...]
+    r: int
+    s: int
+    h: Future
+    l: Future  # noqa: E741
+    a: Future
+    b_g1: Future
+    b_g2: Future
+    timings: Timings
+
+
+def start(
+    assignment: Assignment,
+    shape: R1CSShape,
+    params: Parameters,
+    backend: Backend,
+    circuit: Circuit | None = None,
+    timings: Timings | None = None,
+) -> PendingProof:
+    """Stage 2: evaluate, check, submit the MSMs, run the H pipeline.
+
+    Raises UnsatisfiedConstraint (naming the constraint, via a check-mode run of ``circuit``
+    when given) if the witness does not satisfy the circuit — no proof is ever made for it.
+    """
+    timings = timings if timings is not None else Timings()
+    check_compatible(params, shape)
+    domain = Domain.for_size(shape.num_constraints)
+    z = assignment.z
+
+    t0 = time.perf_counter()
+    a, b, c = backend.evaluate_abc(shape, z)
+    bad = np.flatnonzero(np.any(fr.mul(a, b) != c, axis=1))
+    timings.record("abc", time.perf_counter() - t0)
+    if len(bad):
+        raise _unsatisfied(int(bad[0]), shape, circuit)
+
+    # MSMs over the witness go first so the pool works while the H pipeline runs here.
+    t1 = time.perf_counter()
+    inputs, aux = assignment.inputs, assignment.aux
+    a_scalars = np.concatenate([inputs, aux[shape.a_aux_density]])
+    b_scalars = np.concatenate([inputs[shape.b_input_density], aux[shape.b_aux_density]])
+    futures = {
+        "l": backend.split_msm(params.l, aux),
+        "a": backend.split_msm(params.a, a_scalars),
+        "b_g1": backend.split_msm(params.b_g1, b_scalars),
+        "b_g2": backend.split_msm(params.b_g2, b_scalars),
+    }
+    for name, f in futures.items():
+        timings.watch(f"msm_{name}", f, t1)
+
+    t2 = time.perf_counter()
+    h = backend.h_quotient(a, b, c, domain)
+    timings.record("h", time.perf_counter() - t2)
+    t3 = time.perf_counter()
+    futures["h"] = backend.msm(params.h, h)
+    timings.watch("msm_h", futures["h"], t3)
+
+    return PendingProof(
+        params=params,
+        public_inputs=assignment.public_inputs,
+        r=secrets.randbelow(R - 1) + 1,
+        s=secrets.randbelow(R - 1) + 1,
+        timings=timings,
+        **futures,
+    )
+
+
+def _unsatisfied(row: int, shape: R1CSShape, circuit: Circuit | None) -> UnsatisfiedConstraint:
+    if circuit is not None:
+        checked = check_circuit(circuit)
+        if checked.first_failure is not None:
+            return UnsatisfiedConstraint(*checked.first_failure)
+    return UnsatisfiedConstraint(row, shape.constraint_name(row))
+
+
+def finalize(pending: PendingProof) -> Proof:
+    """Stage 3: wait for the MSMs and assemble the proof."""
+    t0 = time.perf_counter()
+    vk = pending.params.vk
+    r, s = pending.r, pending.s
+    sum_a, sum_b1, sum_b2 = pending.a.result(), pending.b_g1.result(), pending.b_g2.result()
+    sum_h, sum_l = pending.h.result(), pending.l.result()
+    t1 = time.perf_counter()
+    proof_a = vk.alpha_g1 + sum_a + g1_mul(vk.delta_g1, r)
+    proof_b = vk.beta_g2 + sum_b2 + g2_mul(vk.delta_g2, s)
+    b1 = vk.beta_g1 + sum_b1 + g1_mul(vk.delta_g1, s)
+    proof_c = g1_mul(proof_a, s) + g1_mul(b1, r) - g1_mul(vk.delta_g1, r * s % R) + sum_h + sum_l
+    t2 = time.perf_counter()
+    pending.timings.record("wait_msm", t1 - t0)
+    pending.timings.record("assemble", t2 - t1)
+    return Proof(proof_a, proof_b, proof_c)
+
+
+def prove(
+    circuit: Circuit,
+    shape: R1CSShape,
+    params: Parameters,
+    backend: Backend,
+    timings: Timings | None = None,
+) -> tuple[Proof, tuple[int, ...]]:
+    """Prove ``circuit`` and verify the proof; returns (proof, public inputs without ONE)."""
+    timings = timings if timings is not None else Timings()
+    assignment = synthesize(circuit, timings)
+    proof = finalize(start(assignment, shape, params, backend, circuit, timings))
+    t0 = time.perf_counter()
+    ok = verify(params.vk, assignment.public_inputs, proof)
+    timings.record("verify", time.perf_counter() - t0)
+    if not ok:
+        raise InternalError("the proof did not verify; it was discarded (prover or key fault)")
+    return proof, assignment.public_inputs

@@ -1,0 +1,142 @@
+"""Groth16 setup for tests and benchmarks (not a ceremony: the toxic waste is drawn locally).
+
+With τ secret and Lᵢ the Lagrange basis of the domain ⟨ω⟩ of size m,
+Aⱼ(τ) = Σᵢ A[i, j]·Lᵢ(τ) — one transposed sparse product with the vector of Lᵢ(τ), which is
+    Lᵢ(τ) = ωⁱ·(τᵐ − 1) / (m·(τ − ωⁱ)).
+Every point is then a fixed-base multiplication of a generator, done in bulk in the worker pool.
+"""
+
+from __future__ import annotations
+
+import random
+import secrets
+from collections.abc import Callable
+from concurrent.futures import Future
+from pathlib import Path
+
+import numpy as np
+
+from cuzk.curve import g1_generator, g1_mul, g2_generator, g2_mul
+from cuzk.curve.encoding import g1_array_from_uncompressed
+from cuzk.curve.pool import MsmPool
+from cuzk.errors import BadInput
+from cuzk.field import fr
+from cuzk.field.constants import R
+from cuzk.groth16.keys import Parameters, VerifyingKey
+from cuzk.groth16.params_io import read_params, write_params, write_vk
+from cuzk.poly import Domain
+from cuzk.r1cs import R1CSShape
+
+Progress = Callable[[int, int], None]
+"""Called with (points done, points total) as the fixed-base work completes."""
+
+CHUNK = 8192  # points per pool task: small enough for smooth progress, large enough to amortise
+
+
+def _nonzero(rng: random.Random) -> int:
+    while True:
+        x = rng.randrange(R)
+        if x:
+            return x
+
+
+def lagrange_at(tau: int, domain: Domain) -> fr.FrVec:
+    """[Lᵢ(τ) for i < m]; τ must lie outside the domain."""
+    m = domain.m
+    omegas = fr.powers(domain.omega, m)
+    tau_vec = np.broadcast_to(fr.from_int(tau), (m, 4)).copy()
+    scale = (pow(tau, m, R) - 1) * pow(m, R - 2, R) % R
+    return fr.scale(fr.mul(omegas, fr.batch_inverse(fr.sub(tau_vec, omegas))), scale)
+
+
+def generate_parameters(
+    shape: R1CSShape,
+    out_dir: str | Path,
+    name: str,
+    *,
+    seed: int | None = None,
+    pool: MsmPool,
+    progress: Progress | None = None,
+) -> Parameters:
+    """Write ``out_dir/name.params`` and ``out_dir/name.vk`` for ``shape`` and return the
+    parameters. ``seed`` makes the toxic waste reproducible (tests, benchmarks only)."""
+    rng: random.Random = random.Random(seed) if seed is not None else secrets.SystemRandom()
+    domain = Domain.for_size(shape.num_constraints)
+    while True:
+        tau = _nonzero(rng)
+        if pow(tau, domain.m, R) != 1:  # τ in the domain would divide by zero below
+            break
+    alpha, beta, gamma, delta = (_nonzero(rng) for _ in range(4))
+    gamma_inv, delta_inv = pow(gamma, R - 2, R), pow(delta, R - 2, R)
+
+    lag = lagrange_at(tau, domain)
+    lag = lag[: shape.num_constraints]
+    at = shape.a.transpose().matvec(lag)  # Aⱼ(τ) for every variable j
+    bt = shape.b.transpose().matvec(lag)
+    ct = shape.c.transpose().matvec(lag)
+    mixed = fr.add(fr.add(fr.scale(at, beta), fr.scale(bt, alpha)), ct)
+    ni = shape.num_inputs
+
+    l_scalars = fr.scale(mixed[ni:], delta_inv)
+    unconstrained = np.flatnonzero(fr.is_zero(l_scalars))
+    if len(unconstrained):
+        raise BadInput(
+            f"circuit {shape.circuit_id!r}: aux variable {int(unconstrained[0])} is "
+            "unconstrained (its l point would be the identity)"
+        )
+    ic_scalars = fr.scale(mixed[:ni], gamma_inv)
+    a_scalars = np.concatenate([at[:ni], at[ni:][shape.a_aux_density]])
+    b_scalars = np.concatenate(
+        [bt[:ni][shape.b_input_density], bt[ni:][shape.b_aux_density]]
+    )
+    t_tau = (pow(tau, domain.m, R) - 1) % R
+    h_scalars = fr.powers(tau, domain.m - 1, start=t_tau * delta_inv % R)
+
+    g1, g2 = g1_generator(), g2_generator()
+    jobs: list[tuple[str, object, fr.FrVec]] = [
+        ("g1", g1, h_scalars),
+        ("g1", g1, l_scalars),
+        ("g1", g1, a_scalars),
+        ("g1", g1, b_scalars),
+        ("g2", g2, b_scalars),
+    ]
+    total = sum(len(s) for _, _, s in jobs) + len(ic_scalars)
+    done = [0]
+
+    def submit(group: str, base: object, scalars: fr.FrVec) -> list[Future]:
+        futures = []
+        for lo in range(0, len(scalars), CHUNK):
+            chunk = scalars[lo : lo + CHUNK]
+            f = pool.fixed_base(group, base, fr.to_bytes_le(chunk))
+            if progress is not None:
+
+                def tick(_: Future, n: int = len(chunk)) -> None:
+                    done[0] += n
+                    progress(done[0], total)
+
+                f.add_done_callback(tick)
+            futures.append(f)
+        return futures
+
+    pending = [submit(*job) for job in jobs]
+    ic_bytes = pool.fixed_base("g1", g1, fr.to_bytes_le(ic_scalars)).result()
+    vk = VerifyingKey(
+        alpha_g1=g1_mul(g1, alpha),
+        beta_g1=g1_mul(g1, beta),
+        beta_g2=g2_mul(g2, beta),
+        gamma_g2=g2_mul(g2, gamma),
+        delta_g1=g1_mul(g1, delta),
+        delta_g2=g2_mul(g2, delta),
+        ic=tuple(g1_array_from_uncompressed(ic_bytes)),
+    )
+    vectors = [
+        (len(scalars), b"".join(f.result() for f in futures))
+        for (_, _, scalars), futures in zip(jobs, pending, strict=True)
+    ]
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    write_params(out / f"{name}.params", vk, vectors)
+    write_vk(out / f"{name}.vk", vk)
+    if progress is not None:
+        progress(total, total)
+    return read_params(out / f"{name}.params")

@@ -1,0 +1,49 @@
+"""On-disk cache of pre-compiled constraint systems, one directory per circuit id.
+
+Shape synthesis runs every constraint through Python once (seconds to minutes for big circuits);
+after that every proof of the same circuit type reuses the saved matrices.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import tempfile
+from pathlib import Path
+
+from cuzk.r1cs.shape import R1CSShape
+from cuzk.r1cs.system import Circuit, synthesize_shape
+
+
+def default_cache_dir() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "cuzk" / "shapes"
+
+
+class ShapeCache:
+    """``get(circuit_id, circuit)`` loads the saved shape or synthesizes and saves it."""
+
+    def __init__(self, directory: str | os.PathLike[str] | None = None) -> None:
+        self.directory = Path(directory) if directory is not None else default_cache_dir()
+
+    def path_for(self, circuit_id: str) -> Path:
+        return self.directory / re.sub(r"[^A-Za-z0-9_.-]", "_", circuit_id)
+
+    def get(self, circuit_id: str, circuit: Circuit) -> R1CSShape:
+        path = self.path_for(circuit_id)
+        if (path / "meta.json").exists():
+            return R1CSShape.load(path)
+        shape = synthesize_shape(circuit, circuit_id)
+        self.directory.mkdir(parents=True, exist_ok=True)
+        # Write beside, then rename: a concurrent reader never sees half a shape.
+        tmp = Path(tempfile.mkdtemp(dir=self.directory, prefix=".partial-"))
+        try:
+            shape.save(tmp)
+            try:
+                tmp.rename(path)
+            except OSError:  # another process won the race; its copy is as good as ours
+                pass
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+        return shape

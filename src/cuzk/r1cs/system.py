@@ -1,0 +1,205 @@
+"""The circuit builder API and its three modes.
+
+A circuit is written once against :class:`ConstraintSystem` and run in one of three modes:
+
+* :class:`WitnessCS` computes values only. ``enforce`` does nothing and linear combinations passed
+  as functions are never built, so proving-time synthesis costs one list append per variable.
+* :class:`ShapeCS` records A, B and C once per circuit type (the pre-compiled constraint system,
+  :class:`~cuzk.r1cs.shape.R1CSShape`); values are never asked for.
+* :class:`CheckCS` evaluates every constraint as it is enforced and remembers the first one that
+  fails, with its full namespaced name.
+
+Conventions follow bellperson: input 0 is ONE, allocated before the circuit runs, and after
+synthesis the shape gets one ``input_i · 0 = 0`` row per input (added by :meth:`ShapeCS.finish`).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Protocol, Union
+
+from cuzk.errors import BadInput
+from cuzk.field.constants import R
+from cuzk.r1cs.lc import LcSpec, LinearCombination, Variable, resolve
+from cuzk.r1cs.shape import R1CSShape
+
+NameSpec = Union[str, Callable[[], str]]
+"""A name, or a function producing it, so hot loops needn't format strings no mode will read."""
+
+ValueSpec = Union[int, Callable[[], int], None]
+"""A value, or a function computing it (not called in shape mode)."""
+
+
+class Circuit(Protocol):
+    """Anything that can describe itself to a constraint system."""
+
+    def synthesize(self, cs: ConstraintSystem) -> None: ...
+
+
+class ConstraintSystem(ABC):
+    """The builder every circuit and gadget writes against."""
+
+    #: False in shape mode: gadgets may skip computing values nobody reads.
+    needs_values: bool = True
+
+    def __init__(self) -> None:
+        self._path: list[str] = []
+
+    @abstractmethod
+    def alloc(self, name: NameSpec, value: ValueSpec) -> Variable:
+        """A new private (auxiliary) variable."""
+
+    @abstractmethod
+    def alloc_input(self, name: NameSpec, value: ValueSpec) -> Variable:
+        """A new public input (its value becomes part of the statement)."""
+
+    @abstractmethod
+    def enforce(self, name: NameSpec, a: LcSpec, b: LcSpec, c: LcSpec) -> None:
+        """Require ⟨a, z⟩ · ⟨b, z⟩ = ⟨c, z⟩."""
+
+    @contextmanager
+    def namespace(self, name: NameSpec) -> Iterator[None]:
+        """Prefix the names of everything allocated or enforced inside with ``name/``."""
+        self._path.append(name if isinstance(name, str) else name())
+        try:
+            yield
+        finally:
+            self._path.pop()
+
+    def _full_name(self, name: NameSpec) -> str:
+        leaf = name if isinstance(name, str) else name()
+        return "/".join([*self._path, leaf]) if self._path else leaf
+
+
+def _value(name: NameSpec, value: ValueSpec) -> int:
+    if value is None:
+        leaf = name if isinstance(name, str) else name()
+        raise BadInput(f"variable {leaf!r} has no value (witness mode needs every value)")
+    v = value() if callable(value) else value
+    return v % R
+
+
+class WitnessCS(ConstraintSystem):
+    """Values only: the proving-time mode."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.inputs: list[int] = [1]
+        self.aux: list[int] = []
+
+    def alloc(self, name: NameSpec, value: ValueSpec) -> Variable:
+        self.aux.append(_value(name, value))
+        return Variable(len(self.aux) - 1)
+
+    def alloc_input(self, name: NameSpec, value: ValueSpec) -> Variable:
+        self.inputs.append(_value(name, value))
+        return Variable(~(len(self.inputs) - 1))
+
+    def enforce(self, name: NameSpec, a: LcSpec, b: LcSpec, c: LcSpec) -> None:
+        pass
+
+    @contextmanager
+    def namespace(self, name: NameSpec) -> Iterator[None]:
+        yield
+
+
+class CheckCS(ConstraintSystem):
+    """Evaluates each constraint on the spot; names the first unsatisfied one."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.inputs: list[int] = [1]
+        self.aux: list[int] = []
+        self.num_constraints = 0
+        self.first_failure: tuple[int, str] | None = None
+
+    def alloc(self, name: NameSpec, value: ValueSpec) -> Variable:
+        self.aux.append(_value(name, value))
+        return Variable(len(self.aux) - 1)
+
+    def alloc_input(self, name: NameSpec, value: ValueSpec) -> Variable:
+        self.inputs.append(_value(name, value))
+        return Variable(~(len(self.inputs) - 1))
+
+    def _eval(self, lc: LinearCombination) -> int:
+        inputs, aux = self.inputs, self.aux
+        return sum(c * (inputs[~k] if k < 0 else aux[k]) for k, c in lc.terms.items()) % R
+
+    def enforce(self, name: NameSpec, a: LcSpec, b: LcSpec, c: LcSpec) -> None:
+        index = self.num_constraints
+        self.num_constraints += 1
+        if self.first_failure is not None:
+            return
+        av, bv, cv = self._eval(resolve(a)), self._eval(resolve(b)), self._eval(resolve(c))
+        if av * bv % R != cv:
+            self.first_failure = (index, self._full_name(name))
+
+    def is_satisfied(self) -> bool:
+        return self.first_failure is None
+
+
+class ShapeCS(ConstraintSystem):
+    """Records A, B, C row by row; :meth:`finish` turns them into an :class:`R1CSShape`."""
+
+    needs_values = False
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.num_inputs = 1
+        self.num_aux = 0
+        # Per matrix: CSR row pointers, column keys (inputs negative), coefficients.
+        self._rows: tuple[tuple[list[int], list[int], list[int]], ...] = tuple(
+            ([0], [], []) for _ in range(3)
+        )
+        self.names: list[str] = []
+
+    def alloc(self, name: NameSpec, value: ValueSpec) -> Variable:
+        self.num_aux += 1
+        return Variable(self.num_aux - 1)
+
+    def alloc_input(self, name: NameSpec, value: ValueSpec) -> Variable:
+        self.num_inputs += 1
+        return Variable(~(self.num_inputs - 1))
+
+    def enforce(self, name: NameSpec, a: LcSpec, b: LcSpec, c: LcSpec) -> None:
+        for (indptr, keys, coeffs), spec in zip(self._rows, (a, b, c), strict=True):
+            terms = resolve(spec).terms
+            keys.extend(terms.keys())
+            coeffs.extend(terms.values())
+            indptr.append(len(keys))
+        self.names.append(self._full_name(name))
+
+    def finish(self, circuit_id: str = "") -> R1CSShape:
+        """Append bellperson's ``input_i · 0 = 0`` rows and freeze the matrices."""
+        for i in range(self.num_inputs):
+            self.enforce(f"input {i} constraint", Variable(~i), 0, 0)
+        return R1CSShape.from_rows(
+            circuit_id=circuit_id,
+            num_inputs=self.num_inputs,
+            num_aux=self.num_aux,
+            rows=self._rows,
+            names=self.names,
+        )
+
+
+def synthesize_shape(circuit: Circuit, circuit_id: str = "") -> R1CSShape:
+    """Run ``circuit`` in shape mode and return its pre-compiled constraint system."""
+    cs = ShapeCS()
+    circuit.synthesize(cs)
+    return cs.finish(circuit_id)
+
+
+def synthesize_witness(circuit: Circuit) -> WitnessCS:
+    """Run ``circuit`` in witness mode; the result holds ``inputs`` (ONE first) and ``aux``."""
+    cs = WitnessCS()
+    circuit.synthesize(cs)
+    return cs
+
+
+def check_circuit(circuit: Circuit) -> CheckCS:
+    """Run ``circuit`` evaluating every constraint; see ``first_failure``."""
+    cs = CheckCS()
+    circuit.synthesize(cs)
+    return cs

@@ -1,0 +1,100 @@
+"""The command line, run in-process: exit codes, files written, errors without tracebacks."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from cuzk.cli.main import main
+
+CIRCUIT = "synthetic:300"
+
+
+@pytest.fixture(scope="module")
+def keys(tmp_path_factory):
+    d = tmp_path_factory.mktemp("cli")
+    cache = d / "shapes"
+    assert main(["setup", "--circuit", CIRCUIT, "--out", str(d), "--seed", "5",
+                 "--workers", "2", "--shape-cache", str(cache)]) == 0
+    return d, cache
+
+
+@pytest.fixture(scope="module")
+def proof_files(keys):
+    d, cache = keys
+    args = ["prove", "--circuit", CIRCUIT, "--params", str(d / "synthetic-300.params"),
+            "--out", str(d / "proof.bin"), "--inputs-out", str(d / "inputs.json"),
+            "--seed", "8", "--workers", "2", "--shape-cache", str(cache)]
+    assert main(args) == 0
+    return d / "proof.bin", d / "inputs.json", d / "synthetic-300.vk"
+
+
+def _verify(proof, inputs, vk) -> int:
+    return main(["verify", "--vk", str(vk), "--proof", str(proof), "--inputs", str(inputs)])
+
+
+def test_prove_then_verify(proof_files):
+    proof, inputs, vk = proof_files
+    assert len(proof.read_bytes()) == 192
+    values = json.loads(inputs.read_text())
+    assert len(values) == 4 and all(isinstance(v, str) and v.isdigit() for v in values)
+    assert _verify(proof, inputs, vk) == 0
+
+
+def test_verify_invalid_exits_1(proof_files, tmp_path, capsys):
+    proof, inputs, vk = proof_files
+    values = json.loads(inputs.read_text())
+    values[0] = str(int(values[0]) ^ 1)
+    wrong = tmp_path / "wrong.json"
+    wrong.write_text(json.dumps(values))
+    assert _verify(proof, wrong, vk) == 1
+    assert "invalid" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "mutate, message",
+    [
+        (lambda p, i, v, t: (t / "none.bin", i, v), "cannot read"),
+        (lambda p, i, v, t: (_write(t / "short.bin", p.read_bytes()[:100]), i, v), "192"),
+        (lambda p, i, v, t: (p, _write(t / "x.json", b"[1, "), v), "not JSON"),
+        (lambda p, i, v, t: (p, _write(t / "x.json", b'["-3"]'), v), "decimal"),
+        (lambda p, i, v, t: (p, _write(t / "x.json", b'["1"]'), v), "public inputs"),
+        (lambda p, i, v, t: (p, i, _write(t / "x.vk", v.read_bytes()[:-5])), "truncated"),
+    ],
+)
+def test_verify_bad_input_exits_2(proof_files, tmp_path, capsys, mutate, message):
+    proof, inputs, vk = mutate(*proof_files, tmp_path)
+    assert _verify(proof, inputs, vk) == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
+
+
+def _write(path, data: bytes):
+    path.write_bytes(data)
+    return path
+
+
+def test_info(keys, capsys):
+    d, _ = keys
+    assert main(["info", str(d / "synthetic-300.params"), "--json"]) == 0
+    info = json.loads(capsys.readouterr().out)
+    assert info["kind"] == "params" and info["domain_size"] == 512 and info["num_inputs"] == 5
+    assert main(["info", str(d / "synthetic-300.vk")]) == 0
+    assert "vk file" in capsys.readouterr().out
+    assert main(["info", str(d / "nothing")]) == 2
+
+
+def test_unknown_circuit_is_a_clear_error(keys, capsys):
+    d, cache = keys
+    code = main(["prove", "--circuit", "nope:1", "--params", str(d / "synthetic-300.params"),
+                 "--out", str(d / "p"), "--shape-cache", str(cache)])
+    assert code == 2 and "unknown circuit" in capsys.readouterr().err
+
+
+def test_params_for_another_circuit_are_refused(keys, capsys):
+    d, cache = keys
+    code = main(["prove", "--circuit", "synthetic:600", "--params",
+                 str(d / "synthetic-300.params"), "--out", str(d / "p"),
+                 "--workers", "2", "--shape-cache", str(cache)])
+    assert code == 2 and "not made for circuit" in capsys.readouterr().err

@@ -1,0 +1,38 @@
+"""Shared fixtures: a fresh random generator per test (seed shown on failure) and one worker
+pool per session, since starting processes is the slowest part of small tests."""
+
+from __future__ import annotations
+
+import secrets
+
+import numpy as np
+import pytest
+
+
+@pytest.fixture
+def seed(request: pytest.FixtureRequest) -> int:
+    s = secrets.randbits(32)
+    request.node.user_properties.append(("seed", s))
+    print(f"random seed: {s}")
+    return s
+
+
+@pytest.fixture
+def rng(seed: int) -> np.random.Generator:
+    return np.random.default_rng(seed)
+
+
+@pytest.fixture(scope="session")
+def pool():
+    from cuzk.curve.pool import MsmPool
+
+    with MsmPool(2) as p:
+        yield p
+
+
+@pytest.fixture(scope="session")
+def cpu_backend():
+    from cuzk.backend.cpu import CpuBackend
+
+    with CpuBackend(2) as b:
+        yield b
