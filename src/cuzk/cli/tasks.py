@@ -65,7 +65,7 @@ def run_setup(
         console=err,
         transient=True,
     ) as bar:
-        task = bar.add_task(circuit_id, total=None)
+        task = bar.add_task(circuit_id, total=1)
 
         def progress(done: int, total: int) -> None:
             bar.update(task, completed=done, total=total)

@@ -118,6 +118,8 @@ def generate_parameters(
             futures.append(f)
         return futures
 
+    if progress is not None:
+        progress(0, total)
     pending = [submit(*job) for job in jobs]
     ic_bytes = pool.fixed_base("g1", g1, fr.to_bytes_le(ic_scalars)).result()
     vk = VerifyingKey(

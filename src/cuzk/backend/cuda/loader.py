@@ -1,0 +1,71 @@
+"""The one CUDA loader: ``.cu`` files in this package compiled lazily through CuPy (NVRTC).
+
+Fixed options, this directory on the include path, ``-D`` parameters per call, the device's
+own architecture (sm_90 on Hopper), and one compiled module per (file, defines, device) kept
+for the life of the process (CuPy also caches the binaries on disk). Nothing compiles at
+import time, and importing this module does not import CuPy. A compile error is re-raised as
+:class:`~cuzk.errors.DeviceFault` carrying NVRTC's log, which names the file and line.
+"""
+
+from __future__ import annotations
+
+import threading
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from cuzk.errors import DeviceFault
+
+KERNEL_DIR = Path(__file__).resolve().parent
+BASE_OPTIONS = ("--std=c++17", "-default-device", "--use_fast_math")
+_lock = threading.Lock()
+_modules: dict[tuple[str, tuple[tuple[str, str], ...], int], Any] = {}
+
+
+def cupy() -> Any:
+    """Import CuPy on first use; a clear error where it (or a GPU) is missing."""
+    try:
+        import cupy as cp
+    except ImportError as e:  # pragma: no cover - depends on the machine
+        raise DeviceFault("the CUDA backend needs CuPy (pip install cupy-cuda13x)") from e
+    return cp
+
+
+@lru_cache(maxsize=None)
+def device_arch(device: int) -> str:
+    return f"sm_{cupy().cuda.Device(device).compute_capability}"  # e.g. "90" on Hopper
+
+
+def load_module(
+    filename: str, *, device: int, defines: dict[str, object] | None = None
+) -> Any:
+    """The compiled ``cupy.RawModule`` for ``filename`` (relative to this package) on
+    ``device``; ``defines`` become ``-DNAME=VALUE`` options."""
+    key_defines = tuple(sorted((k, str(v)) for k, v in (defines or {}).items()))
+    key = (filename, key_defines, device)
+    with _lock:
+        module = _modules.get(key)
+        if module is not None:
+            return module
+        cp = cupy()
+        source_path = KERNEL_DIR / filename
+        source = source_path.read_text()
+        options = (
+            *BASE_OPTIONS,
+            f"-I{KERNEL_DIR}",
+            f"--gpu-architecture={device_arch(device)}",
+            *(f"-D{k}={v}" for k, v in key_defines),
+        )
+        with cp.cuda.Device(device):
+            try:
+                module = cp.RawModule(code=source, options=options, name_expressions=None)
+                module.compile()
+            except cp.cuda.compiler.CompileException as e:
+                raise DeviceFault(f"compiling {source_path} failed:\n{e.get_message()}") from e
+        _modules[key] = module
+        return module
+
+
+def get_kernel(filename: str, name: str, *, device: int, defines: dict[str, object] | None = None):
+    """One ``__global__`` function (declared ``extern "C"``) from ``filename``."""
+    return load_module(filename, device=device, defines=defines).get_function(name)
