@@ -5,15 +5,22 @@ from __future__ import annotations
 from cuzk.backend.base import Backend, MsmPlan, PointSet
 from cuzk.errors import BadInput
 
-BACKENDS = ("cpu",)
+BACKENDS = ("cpu", "cuda")
 
 
-def get_backend(name: str = "cpu", *, workers: int | None = None) -> Backend:
-    """The backend called ``name``, chosen explicitly (never by environment variables)."""
+def get_backend(name: str = "cpu", *, workers: int | None = None, device: int = 0) -> Backend:
+    """The backend called ``name``, chosen explicitly (never by environment variables).
+
+    ``workers`` sizes the CPU MSM process pool; ``device`` is the CUDA device index.
+    """
     if name == "cpu":
         from cuzk.backend.cpu import CpuBackend
 
         return CpuBackend(workers)
+    if name == "cuda":
+        from cuzk.backend.cuda.backend import CudaBackend
+
+        return CudaBackend(device, workers=workers)
     raise BadInput(f"unknown backend {name!r}; available: {', '.join(BACKENDS)}")
 
 

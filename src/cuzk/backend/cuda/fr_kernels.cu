@@ -1,0 +1,97 @@
+// Elementwise Fr kernels over FrVec device arrays ((n, 4) uint64, Montgomery form).
+//
+// Grid-stride loops, one element per iteration; constants arrive as four 64-bit words (the
+// element's Montgomery limbs), tables of powers as two device arrays (see fr_pow_lookup).
+#include "fr.cuh"
+
+#define FR_GRID_LOOP(i, n) \
+    for (fr_u64 i = (fr_u64)blockIdx.x * blockDim.x + threadIdx.x; i < (fr_u64)(n); \
+         i += (fr_u64)blockDim.x * gridDim.x)
+
+FR_FN fr_t fr_from_u64x4(fr_u64 k0, fr_u64 k1, fr_u64 k2, fr_u64 k3) {
+    fr_t r;
+    r.w[0] = (fr_u32)k0; r.w[1] = (fr_u32)(k0 >> 32);
+    r.w[2] = (fr_u32)k1; r.w[3] = (fr_u32)(k1 >> 32);
+    r.w[4] = (fr_u32)k2; r.w[5] = (fr_u32)(k2 >> 32);
+    r.w[6] = (fr_u32)k3; r.w[7] = (fr_u32)(k3 >> 32);
+    return r;
+}
+
+extern "C" __global__ void fr_add_k(fr_u64* out, const fr_u64* a, const fr_u64* b, long long n) {
+    FR_GRID_LOOP(i, n) fr_store(out, i, fr_add(fr_load(a, i), fr_load(b, i)));
+}
+
+extern "C" __global__ void fr_sub_k(fr_u64* out, const fr_u64* a, const fr_u64* b, long long n) {
+    FR_GRID_LOOP(i, n) fr_store(out, i, fr_sub(fr_load(a, i), fr_load(b, i)));
+}
+
+extern "C" __global__ void fr_mul_k(fr_u64* out, const fr_u64* a, const fr_u64* b, long long n) {
+    FR_GRID_LOOP(i, n) fr_store(out, i, fr_mul(fr_load(a, i), fr_load(b, i)));
+}
+
+// out = a·b - c (the H quotient's pointwise step)
+extern "C" __global__ void fr_mul_sub_k(fr_u64* out, const fr_u64* a, const fr_u64* b,
+                                        const fr_u64* c, long long n) {
+    FR_GRID_LOOP(i, n) {
+        fr_store(out, i, fr_sub(fr_mul(fr_load(a, i), fr_load(b, i)), fr_load(c, i)));
+    }
+}
+
+// out = a·k for one constant k (Montgomery limbs k0..k3)
+extern "C" __global__ void fr_scale_k(fr_u64* out, const fr_u64* a, fr_u64 k0, fr_u64 k1,
+                                      fr_u64 k2, fr_u64 k3, long long n) {
+    const fr_t k = fr_from_u64x4(k0, k1, k2, k3);
+    FR_GRID_LOOP(i, n) fr_store(out, i, fr_mul(fr_load(a, i), k));
+}
+
+// out[i] = a[i]·scale·base^(i + offset), from the two tables of fr_pow_lookup
+extern "C" __global__ void fr_scale_powers_k(fr_u64* out, const fr_u64* a, const fr_u64* pw_lo,
+                                             const fr_u64* pw_hi, int pw_bits, long long offset,
+                                             long long n) {
+    FR_GRID_LOOP(i, n) {
+        fr_t p = fr_pow_lookup(pw_lo, pw_hi, pw_bits, i + (fr_u64)offset);
+        fr_store(out, i, fr_mul(fr_load(a, i), p));
+    }
+}
+
+// out[i] = scale·base^i (twiddle tables)
+extern "C" __global__ void fr_powers_k(fr_u64* out, const fr_u64* pw_lo, const fr_u64* pw_hi,
+                                       int pw_bits, long long n) {
+    FR_GRID_LOOP(i, n) fr_store(out, i, fr_pow_lookup(pw_lo, pw_hi, pw_bits, i));
+}
+
+// 0 for zero, 1 for one, 2 otherwise (int8), as cuzk.field.fr.classify
+extern "C" __global__ void fr_classify_k(signed char* out, const fr_u64* a, long long n) {
+    FR_GRID_LOOP(i, n) {
+        fr_t x = fr_load(a, i);
+        out[i] = fr_is_zero(x) ? 0 : (fr_is_one(x) ? 1 : 2);
+    }
+}
+
+// Microbenchmarks: each thread runs FR_BENCH_CHAINS independent chains x_c ← x_c·y for iters
+// rounds (FR_BENCH_CHAINS·iters multiplications per thread); out[i] = Σ_c x_c keeps them live.
+#ifndef FR_BENCH_CHAINS
+#define FR_BENCH_CHAINS 4
+#endif
+
+#define FR_BENCH_KERNEL(name, MUL)                                                         \
+    extern "C" __global__ void name(fr_u64* out, const fr_u64* a, int iters, long long n) {    \
+        FR_GRID_LOOP(i, n) {                                                                   \
+            fr_t y = fr_load(a, i);                                                            \
+            fr_t x[FR_BENCH_CHAINS];                                                           \
+            _Pragma("unroll") for (int c = 0; c < FR_BENCH_CHAINS; c++)                        \
+                x[c] = fr_load(a, (i + c + 1) % (fr_u64)n);                                    \
+            for (int it = 0; it < iters; it++) {                                               \
+                _Pragma("unroll") for (int c = 0; c < FR_BENCH_CHAINS; c++) x[c] = MUL(x[c], y); \
+            }                                                                                  \
+            fr_t s = x[0];                                                                     \
+            _Pragma("unroll") for (int c = 1; c < FR_BENCH_CHAINS; c++) s = fr_add(s, x[c]);   \
+            fr_store(out, i, s);                                                               \
+        }                                                                                      \
+    }
+
+FR_BENCH_KERNEL(fr_mul_bench_k, fr_mul)
+FR_BENCH_KERNEL(fr_mul_ptx_bench_k, fr_mul_ptx)
+FR_BENCH_KERNEL(fr_mul_wide_bench_k, fr_mul_wide)
+FR_BENCH_KERNEL(fr_mul_eo_bench_k, fr_mul_eo)
+FR_BENCH_KERNEL(fr_mul64_bench_k, fr_mul64)

@@ -1,0 +1,426 @@
+"""NTTs and the Groth16 H quotient on one CUDA device, on device arrays.
+
+Conventions are :mod:`cuzk.poly`'s (bellperson's): ω = FR_ROOT_OF_UNITY^(2^(32 − log m)),
+iNTT scales by m⁻¹, the coset is g·⟨ω⟩ with g = 7, coset iNTT multiplies coefficient i by g⁻ⁱ;
+inputs shorter than m are zero-padded, orders are natural in and out.
+
+Every transform is a few passes of ``ntt.cu`` (each runs ≤ 9 radix-2 stages on tiles of
+≤ 2^11 points in shared memory): 2^24 takes three passes, 2^27 three. The plain transforms are
+DIF passes whose last pass writes in bit-reversed position (so the output is natural). The H
+pipeline never permutes: per input an inverse DIF (natural → bit-reversed coefficients) and a
+forward DIT whose loads multiply by m⁻¹·gᵏ (bit-reversed coefficients → natural coset values),
+then one inverse DIF whose loads compute a·b − c and whose last pass permutes and multiplies by
+m⁻¹·(gᵐ − 1)⁻¹·g⁻ⁱ. Scaling by powers uses two small tables per (base, scale, m) (one
+multiplication per element); butterfly twiddles come from one table of ω^j per device, kept at
+the largest domain seen and read with a stride for smaller ones.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from cuzk.errors import BadInput
+from cuzk.field import fr
+from cuzk.field.constants import FR_GENERATOR, R
+from cuzk.poly.domain import Domain, root_of_unity
+
+SRC = "ntt.cu"
+ELT = "fr_kernels.cu"
+
+#: log2 of the most points one block holds (2^11 · 32 B = 64 KiB of shared memory).
+TILE_LOG = 11
+#: log2 of the groups a block takes when the group's points are strided (4 · 32 B = 128 B rows).
+GROUP_LOG = 2
+#: Threads per block of the NTT passes.
+THREADS = 256
+#: Threads per block of the elementwise kernels.
+ELT_THREADS = 256
+
+# flags of ntt.cu
+LOAD_BITREV = 1
+STORE_BITREV = 2
+LOAD_POW = 4
+STORE_POW = 8
+POW_BITREV = 16
+LOAD_MULSUB = 32
+STORE_CONST = 64
+
+_G_INV = pow(FR_GENERATOR, -1, R)
+
+
+def pass_sizes(log_m: int, tile_log: int | None = None, group_log: int | None = None) -> list[int]:
+    """Stages per pass, in DIF order (the first pass takes the top bits), balanced."""
+    tile_log = TILE_LOG if tile_log is None else tile_log
+    group_log = GROUP_LOG if group_log is None else group_log
+    if log_m <= tile_log:
+        return [log_m]
+    kmax = tile_log - group_log
+    passes = -(-log_m // kmax)
+    base, extra = divmod(log_m, passes)
+    return [base + 1] * extra + [base] * (passes - extra)
+
+
+@dataclass(frozen=True)
+class PowTable:
+    """scale·base^i = hi[i >> bits]·lo[i & (2^bits − 1)] for i < n, on the device."""
+
+    lo: Any
+    hi: Any
+    bits: int
+
+
+def _mont(x: int) -> np.ndarray:
+    return fr.from_int(x).reshape(1, 4)
+
+
+class GpuFr:
+    """Elementwise Fr kernels on one :class:`~cuzk.backend.cuda.device.Gpu` (device FrVecs in
+    and out, results in fresh arrays from CuPy's pool), and the tables they share."""
+
+    def __init__(self, gpu: Any) -> None:
+        self.gpu = gpu
+        self._lock = threading.RLock()
+        self._pow: dict[tuple[int, int, int], PowTable] = {}
+        self._const: dict[int, Any] = {}
+
+    # -- tables ----------------------------------------------------------------------------------
+    def pow_table(self, base: int, scale: int, n: int) -> PowTable:
+        """Device tables of scale·base^i for i < n (built on the host with the CPU kernels)."""
+        base, scale = base % R, scale % R
+        n = max(1, n)
+        key = (base, scale, n)
+        with self._lock:
+            t = self._pow.get(key)
+            if t is None:
+                bits = max(1, ((n - 1).bit_length() + 1) // 2)
+                lo = fr.powers(base, 1 << bits)
+                hi = fr.powers(pow(base, 1 << bits, R), -(-n >> bits), start=scale)
+                t = PowTable(self.gpu.upload(lo), self.gpu.upload(hi), bits)
+                self._pow[key] = t
+            return t
+
+    def const(self, x: int) -> Any:
+        x %= R
+        with self._lock:
+            c = self._const.get(x)
+            if c is None:
+                c = self._const[x] = self.gpu.upload(_mont(x))
+            return c
+
+    # -- elementwise ---------------------------------------------------------------------------
+    def _elementwise(self, name: str, n: int, *args: Any) -> None:
+        blocks = max(1, min(-(-n // ELT_THREADS), self.gpu.sm_count * 16))
+        self.gpu.launch(ELT, name, blocks, ELT_THREADS, args)
+
+    def _binary(self, name: str, *vs: Any) -> Any:
+        n = int(vs[0].shape[0])
+        for v in vs:
+            if tuple(v.shape) != (n, 4) or v.dtype != np.uint64:
+                raise BadInput(f"{name}: operands must be (n, 4) uint64 of one length")
+        with self.gpu.context():
+            out = self.gpu.empty(n)
+            if n:
+                self._elementwise(name, n, out, *vs, np.int64(n))
+        return out
+
+    def add(self, a: Any, b: Any) -> Any:
+        return self._binary("fr_add_k", a, b)
+
+    def sub(self, a: Any, b: Any) -> Any:
+        return self._binary("fr_sub_k", a, b)
+
+    def mul(self, a: Any, b: Any) -> Any:
+        return self._binary("fr_mul_k", a, b)
+
+    def mul_sub(self, a: Any, b: Any, c: Any) -> Any:
+        """a·b − c."""
+        return self._binary("fr_mul_sub_k", a, b, c)
+
+    def scale(self, v: Any, k: int) -> Any:
+        """v·k for an integer constant k."""
+        n = int(v.shape[0])
+        words = [np.uint64(w) for w in fr.from_int(k)]
+        with self.gpu.context():
+            out = self.gpu.empty(n)
+            if n:
+                self._elementwise("fr_scale_k", n, out, v, *words, np.int64(n))
+        return out
+
+    def scale_by_powers(self, v: Any, base: int, start: int = 1) -> Any:
+        """v[i]·start·base^i (the coset shift)."""
+        n = int(v.shape[0])
+        with self.gpu.context():
+            out = self.gpu.empty(n)
+            if n:
+                t = self.pow_table(base, start, n)
+                self._elementwise(
+                    "fr_scale_powers_k",
+                    n,
+                    out,
+                    v,
+                    t.lo,
+                    t.hi,
+                    np.int32(t.bits),
+                    np.int64(0),
+                    np.int64(n),
+                )
+        return out
+
+    def powers(self, base: int, n: int, start: int = 1) -> Any:
+        """[start·base^i for i < n] on the device."""
+        with self.gpu.context():
+            out = self.gpu.empty(n)
+            if n:
+                t = self.pow_table(base, start, n)
+                self._elementwise("fr_powers_k", n, out, t.lo, t.hi, np.int32(t.bits), np.int64(n))
+        return out
+
+    def classify(self, v: Any) -> Any:
+        """int8 per element: 0 zero, 1 one, 2 otherwise (as cuzk.field.fr.classify)."""
+        n = int(v.shape[0])
+        with self.gpu.context():
+            out = self.gpu.empty(n, np.int8, 0)
+            if n:
+                self._elementwise("fr_classify_k", n, out, v, np.int64(n))
+        return out
+
+    def split_plan(self, v: Any) -> tuple[Any, Any]:
+        """(indices of ones, indices of the others that are not zero), int64 device arrays:
+        the split MSM's plan (cf. cuzk.backend.base.MsmPlan)."""
+        kinds = self.classify(v)
+        xp = self.gpu.xp
+        with self.gpu.context():
+            return (
+                xp.flatnonzero(kinds == 1).astype(xp.int64),
+                xp.flatnonzero(kinds == 2).astype(xp.int64),
+            )
+
+
+class GpuNtt(GpuFr):
+    """Transforms on one :class:`~cuzk.backend.cuda.device.Gpu` (device arrays in and out).
+
+    Tables (twiddles, powers, constants) are built once per device and size and kept; the H
+    pipeline's three work buffers are kept at the largest domain seen.
+    """
+
+    def __init__(self, gpu: Any) -> None:
+        super().__init__(gpu)
+        self._tw: Any = None
+        self._tw_log = -1
+        self._work: list[Any] = []
+        self._work_m = 0
+
+    def twiddles(self, log_m: int) -> tuple[Any, int]:
+        """(table of ω_T^j for j < 2^(T−1), stride shift T − log_m) with T ≥ log_m."""
+        with self._lock:
+            if self._tw_log < log_m:
+                half = 1 << (log_m - 1)
+                t = self.pow_table(root_of_unity(log_m), 1, half)
+                tw = self.gpu.empty(half)
+                self._elementwise(
+                    "fr_powers_k", half, tw, t.lo, t.hi, np.int32(t.bits), np.int64(half)
+                )
+                self._tw, self._tw_log = tw, log_m
+                # the per-size tables of ω were only needed to build this one
+                self._pow.pop((root_of_unity(log_m), 1, half), None)
+            return self._tw, self._tw_log - log_m
+
+    def work_buffers(self, m: int) -> list[Any]:
+        """Three persistent length-m scratch vectors (views of buffers of the largest m)."""
+        with self._lock:
+            if self._work_m < m:
+                self._work = []  # free the old ones first
+                self._work = [self.gpu.empty(m) for _ in range(3)]
+                self._work_m = m
+            return [w[:m] for w in self._work]
+
+    # -- kernel plumbing -------------------------------------------------------------------------
+    def _transform(
+        self,
+        *,
+        dit: bool,
+        inv: bool,
+        log_m: int,
+        src: Any,
+        n_src: int,
+        work: Any,
+        out: Any,
+        load: int = 0,
+        store: int = 0,
+        pw: PowTable | None = None,
+        cst: Any = None,
+        src_b: Any = None,
+        src_c: Any = None,
+    ) -> None:
+        """Run every pass of one transform: the first reads ``src`` (zero beyond n_src),
+        the middle ones work in place on ``work``, the last writes ``out``."""
+        ks = pass_sizes(log_m)
+        if dit:
+            ks = ks[::-1]
+        tw, tw_shift = self.twiddles(log_m)
+        name = ("ntt_dit_" if dit else "ntt_dif_") + ("inv" if inv else "fwd")
+        covered = 0
+        for p, k in enumerate(ks):
+            first, last = p == 0, p == len(ks) - 1
+            R_ = covered if dit else log_m - covered - k
+            covered += k
+            flags = (load if first else 0) | (store if last else 0)
+            if (flags & LOAD_POW) and (flags & STORE_POW):
+                raise AssertionError("one pass takes one table of powers")
+            if not first:
+                flags &= ~(LOAD_BITREV | LOAD_MULSUB)
+            if (flags & (LOAD_POW | STORE_POW)) == 0:
+                flags &= ~POW_BITREV
+            s = src if first else work
+            d = out if last else work
+            q = log_m - k
+            gg = min(GROUP_LOG, q)
+            tile = 1 << (k + gg)
+            threads = min(THREADS, max(32, tile // 2))
+            self.gpu.launch(
+                SRC,
+                name,
+                1 << (q - gg),
+                threads,
+                (
+                    d,
+                    s,
+                    src_b if first else None,
+                    src_c if first else None,
+                    np.int64(n_src if first else 1 << log_m),
+                    tw,
+                    np.int32(tw_shift),
+                    pw.lo if pw is not None else None,
+                    pw.hi if pw is not None else None,
+                    np.int32(pw.bits if pw is not None else 0),
+                    cst,
+                    np.int32(log_m),
+                    np.int32(R_),
+                    np.int32(k),
+                    np.int32(GROUP_LOG),
+                    np.int32(flags),
+                ),
+                smem=tile * 32,
+            )
+
+    # -- public transforms (device arrays) -------------------------------------------------------
+    def _check(self, v: Any, domain: Domain) -> int:
+        if v.ndim != 2 or v.shape[1] != 4 or v.dtype != np.uint64:
+            raise BadInput(f"expected an (n, 4) uint64 device FrVec, got {v.shape} {v.dtype}")
+        if not v.flags.c_contiguous:
+            raise BadInput("device FrVec must be C-contiguous")
+        n = int(v.shape[0])
+        if n > domain.m:
+            raise BadInput(f"{n} values do not fit a domain of {domain.m}")
+        return n
+
+    def _trivial(self, v: Any, n: int, domain: Domain) -> Any:
+        """m = 1: every transform is the identity on the (padded) single value."""
+        out = self.gpu.empty(1)
+        if n:
+            out[...] = v[:1]
+        else:
+            out.fill(0)
+        return out
+
+    def ntt(self, v: Any, domain: Domain, *, coset: bool = False, out: Any = None) -> Any:
+        """Coefficients → values at ω^i (g·ω^i with ``coset``), length m."""
+        n = self._check(v, domain)
+        with self.gpu.context():
+            if domain.log_m == 0:
+                return self._trivial(v, n, domain)
+            m, L = domain.m, domain.log_m
+            out = self.gpu.empty(m) if out is None else out
+            work = self.gpu.empty(m) if len(pass_sizes(L)) > 1 else None
+            pw = self.pow_table(domain.coset_shift, 1, m) if coset else None
+            self._transform(
+                dit=False,
+                inv=False,
+                log_m=L,
+                src=v,
+                n_src=n,
+                work=work,
+                out=out,
+                load=LOAD_POW if coset else 0,
+                store=STORE_BITREV,
+                pw=pw,
+            )
+            return out
+
+    def intt(self, v: Any, domain: Domain, *, coset: bool = False, out: Any = None) -> Any:
+        """Values at ω^i (g·ω^i with ``coset``) → coefficients, length m."""
+        n = self._check(v, domain)
+        with self.gpu.context():
+            if domain.log_m == 0:
+                return self._trivial(v, n, domain)
+            m, L = domain.m, domain.log_m
+            out = self.gpu.empty(m) if out is None else out
+            work = self.gpu.empty(m) if len(pass_sizes(L)) > 1 else None
+            if coset:
+                pw, cst, store = self.pow_table(_G_INV, domain.m_inv, m), None, STORE_POW
+            else:
+                pw, cst, store = None, self.const(domain.m_inv), STORE_CONST
+            self._transform(
+                dit=False,
+                inv=True,
+                log_m=L,
+                src=v,
+                n_src=n,
+                work=work,
+                out=out,
+                store=STORE_BITREV | store,
+                pw=pw,
+                cst=cst,
+            )
+            return out
+
+    def h_quotient(self, a: Any, b: Any, c: Any, domain: Domain, *, out: Any = None) -> Any:
+        """Coefficients of h = (A·B − C)/Z on device: length m − 1 (a view of a length-m
+        array). a, b, c: device FrVecs of one length n ≤ m (zero-padded)."""
+        n = self._check(a, domain)
+        if self._check(b, domain) != n or self._check(c, domain) != n:
+            raise BadInput("a, b and c must have the same length")
+        m, L = domain.m, domain.log_m
+        with self.gpu.context():
+            if L == 0:
+                return self.gpu.empty(0)
+            out = self.gpu.empty(m) if out is None else out
+            with self._lock:
+                wa, wb, wc = self.work_buffers(m)
+                coset_in = self.pow_table(domain.coset_shift, domain.m_inv, m)
+                for x, w in ((a, wa), (b, wb), (c, wc)):
+                    # values → m·coefficients, bit-reversed order
+                    self._transform(dit=False, inv=True, log_m=L, src=x, n_src=n, work=w, out=w)
+                    # × m⁻¹·g^k on load, then → values on the coset, natural order
+                    self._transform(
+                        dit=True,
+                        inv=False,
+                        log_m=L,
+                        src=w,
+                        n_src=m,
+                        work=w,
+                        out=w,
+                        load=LOAD_POW | POW_BITREV,
+                        pw=coset_in,
+                    )
+                z_inv = domain.vanishing_on_coset_inv()
+                coset_out = self.pow_table(_G_INV, domain.m_inv * z_inv, m)
+                self._transform(
+                    dit=False,
+                    inv=True,
+                    log_m=L,
+                    src=wa,
+                    src_b=wb,
+                    src_c=wc,
+                    n_src=m,
+                    work=wa,
+                    out=out,
+                    load=LOAD_MULSUB,
+                    store=STORE_BITREV | STORE_POW,
+                    pw=coset_out,
+                )
+            return out[: m - 1]
