@@ -1,7 +1,7 @@
 """Benchmark G1/G2 MSM single-process and through MsmPool, plus the pool's fixed costs.
 
 Usage: python bench/bench_msm.py [--min-log 12] [--max-log 20] [--g2-max-log N] [--workers N]
-       [--runs 3]
+       [--runs 3] [--groups g1,g2] [--out bench/results/msm.json]
 
 Points: 256 distinct random points per group (k·G with random k, made by the fixed-base batch)
 repeated cyclically up to 2^max-log and written once, zcash-uncompressed, to a temporary file.
@@ -243,7 +243,8 @@ def main() -> None:
         default=20.0,
         help="run a size once if its first run takes longer than this",
     )
-    ap.add_argument("--fixed-base-log", type=int, default=14)
+    ap.add_argument("--groups", default="g1,g2", help="comma-separated: g1, g2")
+    ap.add_argument("--fixed-base-log", type=int, default=14, help="0 skips the fixed-base run")
     ap.add_argument("--out", type=Path, default=RESULTS)
     args = ap.parse_args()
     rng = np.random.default_rng()
@@ -252,9 +253,11 @@ def main() -> None:
         overhead = bench_pool_overhead(pool)
         sum_us = single_sum_rate(rng)
         print(f"g1_sum (single process): {sum_us:.2f} µs/pt (cpu)", flush=True)
-        fixed = bench_fixed_base(pool, rng, args.fixed_base_log)
-        rows = bench_group("g1", args, pool, Path(tmp), rng, args.max_log)
-        rows += bench_group("g2", args, pool, Path(tmp), rng, g2_max)
+        fixed = bench_fixed_base(pool, rng, args.fixed_base_log) if args.fixed_base_log else {}
+        rows = []
+        for group in args.groups.split(","):
+            top = args.max_log if group == "g1" else g2_max
+            rows += bench_group(group, args, pool, Path(tmp), rng, top)
     print()
     print_table(rows)
     result = {

@@ -1,6 +1,6 @@
 """Full synthetic Groth16 proofs on the CPU backend, with the time split by stage.
 
-    python bench/bench_prove.py --logs 16 20 [--proofs 2] [--workers N]
+    python bench/bench_prove.py --logs 16 20 [--proofs 2] [--workers N] [--backend cpu|cuda]
 
 Keys are made once per size (seeded setup, kept under --keys) and are not part of the timing;
 the shape is synthesized once and cached. Each proof uses a fresh witness seed. MSM rows are
@@ -19,7 +19,7 @@ import sys
 import time
 from pathlib import Path
 
-from cuzk.backend.cpu import CpuBackend
+from cuzk.backend import get_backend
 from cuzk.circuits import get_circuit
 from cuzk.curve.pool import MsmPool
 from cuzk.groth16 import Timings, prove, read_params
@@ -32,6 +32,8 @@ def main() -> None:
     ap.add_argument("--logs", type=int, nargs="+", default=[16, 20])
     ap.add_argument("--proofs", type=int, default=2)
     ap.add_argument("--workers", type=int, default=None)
+    ap.add_argument("--backend", default="cpu", choices=["cpu", "cuda"])
+    ap.add_argument("--device", type=int, default=0)
     ap.add_argument("--keys", type=Path, default=Path("bench/.keys"))
     ap.add_argument("--out", type=Path, default=Path("bench/results/prove.json"))
     args = ap.parse_args()
@@ -51,7 +53,8 @@ def main() -> None:
                 generate_parameters(shape, args.keys, params_path.stem, seed=log, pool=pool)
             setup_s = time.perf_counter() - t0
         params = read_params(params_path)
-        with CpuBackend(args.workers) as backend:
+        backend = get_backend(args.backend, workers=args.workers, device=args.device)
+        try:
             for b in params.vectors:  # SRS residency: load once, as the daemon will
                 backend.preload(b)
             runs = []
@@ -63,9 +66,12 @@ def main() -> None:
                 runs.append({"total": total, **timings.stages})
                 print(f"{circuit_id} proof {i + 1}: {total:.2f} s  "
                       + " ".join(f"{k}={v:.2f}" for k, v in timings.stages.items()), flush=True)
+        finally:
+            backend.close()
         best = min(runs, key=lambda r: r["total"])
         rows.append({
             "circuit": circuit_id,
+            "backend": args.backend,
             "constraints": shape.num_constraints,
             "aux": shape.num_aux,
             "shape_s": shape_s,

@@ -41,7 +41,8 @@ def _build_parser() -> argparse.ArgumentParser:
     s.add_argument("--params", required=True, type=Path)
     s.add_argument("--out", required=True, type=Path, help="where to write the proof bytes")
     s.add_argument("--inputs-out", type=Path, help="public inputs as a JSON list of decimals")
-    s.add_argument("--backend", default="cpu", choices=["cpu"])
+    s.add_argument("--backend", default="cpu", choices=["cpu", "cuda"])
+    s.add_argument("--device", type=int, default=0, help="CUDA device index (--backend cuda)")
     s.add_argument("--seed", type=int, default=0, help="selects the witness, not the shape")
     _common(s)
 
@@ -109,6 +110,7 @@ def cmd_prove(args: argparse.Namespace) -> int:
         args.params,
         seed=args.seed,
         backend_name=args.backend,
+        device=args.device,
         workers=args.workers,
         shape_cache=args.shape_cache,
     )

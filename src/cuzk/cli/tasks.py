@@ -91,13 +91,14 @@ def run_prove(
     backend_name: str,
     workers: int | None,
     shape_cache: Path | None,
+    device: int = 0,
     backend=None,  # noqa: ANN001 - reuse an open backend (demo)
 ) -> ProveResult:
     shape = load_shape(circuit_id, shape_cache)
     params = read_params(params_path)
     circuit = get_circuit(circuit_id, seed)
     own = backend is None
-    backend = backend or get_backend(backend_name, workers=workers)
+    backend = backend or get_backend(backend_name, workers=workers, device=device)
     try:
         t0 = time.perf_counter()
         timings = Timings()

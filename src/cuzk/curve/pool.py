@@ -464,7 +464,9 @@ class MsmPool:
         """Future of Σ scalars[i]·P[indices[i]] over a registered vector.
 
         ``indices`` (int64, ascending; unsorted input is sorted together with its scalars)
-        selects points by position; None means every point, one scalar each.
+        selects points by position; None means every point, one scalar each. The scalar
+        array is sent from the caller's memory, without a copy, when its turn comes: do not
+        modify it until the future resolves.
         """
         reg = self._core.lookup(key)
         rows = as_scalar_rows(scalars_le)
