@@ -1,0 +1,302 @@
+"""Benchmark GpuMsm (CUDA Pippenger) on G1 and G2: device time per MSM, per-stage profile.
+
+Usage: python bench/gpu_msm.py [--g1 16:26] [--g2 16:24] [--runs 5] [--sweep g1:24:16,18,20,22]
+       [--profile 24] [--no-check] [--distinct 4096] [--variant g1:22,24:ACC_MIN_BLOCKS=4 ...]
+
+Points: --distinct random points per group (k·G with random k, from the fixed-base batch),
+written zcash-uncompressed to a temporary file and preloaded, then tiled on the device up to the
+largest size (MSM cost does not depend on which points repeat; sizes are prefixes of one tiled
+vector). Scalars: uniform random Fr elements (full 255-bit), generated once on the host and kept
+on the device, so the timings are device-resident like sppark's anchors. Each time is the median
+of --runs runs after one warm-up, measured with CUDA events around the whole device pipeline
+(digits, counting sort, accumulation, bucket reduction, window sums to one point per window);
+the small host-side combination of the window sums is timed separately (end-to-end column).
+Results merge into bench/results/h200.json under "kernels" ({"g1_msm": {"16": ms, ...}}) and
+a copy goes to $OUT when OUT is set.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from cuzk.backend.base import PointSet
+from cuzk.backend.cuda import loader
+from cuzk.backend.cuda.msm import GpuMsm, choose_window
+from cuzk.curve import g1_generator, g2_generator
+from cuzk.curve.encoding import (
+    g1_array_from_uncompressed,
+    g1_to_bytes,
+    g2_array_from_uncompressed,
+    g2_to_bytes,
+)
+from cuzk.curve.msm import g1_fixed_base_batch, g1_msm, g2_fixed_base_batch, g2_msm
+from cuzk.field import fr
+
+RESULTS = Path(__file__).resolve().parent / "results" / "h200.json"
+SPPARK = {  # ms, H200, device-resident (shared/design/ANCHORS.md)
+    "g1": {16: 6.8, 18: 20.3, 20: 22.1, 22: 54.9, 24: 162.3, 26: 567.4},
+    "g2": {18: 32.7, 20: 49.3, 22: 137.9},
+}
+GROUP = {
+    "g1": (96, g1_generator, g1_fixed_base_batch, g1_array_from_uncompressed, g1_msm, g1_to_bytes),
+    "g2": (192, g2_generator, g2_fixed_base_batch, g2_array_from_uncompressed, g2_msm, g2_to_bytes),
+}
+
+
+def log_range(text: str) -> list[int]:
+    if not text:
+        return []
+    lo, _, hi = text.partition(":")
+    return list(range(int(lo), int(hi or lo) + 1))
+
+
+class Bench:
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.args = args
+        self.cp = loader.cupy()
+        self.gpu = GpuMsm(args.device)
+        self.rng = np.random.default_rng(args.seed)
+        self.tmp = Path(tempfile.mkdtemp(prefix="gpu_msm_"))
+        self.points: dict[str, tuple[PointSet, list]] = {}
+
+    def prepare(self, group: str, max_log: int):
+        """Distinct points in a file, preloaded, tiled on the device to 2^max_log."""
+        size, gen, batch, decode, _, _ = GROUP[group]
+        d = self.args.distinct
+        t0 = time.perf_counter()
+        raw = batch(gen(), self.rng.integers(0, 256, (d, 32), dtype=np.uint8).tobytes())
+        path = self.tmp / f"{group}.bin"
+        path.write_bytes(raw)
+        small = PointSet(group, str(path), 0, d)
+        self.gpu.preload(small)
+        n = 1 << max_log
+        with self.cp.cuda.Device(self.gpu.device):
+            base = self.gpu.resident(small)
+            tiled = self.cp.tile(base, (-(-n // d), 1))[:n]
+            tiled = self.cp.ascontiguousarray(tiled)
+        print(
+            f"{group}: {d} distinct points made and tiled to 2^{max_log} in "
+            f"{time.perf_counter() - t0:.1f} s",
+            flush=True,
+        )
+        self.points[group] = (small, decode(raw))
+        return tiled
+
+    def scalars(self, n: int):
+        t0 = time.perf_counter()
+        host = fr.random(n, self.rng)
+        with self.cp.cuda.Device(self.gpu.device):
+            dev = self.cp.asarray(host)
+        print(f"{n} random scalars in {time.perf_counter() - t0:.1f} s", flush=True)
+        return host, dev
+
+    def time_device(self, bases: PointSet, d_scalars, window: int | None, runs: int) -> float:
+        cp, gpu = self.cp, self.gpu
+        res = gpu._bases[bases.key]
+        times = []
+        with cp.cuda.Device(gpu.device), gpu._stream:
+            for k in range(runs + 1):
+                start, end = cp.cuda.Event(), cp.cuda.Event()
+                start.record(gpu._stream)
+                gpu.enqueue_windows(res, d_scalars, None, window)
+                end.record(gpu._stream)
+                end.synchronize()
+                if k:
+                    times.append(cp.cuda.get_elapsed_time(start, end))
+        return statistics.median(times)
+
+    def profile(self, bases: PointSet, d_scalars, window: int | None) -> list[tuple[str, float]]:
+        cp, gpu = self.cp, self.gpu
+        res = gpu._bases[bases.key]
+        with cp.cuda.Device(gpu.device), gpu._stream:
+            gpu.enqueue_windows(res, d_scalars, None, window)  # warm
+            start = cp.cuda.Event()
+            start.record(gpu._stream)
+            gpu.trace = []
+            try:
+                gpu.enqueue_windows(res, d_scalars, None, window)
+                trace = gpu.trace
+            finally:
+                gpu.trace = None
+            trace[-1][1].synchronize()
+        out, prev = [], start
+        for name, ev in trace:
+            out.append((name, cp.cuda.get_elapsed_time(prev, ev)))
+            prev = ev
+        return out
+
+    def fp_rate(self) -> float:
+        """Fp Montgomery multiplications per second (msm_fp_bench, median of --runs)."""
+        cp, gpu = self.cp, self.gpu
+        nthreads, iters = 1 << 18, 512
+        data = self.rng.integers(0, 2**32, (nthreads, 24), dtype=np.uint64).astype(np.uint32)
+        data[:, 11] %= 0x1A0111EA  # top limb below p's: every value < p
+        data[:, 23] %= 0x1A0111EA
+        times = []
+        with cp.cuda.Device(gpu.device), gpu._stream:
+            d = cp.asarray(data)
+            for k in range(self.args.runs + 1):
+                start, end = cp.cuda.Event(), cp.cuda.Event()
+                start.record(gpu._stream)
+                gpu._launch(
+                    "g1", "msm_fp_bench", nthreads, d, np.uint32(nthreads), np.uint32(iters)
+                )
+                end.record(gpu._stream)
+                end.synchronize()
+                if k:
+                    times.append(cp.cuda.get_elapsed_time(start, end))
+        rate = 2 * nthreads * iters / max(statistics.median(times) * 1e-3, 1e-9)
+        print(f"Fp mul: {rate / 1e9:.1f}e9/s (floor to beat 13e9/s)", flush=True)
+        return rate
+
+    def run_group(self, group: str, logs: list[int]) -> dict[str, float]:
+        if not logs:
+            return {}
+        args = self.args
+        tiled = self.prepare(group, max(logs))
+        host_all, dev_all = self.scalars(1 << max(logs))
+        results: dict[str, float] = {}
+        small, distinct = self.points[group]
+        header = "MSM   n     c   device ms   sppark ms   end-to-end ms"
+        print(f"\n{group.upper()} {header}", flush=True)
+        for lg in logs:
+            n = 1 << lg
+            bases = PointSet(group, f"<tiled:{small.key}>", 0, n)
+            self.gpu._adopt(bases, tiled[:n])
+            d_scalars = dev_all[:n]
+            if args.check and lg == min(logs):
+                _, _, _, _, msm, enc = GROUP[group]
+                pts = (distinct * (-(-n // len(distinct))))[:n]
+                want = enc(msm(pts, fr.to_bytes_le(host_all[:n])), compressed=False)
+                got = enc(self.gpu.msm(bases, d_scalars).result(), compressed=False)
+                print(
+                    f"  check 2^{lg} against the CPU: {'OK' if got == want else 'MISMATCH'}",
+                    flush=True,
+                )
+                if got != want:
+                    raise SystemExit(f"{group} 2^{lg}: GPU result differs from the CPU")
+            ms = self.time_device(bases, d_scalars, None, args.runs)
+            t0 = time.perf_counter()
+            self.gpu.msm(bases, d_scalars).result()
+            e2e = (time.perf_counter() - t0) * 1e3
+            results[str(lg)] = round(ms, 3)
+            ref = SPPARK[group].get(lg)
+            print(
+                f"  2^{lg:<2} {choose_window(n, group):>5} {ms:>11.2f} {ref if ref else '-':>11} "
+                f"{e2e:>15.2f}",
+                flush=True,
+            )
+            for sgroup, slogs, windows in args.sweeps:
+                if sgroup != group or lg not in slogs:
+                    continue
+                for c in windows:
+                    t = self.time_device(bases, d_scalars, c, args.runs)
+                    print(f"      window {c:>2}: {t:9.2f} ms", flush=True)
+            if lg in args.profile_logs:
+                stages = self.profile(bases, d_scalars, None)
+                total = sum(t for _, t in stages)
+                agg: dict[str, float] = {}
+                for name, t in stages:
+                    agg[name] = agg.get(name, 0.0) + t
+                print(
+                    "      profile: "
+                    + ", ".join(f"{k} {v:.2f}" for k, v in agg.items())
+                    + f" (total {total:.2f} ms; cupy ops count toward the next kernel)",
+                    flush=True,
+                )
+            for vgroup, vlogs, vdefs in args.variants:
+                if vgroup == group and lg in vlogs:
+                    self.gpu.defines = vdefs
+                    try:
+                        t = self.time_device(bases, d_scalars, None, args.runs)
+                    finally:
+                        self.gpu.defines = {}
+                    print(f"      variant {vdefs}: {t:9.2f} ms", flush=True)
+            self.gpu.evict(bases)
+        del tiled, dev_all
+        self.gpu.evict(small)
+        return results
+
+
+def merge_results(new: dict[str, dict[str, float]]) -> None:
+    RESULTS.parent.mkdir(parents=True, exist_ok=True)
+    data = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
+    kernels = data.setdefault("kernels", {})
+    for key, values in new.items():
+        if values:
+            kernels.setdefault(key, {}).update(values)
+    tmp = RESULTS.with_suffix(".tmp")
+    tmp.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
+    tmp.replace(RESULTS)
+    out = os.environ.get("OUT")
+    if out:
+        shutil.copy(RESULTS, Path(out) / "h200.json")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--g1", default="16:26", help="log2 sizes lo:hi (empty to skip)")
+    ap.add_argument("--g2", default="16:24")
+    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument(
+        "--sweep",
+        action="append",
+        default=[],
+        help="GROUP:LOGS:WINDOWS, e.g. g1:24:16,18,20,22: also time these window widths",
+    )
+    ap.add_argument("--profile", default="", help="log2 sizes to profile per stage, e.g. 20,24")
+    ap.add_argument("--distinct", type=int, default=4096)
+    ap.add_argument("--no-check", dest="check", action="store_false")
+    ap.add_argument("--no-save", dest="save", action="store_false")
+    ap.add_argument("--no-fp", dest="fp", action="store_false", help="skip the Fp mul probe")
+    ap.add_argument(
+        "--variant",
+        action="append",
+        default=[],
+        help="GROUP:LOGS:NAME=VAL[,NAME=VAL]: also time these sizes with extra kernel defines",
+    )
+    ap.add_argument("--device", type=int, default=0)
+    ap.add_argument("--seed", type=int, default=None)
+    args = ap.parse_args()
+    if args.seed is None:
+        args.seed = int(np.random.SeedSequence().entropy % 2**32)
+    args.sweeps = []
+    for v in args.sweep:
+        sgroup, slogs, swins = v.split(":")
+        args.sweeps.append(
+            (sgroup, {int(x) for x in slogs.split(",")}, [int(x) for x in swins.split(",")])
+        )
+    args.profile_logs = {int(x) for x in args.profile.split(",") if x}
+    args.variants = []
+    for v in args.variant:
+        vgroup, vlogs, vdefs = v.split(":")
+        defs = dict(kv.split("=") for kv in vdefs.split(","))
+        args.variants.append((vgroup, {int(x) for x in vlogs.split(",")}, defs))
+    print(f"seed {args.seed}", flush=True)
+    bench = Bench(args)
+    try:
+        rate = bench.fp_rate() if args.fp else 0.0
+        new = {
+            "g1_msm": bench.run_group("g1", log_range(args.g1)),
+            "g2_msm": bench.run_group("g2", log_range(args.g2)),
+        }
+    finally:
+        shutil.rmtree(bench.tmp, ignore_errors=True)
+    if rate:
+        new["fp_mul"] = {"per_s": float(f"{rate:.4g}")}
+    if args.save:
+        merge_results(new)
+    print("\nsummary (device ms):", json.dumps(new), flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,329 @@
+// Pippenger MSM kernels over BLS12-381 G1 (MSM_G2=0) or G2 (MSM_G2=1); driven by msm.py.
+//
+// Pipeline for m scalars, window c, W = ceil(256/c) windows, B = 2^(c-1) buckets per window:
+//   msm_digits(count)   scalars from Montgomery form, signed c-bit digits; histogram of
+//                       (window, |digit|) keys
+//   (host)              offsets = exclusive scan of the histogram (a counting sort)
+//   msm_digits(scatter) entries[offsets[key]++] = point index | sign << 31
+//   (host)              seg_base: where each bucket's partial sums go
+//   msm_accumulate      each thread adds a fixed-length chunk of the sorted entries into XYZZ
+//                       partial sums, one per bucket the chunk touches (balanced whatever the
+//                       bucket sizes)
+//   msm_seg_reduce      a bucket's partials (one per chunk it spans) summed by a tree, F at a
+//                       time, into its first slot (huge buckets stay parallel)
+//   msm_reduce_level    Σ (b+1)·V_b per window by running sums over groups of gs buckets; the
+//                       group totals are the buckets of the next level (weights g), so no
+//                       thread multiplies by its group offset; each level's results are
+//                       pre-scaled by its weight (a few doublings)
+//   msm_sum_rows        tree reduction of all levels' results to one point per window
+// The host adds the W window sums with weights 2^(c·w) (Horner).
+// msm_sum_affine adds gathered affine points (the scalars equal to one).
+#include "curve.cuh"
+
+#ifndef MSM_G2
+#define MSM_G2 0
+#endif
+
+#if MSM_G2
+typedef fp2_t field_t;
+#else
+typedef fp_t field_t;
+#endif
+typedef affine_t<field_t> affine;
+typedef xyzz_t<field_t> xyzz;
+
+#define SIGN_BIT 0x80000000u
+
+__device__ __forceinline__ u64 global_thread() { return (u64)blockIdx.x * blockDim.x + threadIdx.x; }
+
+// Field elements stored canonically -> Montgomery form, in place (count Fp elements).
+extern "C" __global__ void msm_to_mont(u32* __restrict__ data, u64 count) {
+    u64 i = global_thread();
+    if (i >= count) return;
+    fp_t a;
+#pragma unroll
+    for (int k = 0; k < FP_LIMBS; k++) a.l[k] = data[i * FP_LIMBS + k];
+    a = to_mont(a);
+#pragma unroll
+    for (int k = 0; k < FP_LIMBS; k++) data[i * FP_LIMBS + k] = a.l[k];
+}
+
+// Fr (scalar field) constants, 64-bit limbs: r and -r^-1 mod 2^64.
+#define FR_R0 0xffffffff00000001ull
+#define FR_R1 0x53bda402fffe5bfeull
+#define FR_R2 0x3339d80809a1d805ull
+#define FR_R3 0x73eda753299d7d48ull
+#define FR_NINV 0xfffffffeffffffffull
+
+// a*b + c + carry -> low word; carry <- high word (never overflows 128 bits).
+__device__ __forceinline__ u64 mac64(u64 a, u64 b, u64 c, u64& carry) {
+    u64 lo = a * b, hi = __umul64hi(a, b);
+    lo += c;
+    hi += lo < c;
+    lo += carry;
+    hi += lo < carry;
+    carry = hi;
+    return lo;
+}
+
+// x·2^-256 mod r for a Montgomery-form x < r (REDC): the canonical scalar, in place.
+__device__ __forceinline__ void fr_from_mont(u64 t[4]) {
+#pragma unroll
+    for (int i = 0; i < 4; i++) {
+        const u64 m = t[0] * FR_NINV;
+        u64 carry = 0;
+        mac64(m, FR_R0, t[0], carry);  // low word is zero by the choice of m
+        t[0] = mac64(m, FR_R1, t[1], carry);
+        t[1] = mac64(m, FR_R2, t[2], carry);
+        t[2] = mac64(m, FR_R3, t[3], carry);
+        t[3] = carry;
+    }
+    // t < 2r: subtract r once if t >= r.
+    const u64 r[4] = {FR_R0, FR_R1, FR_R2, FR_R3};
+    u64 d[4], borrow = 0;
+#pragma unroll
+    for (int i = 0; i < 4; i++) {
+        u64 x = t[i] - r[i];
+        u64 b1 = t[i] < r[i];
+        d[i] = x - borrow;
+        borrow = b1 | (x < borrow);
+    }
+    if (!borrow) {
+#pragma unroll
+        for (int i = 0; i < 4; i++) t[i] = d[i];
+    }
+}
+
+// c bits of the 256-bit little-endian scalar s starting at bit `pos` (c <= 32).
+__device__ __forceinline__ u32 window_bits(const u32 s[8], u32 pos, u32 c) {
+    u32 limb = pos >> 5, off = pos & 31;
+    if (limb >= 8) return 0;
+    u64 v = s[limb];
+    if (limb + 1 < 8) v |= (u64)s[limb + 1] << 32;
+    return (u32)(v >> off) & ((1u << c) - 1);
+}
+
+// scatter == 0: counts[key] += 1 for every non-zero digit.
+// scatter != 0: entries[cursor[key]++] = point | sign.
+// The point index is gather[i] when use_gather, else i. Scalars: m Montgomery-form Fr elements
+// (4 u64 limbs each, < r < 2^255).
+extern "C" __global__ void msm_digits(const u64* __restrict__ scalars, u32 m, u32 c, u32 nwin,
+                                      const u32* __restrict__ gather, u32 use_gather,
+                                      u32* __restrict__ counts, u32* __restrict__ entries,
+                                      u32 scatter) {
+    u64 i = global_thread();
+    if (i >= m) return;
+    u64 t[4];
+#pragma unroll
+    for (int k = 0; k < 4; k++) t[k] = scalars[i * 4 + k];
+    fr_from_mont(t);
+    u32 s[8];
+#pragma unroll
+    for (int k = 0; k < 4; k++) {
+        s[2 * k] = (u32)t[k];
+        s[2 * k + 1] = (u32)(t[k] >> 32);
+    }
+    const u32 point = use_gather ? gather[i] : (u32)i;
+    const u32 half = 1u << (c - 1);
+    const u32 nbuckets = half;
+    u32 carry = 0;
+    for (u32 w = 0; w < nwin; w++) {
+        u32 v = window_bits(s, w * c, c) + carry;
+        u32 mag, sign;
+        if (v > half) {
+            mag = (1u << c) - v;  // digit v - 2^c < 0
+            sign = SIGN_BIT;
+            carry = 1;
+        } else {
+            mag = v;
+            sign = 0;
+            carry = 0;
+        }
+        if (mag == 0) continue;
+        u32 key = w * nbuckets + (mag - 1);
+        if (scatter) {
+            u32 pos = atomicAdd(&counts[key], 1u);
+            entries[pos] = point | sign;
+        } else {
+            atomicAdd(&counts[key], 1u);
+        }
+    }
+}
+
+// One affine point by 16-byte loads (points are 96 or 192 bytes, 256-byte aligned arrays).
+__device__ __forceinline__ affine load_affine(const affine* __restrict__ bases, u32 idx) {
+    constexpr int N = (int)(sizeof(affine) / 16);
+    const uint4* src = reinterpret_cast<const uint4*>(bases + idx);
+    uint4 v[N];
+#pragma unroll
+    for (int k = 0; k < N; k++) v[k] = src[k];
+    affine q;
+    u32* dst = reinterpret_cast<u32*>(&q);
+#pragma unroll
+    for (int k = 0; k < N; k++) {
+        dst[4 * k] = v[k].x;
+        dst[4 * k + 1] = v[k].y;
+        dst[4 * k + 2] = v[k].z;
+        dst[4 * k + 3] = v[k].w;
+    }
+    return q;
+}
+
+// Blocks of 128 the accumulation must fit per SM (caps its registers): 4 for G1 (128 registers,
+// a few bytes of spill, measured 3-5 % faster than 152 registers at 3 blocks); G2 needs ~255.
+#ifndef ACC_MIN_BLOCKS
+#if MSM_G2
+#define ACC_MIN_BLOCKS 1
+#else
+#define ACC_MIN_BLOCKS 4
+#endif
+#endif
+
+// Thread t adds entries [t*L, min((t+1)*L, total)) where total = offsets[nkeys]. A bucket k's
+// entries are [offsets[k], offsets[k+1]); its partial sum from chunk t goes to slot
+// seg_base[k] + t - offsets[k] / L of partials, and seg_key[slot] = k.
+extern "C" __global__ void __launch_bounds__(128, ACC_MIN_BLOCKS) msm_accumulate(
+    const affine* __restrict__ bases, const u32* __restrict__ entries,
+    const u32* __restrict__ offsets, const u32* __restrict__ seg_base, u32 nkeys, u32 L,
+    u32 nchunks, xyzz* __restrict__ partials, u32* __restrict__ seg_key) {
+    u64 t = global_thread();
+    if (t >= nchunks) return;
+    const u32 total = offsets[nkeys];
+    const u64 start = t * L;
+    if (start >= total) return;
+    const u32 end = (u32)(start + L < total ? start + L : total);
+    // The bucket holding `start`: offsets[lo] <= start < offsets[lo + 1].
+    u32 lo = 0, hi = nkeys;
+    while (hi - lo > 1) {
+        u32 mid = (lo + hi) >> 1;
+        if (offsets[mid] <= start) lo = mid; else hi = mid;
+    }
+    u32 k = lo;
+    u32 bend = offsets[k + 1];
+    xyzz acc = xyzz::inf();
+    for (u32 e = (u32)start; e < end; e++) {
+        if (e == bend) {
+            const u32 slot = seg_base[k] + (u32)t - offsets[k] / L;
+            partials[slot] = acc;
+            seg_key[slot] = k;
+            acc = xyzz::inf();
+            do { k++; } while (offsets[k + 1] <= e);
+            bend = offsets[k + 1];
+        }
+        const u32 v = entries[e];
+        affine q = load_affine(bases, v & ~SIGN_BIT);
+        if (q.is_inf()) continue;
+        if (v & SIGN_BIT) q = neg(q);
+        acc = add_affine(acc, q);
+    }
+    const u32 slot = seg_base[k] + (u32)t - offsets[k] / L;
+    partials[slot] = acc;
+    seg_key[slot] = k;
+}
+
+// One level of the per-bucket tree over partial sums: slot s = seg_base[k] + j with j a multiple
+// of stride*F adds the slots j + i*stride (0 < i < F) of the same bucket into itself. Levels
+// with stride >= *max_seg (the most partials any bucket has) have nothing to do.
+extern "C" __global__ void __launch_bounds__(128) msm_seg_reduce(
+    xyzz* __restrict__ partials, const u32* __restrict__ seg_key,
+    const u32* __restrict__ seg_base, u32 nkeys, u32 nslots, u32 stride, u32 F,
+    const u32* __restrict__ max_seg) {
+    if (stride >= *max_seg) return;
+    u64 s = global_thread();
+    if (s >= nslots || s >= seg_base[nkeys]) return;
+    const u32 k = seg_key[s];
+    const u32 base = seg_base[k], n = seg_base[k + 1] - base, j = (u32)s - base;
+    if (j % (stride * F) != 0 || j + stride >= n) return;
+    xyzz acc = partials[s];
+    for (u32 i = 1; i < F; i++) {
+        const u32 jj = j + i * stride;
+        if (jj >= n) break;
+        acc = add(acc, partials[base + jj]);
+    }
+    partials[s] = acc;
+}
+
+// Thread t = w * ngroups + g, for rows w < rows: over b in [g*gs, min((g+1)*gs, nb)),
+// A = Σ (b - g*gs + 1)·V_b and T = Σ V_b, by running sums from the top bucket.
+// Then Σ_b (b+1)·V_b = Σ_g A_g + gs·Σ_g g·T_g: the next level's buckets are T_1.. (weights
+// 1..ngroups-1), its result scaled by gs. Outputs: out_t[t] = T, and 2^shift·A (the scale of
+// this level) at out_a[w*a_stride + a_off + g], so that the A's of all levels add up in one
+// tree. V_b = in[w*row_stride + col_off + b], or with use_seg the first partial of bucket
+// k = w*nb + b (in = partials; empty buckets are zero).
+extern "C" __global__ void __launch_bounds__(128) msm_reduce_level(
+    const xyzz* __restrict__ in, u32 row_stride, u32 col_off, const u32* __restrict__ seg_base,
+    u32 use_seg, u32 rows, u32 nb, u32 gs, u32 ngroups, xyzz* __restrict__ out_a, u32 a_stride,
+    u32 a_off, u32 shift, xyzz* __restrict__ out_t) {
+    u64 t = global_thread();
+    if (t >= (u64)rows * ngroups) return;
+    const u32 w = (u32)(t / ngroups), g = (u32)(t % ngroups);
+    const u32 lo = g * gs, hi = lo + gs < nb ? lo + gs : nb;
+    xyzz T = xyzz::inf(), R = xyzz::inf();
+    for (u32 b = hi; b-- > lo;) {
+        if (use_seg) {
+            const u32 k = w * nb + b;
+            const u32 s0 = seg_base[k];
+            if (seg_base[k + 1] != s0) T = add(T, in[s0]);
+        } else {
+            T = add(T, in[(u64)w * row_stride + col_off + b]);
+        }
+        R = add(R, T);
+    }
+    for (u32 i = 0; i < shift; i++) R = dbl(R);
+    out_a[(u64)w * a_stride + a_off + g] = R;
+    out_t[t] = T;
+}
+
+// out[r * cols_out + j] = Σ_{i < K, j*K + i < cols_in} in[r * cols_in + j*K + i].
+extern "C" __global__ void __launch_bounds__(128) msm_sum_rows(
+    const xyzz* __restrict__ in, u32 rows, u32 cols_in, u32 K, xyzz* __restrict__ out,
+    u32 cols_out) {
+    u64 t = global_thread();
+    if (t >= (u64)rows * cols_out) return;
+    const u32 r = (u32)(t / cols_out), j = (u32)(t % cols_out);
+    xyzz acc = xyzz::inf();
+    for (u32 i = 0; i < K; i++) {
+        u32 col = j * K + i;
+        if (col >= cols_in) break;
+        acc = add(acc, in[(u64)r * cols_in + col]);
+    }
+    out[t] = acc;
+}
+
+// out[t] = Σ bases[idx[e]] for e in [t*K, min((t+1)*K, m)): batch addition of scalar-one points.
+extern "C" __global__ void __launch_bounds__(128) msm_sum_affine(
+    const affine* __restrict__ bases, const u32* __restrict__ idx, u32 m, u32 K,
+    xyzz* __restrict__ out) {
+    u64 t = global_thread();
+    const u64 start = t * K;
+    if (start >= m) return;
+    const u32 end = (u32)(start + K < m ? start + K : m);
+    xyzz acc = xyzz::inf();
+    for (u32 e = (u32)start; e < end; e++) {
+        affine q = load_affine(bases, idx[e]);
+        if (q.is_inf()) continue;
+        acc = add_affine(acc, q);
+    }
+    out[t] = acc;
+}
+
+// Fp multiplication throughput probe for the benchmark: two independent chains of `iters`
+// products per thread (2 * iters multiplications), inputs data[t*24 .. t*24+24) (< p).
+extern "C" __global__ void msm_fp_bench(u32* __restrict__ data, u32 nthreads, u32 iters) {
+    u64 t = global_thread();
+    if (t >= nthreads) return;
+    fp_t x, y;
+#pragma unroll
+    for (int k = 0; k < FP_LIMBS; k++) {
+        x.l[k] = data[t * 24 + k];
+        y.l[k] = data[t * 24 + 12 + k];
+    }
+    fp_t z = y, w = x;
+    for (u32 i = 0; i < iters; i++) {
+        x = x * y;
+        z = z * w;
+    }
+    x = x + z;
+#pragma unroll
+    for (int k = 0; k < FP_LIMBS; k++) data[t * 24 + k] = x.l[k];
+}

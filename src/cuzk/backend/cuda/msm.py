@@ -1,0 +1,489 @@
+"""Multi-scalar multiplication on one CUDA device: Pippenger over bases resident in VRAM.
+
+:class:`GpuMsm` keeps point vectors on the device (affine, Montgomery form, 12 × 32-bit limbs
+per Fp element, the point at infinity as all zeros) keyed by :attr:`PointSet.key`, and runs MSMs
+over them with the kernels of ``msm.cu``:
+
+1. scalars (FrVec rows, Montgomery form) converted to canonical on the device, cut into signed
+   c-bit digits, counted per (window, |digit|) bucket and scattered into bucket order (a
+   counting sort: histogram, exclusive scan, scatter);
+2. fixed-length chunks of the sorted entries added into XYZZ partial bucket sums (balanced
+   whatever the bucket sizes), then each bucket's partials summed by a tree;
+3. per window Σ (b+1)·S_b by running sums over groups of 32 buckets, level by level (the group
+   totals are the next level's buckets, the level's weight applied by doublings), all levels'
+   results tree-reduced to one point per window;
+4. on the host, Σ 2^(c·w)·S_w by Horner's rule on py-arkworks points.
+
+All work for one GpuMsm runs in order on one CUDA stream of its device, submitted by one
+worker thread; an MSM future resolves when its per-window results have been copied back (the
+only wait). Kernels compile on first use through :mod:`cuzk.backend.cuda.loader`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import threading
+from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from cuzk.backend.base import MsmPlan, PointSet
+from cuzk.backend.cuda import loader
+from cuzk.errors import BadInput, DeviceFault
+from cuzk.field import fr
+from cuzk.field.constants import P
+
+KERNEL_FILE = "msm.cu"
+BLOCK = 128
+FP_WORDS = 12  # 32-bit limbs per Fp element
+#: Below this share of scalar-one entries split_msm runs one MSM over the non-zero scalars.
+MIN_ONES_SHARE_FOR_SPLIT = 0.05
+#: Windows tried by :func:`choose_window`.
+MIN_WINDOW, MAX_WINDOW = 5, 20
+#: The accumulation aims at about this many chunks (threads) per MSM.
+TARGET_CHUNKS = 1 << 19
+MIN_CHUNK = 16
+#: Partial sums of one bucket added per thread and tree level.
+SEG_FANIN = 8
+#: Buckets per thread in the bucket reduction (a power of two).
+GROUP_SIZE = 32
+#: Points summed per thread by the batch-addition and tree-reduction kernels.
+SUM_FANIN = 8
+ONES_FANIN = 32
+#: Points converted per numpy pass while loading a vector.
+LOAD_BLOCK = 1 << 20
+
+FLAG_MASK = 0xE0
+FLAG_INFINITY = 0x40
+
+# Fp elements per coordinate and bytes per zcash-uncompressed point.
+_GROUPS = {"g1": (1, 96), "g2": (2, 192)}
+
+
+def choose_window(m: int, group: str = "g1") -> int:
+    """The window c minimising W·(m + f·2^(c-1) + 500), W = ⌈256/c⌉: one mixed addition per
+    entry, f per bucket for the reduction (two full additions at a lower efficiency; fitted to
+    window sweeps on the H200: f = 3 for G1, 1.5 for G2) and a fixed cost per window."""
+    f = 3.0 if group == "g1" else 1.5
+    best_c, best = MIN_WINDOW, math.inf
+    for c in range(MIN_WINDOW, MAX_WINDOW + 1):
+        cost = -(-256 // c) * (m + f * (1 << (c - 1)) + 500)
+        if cost < best:
+            best_c, best = c, cost
+    return best_c
+
+
+def _words(group: str) -> tuple[int, int]:
+    """(uint32 words per affine point, per XYZZ point)."""
+    nfp = _GROUPS[group][0]
+    return 2 * nfp * FP_WORDS, 4 * nfp * FP_WORDS
+
+
+def zcash_to_limbs(group: str, rows: np.ndarray, first_index: int = 0) -> np.ndarray:
+    """(m, 96|192) zcash-uncompressed rows → (m, 24|48) uint32 little-endian limbs (canonical,
+    not Montgomery) in the device layout x‖y, G2 coordinates c0‖c1; infinity → zeros."""
+    nfp, size = _GROUPS[group]
+    m = rows.shape[0]
+    flags = rows[:, 0] & FLAG_MASK
+    bad = (flags != 0) & (flags != FLAG_INFINITY)
+    if bad.any():
+        i = int(np.argmax(bad))
+        raise BadInput(
+            f"{group} point {first_index + i}: flags 0x{int(flags[i]):02x} are invalid for an "
+            "uncompressed encoding"
+        )
+    fps = rows.reshape(m, 2 * nfp, 48)[:, :, ::-1]  # each Fp big-endian → little-endian
+    if nfp == 2:
+        fps = fps[:, [1, 0, 3, 2], :]  # zcash writes c1 first
+    le = np.ascontiguousarray(fps)
+    flag_fp = 1 if nfp == 2 else 0  # where x (x.c1 for G2) went; its top byte carries the flags
+    le[:, flag_fp, 47] &= np.uint8(0x1F)
+    inf = flags == FLAG_INFINITY
+    if inf.any():
+        le[inf] = 0
+    return le.view(np.uint32).reshape(m, 2 * nfp * FP_WORDS)
+
+
+def _fp_ints(words: np.ndarray) -> list[int]:
+    """(k, 12) uint32 limbs → ints."""
+    raw = np.ascontiguousarray(words, dtype=np.uint32).tobytes()
+    return [int.from_bytes(raw[i : i + 48], "little") for i in range(0, len(raw), 48)]
+
+
+def _batch_inverse(values: list[int]) -> list[int]:
+    """Inverses mod P of non-zero ints with one exponentiation (Montgomery's trick)."""
+    prefix, acc = [], 1
+    for v in values:
+        prefix.append(acc)
+        acc = acc * v % P
+    inv = pow(acc, -1, P) if values else 1
+    out = [0] * len(values)
+    for i in range(len(values) - 1, -1, -1):
+        out[i] = prefix[i] * inv % P
+        inv = inv * values[i] % P
+    return out
+
+
+def xyzz_to_zcash(group: str, rows: np.ndarray) -> list[bytes]:
+    """(k, 48|96) uint32 XYZZ points (Montgomery) → zcash-uncompressed bytes.
+
+    x = X/ZZ and y = Y/ZZZ: the Montgomery factors cancel in the quotients. G2 divides by
+    b = b0 + b1·u as a·conj(b)/(b0² + b1²)."""
+    nfp, size = _GROUPS[group]
+    k = rows.shape[0]
+    vals = _fp_ints(rows.reshape(k * 4 * nfp, FP_WORDS))
+    coords = [[vals[(i * 4 + j) * nfp : (i * 4 + j + 1) * nfp] for j in range(4)] for i in range(k)]
+    live = [i for i in range(k) if any(coords[i][2])]
+    # Denominators in Fp: ZZ and ZZZ (G1) or their norms (G2).
+    dens = [
+        (d[0] if nfp == 1 else (d[0] * d[0] + d[1] * d[1]) % P)
+        for i in live
+        for d in (coords[i][2], coords[i][3])
+    ]
+    invs = iter(_batch_inverse(dens))
+    out = [bytes([FLAG_INFINITY]) + bytes(size - 1)] * k
+    for i in live:
+        X, Y, ZZ, ZZZ = coords[i]
+        if nfp == 1:
+            x = X[0] * next(invs) % P
+            y = Y[0] * next(invs) % P
+            out[i] = x.to_bytes(48, "big") + y.to_bytes(48, "big")
+        else:
+            x0, x1 = _fp2_mul_conj(X, ZZ, next(invs))
+            y0, y1 = _fp2_mul_conj(Y, ZZZ, next(invs))
+            out[i] = b"".join(v.to_bytes(48, "big") for v in (x1, x0, y1, y0))
+    return out
+
+
+def _fp2_mul_conj(a: list[int], b: list[int], n: int) -> tuple[int, int]:
+    """a·conj(b)·n in Fp2 = Fp[u]/(u²+1); a/b when n = 1/(b0² + b1²)."""
+    i0, i1 = b[0] * n % P, -b[1] * n % P
+    return (a[0] * i0 - a[1] * i1) % P, (a[0] * i1 + a[1] * i0) % P
+
+
+def _horner(terms: list[tuple[int, Any]], identity: Any) -> Any:
+    """Σ 2^e·P over (e, P) pairs: max(e) doublings in all."""
+    terms = sorted(terms, key=lambda t: -t[0])
+    acc, e_cur = identity, terms[0][0] if terms else 0
+    for e, point in terms:
+        while e_cur > e:
+            acc = acc + acc
+            e_cur -= 1
+        acc = acc + point
+    while e_cur > 0:
+        acc = acc + acc
+        e_cur -= 1
+    return acc
+
+
+@dataclass
+class _Resident:
+    group: str
+    count: int
+    points: Any  # cupy uint32 (count, words): affine, Montgomery, infinity = zeros
+
+
+class GpuMsm:
+    """MSMs over G1/G2 bases resident on CUDA device ``device``; see the module docstring."""
+
+    def __init__(self, device: int = 0) -> None:
+        cp = loader.cupy()
+        self.device = device
+        with cp.cuda.Device(device):
+            self._stream = cp.cuda.Stream(non_blocking=True)
+        self._bases: dict[str, _Resident] = {}
+        self._lock = threading.Lock()
+        self._executor = ThreadPoolExecutor(1, thread_name_prefix=f"cuzk-gpu{device}-msm")
+        self._stage = "idle"
+        #: When a list, each launch appends (kernel name, CUDA event recorded after it); the
+        #: benchmark's per-stage profile. None (the default) records nothing.
+        self.trace: list | None = None
+        #: Extra -D options for the kernels (tuning switches such as ACC_MIN_BLOCKS).
+        self.defines: dict[str, object] = {}
+
+    # -- residency -----------------------------------------------------------------------------
+    def preload(self, bases: PointSet) -> None:
+        """Load ``bases`` from its file into VRAM (once per key)."""
+        if bases.group not in _GROUPS:
+            raise BadInput(f"unknown group {bases.group!r}")
+        with self._lock:
+            if bases.key in self._bases:
+                return
+        cp = loader.cupy()
+        nfp, size = _GROUPS[bases.group]
+        n = bases.count
+        try:
+            mm = (
+                np.memmap(
+                    bases.path, dtype=np.uint8, mode="r", offset=bases.offset, shape=(n * size,)
+                )
+                if n
+                else None
+            )
+        except (OSError, ValueError) as e:
+            raise BadInput(f"cannot read {n} {bases.group} points from {bases.path}: {e}") from e
+        words = _words(bases.group)[0]
+        with self._device(), self._guard("preload"):
+            points = cp.empty((n, words), dtype=cp.uint32)
+            for start in range(0, n, LOAD_BLOCK):
+                stop = min(n, start + LOAD_BLOCK)
+                rows = np.asarray(mm[start * size : stop * size]).reshape(-1, size)
+                points[start:stop] = cp.asarray(zcash_to_limbs(bases.group, rows, start))
+            self._launch(bases.group, "msm_to_mont", n * 2 * nfp, points, np.uint64(n * 2 * nfp))
+        del mm
+        self._adopt(bases, points)
+
+    def _adopt(self, bases: PointSet, points: Any) -> None:
+        """Register device points (uint32 (count, words), Montgomery) under ``bases.key``."""
+        with self._lock:
+            self._bases[bases.key] = _Resident(bases.group, bases.count, points)
+
+    def evict(self, bases: PointSet) -> None:
+        with self._lock:
+            self._bases.pop(bases.key, None)
+
+    def resident(self, bases: PointSet) -> Any:
+        """The device array holding ``bases`` (after preload)."""
+        return self._bases[bases.key].points
+
+    # -- MSM -----------------------------------------------------------------------------------
+    def msm(self, bases: PointSet, scalars: Any, *, window: int | None = None) -> Future:
+        """Σ scalars[i]·bases[i] as a py-arkworks point. ``scalars``: an FrVec, or a CuPy
+        (n, 4) uint64 array of the same Montgomery rows already on this device."""
+        self._check(bases, scalars)
+        self.preload(bases)
+        return self._executor.submit(self._run, bases, scalars, None, None, window)
+
+    def split_msm(self, bases: PointSet, scalars: fr.FrVec, *, window: int | None = None) -> Future:
+        """The same sum with the scalar-one points added by batch addition and an MSM over
+        the other non-zero scalars only (one MSM over all non-zero scalars when ones are rare).
+        """
+        self._check(bases, scalars)
+        if not isinstance(scalars, np.ndarray):
+            scalars = loader.cupy().asnumpy(scalars)
+        self.preload(bases)
+        plan = MsmPlan.of(scalars)
+        ones, tail = plan.ones, plan.tail
+        if len(ones) < MIN_ONES_SHARE_FOR_SPLIT * max(1, len(scalars)):
+            ones, tail = ones[:0], np.union1d(ones, tail)
+        return self._executor.submit(self._run, bases, scalars, ones, tail, window)
+
+    def close(self) -> None:
+        self._executor.shutdown(wait=True)
+        with self._lock:
+            self._bases.clear()
+
+    def __enter__(self) -> GpuMsm:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @staticmethod
+    def _check(bases: PointSet, scalars: Any) -> None:
+        shape = getattr(scalars, "shape", None)
+        if shape is None or len(shape) != 2 or shape[1] != 4 or scalars.dtype != np.uint64:
+            raise BadInput(f"scalars must be an (n, 4) uint64 FrVec, got {shape}")
+        if shape[0] != bases.count:
+            raise BadInput(f"{shape[0]} scalars for {bases.count} bases")
+
+    # -- device plumbing -----------------------------------------------------------------------
+    @contextlib.contextmanager
+    def _device(self) -> Iterator[None]:
+        cp = loader.cupy()
+        with cp.cuda.Device(self.device), self._stream:
+            yield
+
+    @contextlib.contextmanager
+    def _guard(self, what: str) -> Iterator[None]:
+        """CUDA failures → DeviceFault naming the device, the kernel and CUDA's message."""
+        self._stage = what
+        try:
+            yield
+        except (DeviceFault, BadInput):
+            raise
+        except Exception as e:
+            if type(e).__module__.split(".")[0] != "cupy" and not isinstance(e, MemoryError):
+                raise
+            raise DeviceFault(
+                f"CUDA device {self.device}, {what} (last kernel: {self._stage}): "
+                f"{type(e).__name__}: {e}"
+            ) from e
+
+    def _launch(self, group: str, name: str, threads: int, *args: Any) -> None:
+        if threads <= 0:
+            return
+        self._stage = name
+        kernel = loader.get_kernel(
+            KERNEL_FILE,
+            name,
+            device=self.device,
+            defines={**self.defines, "MSM_G2": int(group == "g2")},
+        )
+        kernel(((threads + BLOCK - 1) // BLOCK,), (BLOCK,), args)
+        self._mark(name)
+
+    def _mark(self, name: str) -> None:
+        if self.trace is not None:
+            event = loader.cupy().cuda.Event()
+            event.record(self._stream)
+            self.trace.append((name, event))
+
+    def _run(
+        self,
+        bases: PointSet,
+        scalars: Any,
+        ones: np.ndarray | None,
+        tail: np.ndarray | None,
+        window: int | None,
+    ) -> Any:
+        cp = loader.cupy()
+        res = self._bases.get(bases.key)
+        if res is None:
+            raise BadInput(f"{bases.key} was evicted before its MSM ran")
+        with self._device(), self._guard("msm"):
+            parts, exponents = [], []
+            if tail is None:
+                d_scalars = scalars if not isinstance(scalars, np.ndarray) else cp.asarray(scalars)
+                gather = None
+            else:
+                d_scalars = cp.asarray(np.ascontiguousarray(scalars[tail]))
+                gather = cp.asarray(tail.astype(np.uint32))
+            if len(d_scalars):
+                terms, exps = self.enqueue_windows(res, d_scalars, gather, window)
+                parts.append(terms)
+                exponents += exps
+            if ones is not None and len(ones):
+                parts.append(self.enqueue_sum(res, cp.asarray(ones.astype(np.uint32))))
+                exponents.append(0)
+            host = cp.asnumpy(cp.concatenate(parts), stream=self._stream) if parts else None
+        return self._finish(res.group, host, exponents)
+
+    def enqueue_windows(
+        self, res: _Resident, d_scalars: Any, gather: Any = None, window: int | None = None
+    ) -> tuple[Any, list[int]]:
+        """Launch the MSM of device scalars ((m, 4) uint64 Montgomery rows; point i is
+        gather[i] if given) on the current stream. Returns (terms, exponents): the MSM is
+        Σ 2^exponents[k]·terms[k] over the XYZZ rows of the device array ``terms``."""
+        cp = loader.cupy()
+        u32 = np.uint32
+        group = res.group
+        m = int(d_scalars.shape[0])
+        c = window or choose_window(m, group)
+        if not 2 <= c <= 24:
+            raise BadInput(f"window {c} out of range")
+        nwin = -(-256 // c)
+        nb = 1 << (c - 1)
+        nkeys = nwin * nb
+        xyzz_words = _words(group)[1]
+        # Counting sort of the (window, bucket) keys.
+        counts = cp.zeros(nkeys + 1, dtype=cp.uint32)
+        g = gather if gather is not None else counts  # any pointer when unused
+        use_gather = u32(gather is not None)
+        self._launch(group, "msm_digits", m, d_scalars, u32(m), u32(c), u32(nwin), g,
+                     use_gather, counts, counts, u32(0))  # fmt: skip
+        offsets = cp.zeros(nkeys + 1, dtype=cp.uint32)
+        offsets[1:] = cp.cumsum(counts[:nkeys], dtype=cp.uint32)
+        cursor = offsets[:nkeys].copy()
+        self._mark("scan")
+        total_max = m * nwin
+        entries = cp.empty(total_max, dtype=cp.uint32)
+        self._launch(group, "msm_digits", m, d_scalars, u32(m), u32(c), u32(nwin), g,
+                     use_gather, cursor, entries, u32(1))  # fmt: skip
+        # Chunks of the sorted entries and the partial-sum slots of every bucket.
+        chunk = max(MIN_CHUNK, -(-total_max // TARGET_CHUNKS))
+        nchunks = -(-total_max // chunk)
+        off = offsets.astype(cp.int64)
+        nseg = cp.where(off[1:] > off[:-1], (off[1:] - 1) // chunk - off[:-1] // chunk + 1, 0)
+        seg_base = cp.zeros(nkeys + 1, dtype=cp.uint32)
+        seg_base[1:] = cp.cumsum(nseg, dtype=cp.uint32)
+        nseg_max = nseg.max(keepdims=True).astype(cp.uint32)  # stays on the device
+        del off, nseg, cursor
+        nslots = min(nkeys, total_max) + nchunks
+        partials = cp.empty((nslots, xyzz_words), dtype=cp.uint32)
+        seg_key = cp.empty(nslots, dtype=cp.uint32)
+        self._mark("segments")
+        self._launch(group, "msm_accumulate", nchunks, res.points, entries, offsets, seg_base,
+                     u32(nkeys), u32(chunk), u32(nchunks), partials, seg_key)  # fmt: skip
+        # A bucket spans at most ⌈m/chunk⌉ + 1 chunks: that many partials, summed F at a time;
+        # levels at or above the actual maximum exit at once.
+        max_seg = nseg_max
+        stride, bound = 1, -(-m // chunk) + 1
+        while stride < bound:
+            self._launch(group, "msm_seg_reduce", nslots, partials, seg_key, seg_base,
+                         u32(nkeys), u32(nslots), u32(stride), u32(SEG_FANIN),
+                         max_seg)  # fmt: skip
+            stride *= SEG_FANIN
+        # Σ (b+1)·S_b per window, level by level: level l's buckets are level l-1's group
+        # totals 1.., its results weighted by the product of the earlier group sizes (powers
+        # of two, applied in the kernel), all written into one (W, Σ groups) array.
+        levels, width = [], nb
+        while width > 0:
+            gs = min(GROUP_SIZE, width)
+            ngroups = -(-width // gs)
+            levels.append((width, gs, ngroups))
+            width = ngroups - 1
+        total_cols = sum(lv[2] for lv in levels)
+        all_a = cp.empty((nwin * total_cols, xyzz_words), dtype=cp.uint32)
+        src, row_stride, col_off, use_seg, a_off, shift = partials, 0, 0, 1, 0, 0
+        for width, gs, ngroups in levels:
+            out_t = cp.empty((nwin * ngroups, xyzz_words), dtype=cp.uint32)
+            self._launch(group, "msm_reduce_level", nwin * ngroups, src, u32(row_stride),
+                         u32(col_off), seg_base, u32(use_seg), u32(nwin), u32(width), u32(gs),
+                         u32(ngroups), all_a, u32(total_cols), u32(a_off), u32(shift),
+                         out_t)  # fmt: skip
+            src, row_stride, col_off, use_seg = out_t, ngroups, 1, 0
+            a_off += ngroups
+            shift += gs.bit_length() - 1  # gs is a power of two whenever a level follows
+        windows = self._sum_rows(group, all_a, nwin, total_cols)
+        return windows, [c * w for w in range(nwin)]
+
+    def enqueue_sum(self, res: _Resident, d_idx: Any) -> Any:
+        """Launch Σ points[idx] (batch addition) on the current stream; returns (1, words)."""
+        cp = loader.cupy()
+        u32 = np.uint32
+        m = int(d_idx.shape[0])
+        nout = -(-m // ONES_FANIN)
+        out = cp.empty((nout, _words(res.group)[1]), dtype=cp.uint32)
+        self._launch(
+            res.group, "msm_sum_affine", nout, res.points, d_idx, u32(m), u32(ONES_FANIN), out
+        )
+        return self._sum_rows(res.group, out, 1, nout)
+
+    def _sum_rows(self, group: str, arr: Any, rows: int, cols: int) -> Any:
+        cp = loader.cupy()
+        u32 = np.uint32
+        while cols > 1:
+            cols_out = -(-cols // SUM_FANIN)
+            out = cp.empty((rows * cols_out, arr.shape[1]), dtype=cp.uint32)
+            self._launch(
+                group,
+                "msm_sum_rows",
+                rows * cols_out,
+                arr,
+                u32(rows),
+                u32(cols),
+                u32(SUM_FANIN),
+                out,
+                u32(cols_out),
+            )
+            arr, cols = out, cols_out
+        return arr
+
+    def _finish(self, group: str, host: np.ndarray | None, exponents: list[int]) -> Any:
+        from cuzk.curve.encoding import g1_from_bytes, g2_from_bytes
+        from cuzk.curve.points import G1Point, G2Point
+
+        decode, cls = (g1_from_bytes, G1Point) if group == "g1" else (g2_from_bytes, G2Point)
+        if host is None:
+            return cls.identity()
+        terms = [
+            (e, decode(b, compressed=False, checked=False))
+            for e, b in zip(exponents, xyzz_to_zcash(group, host), strict=True)
+            if b[0] != FLAG_INFINITY
+        ]
+        return _horner(terms, cls.identity())

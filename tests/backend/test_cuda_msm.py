@@ -1,0 +1,175 @@
+"""GpuMsm (CUDA Pippenger) against the CPU reference (py-arkworks MSM) on fresh random inputs.
+
+Bases are random multiples of the generators written zcash-uncompressed to a temporary file at
+a non-zero offset, with identity points, repeated points and negated points among them; scalars
+are uniform with 0, 1 and r − 1 sprinkled in. Every test prints its seed.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from cuzk.backend.base import PointSet
+from cuzk.curve import g1_generator, g2_generator
+from cuzk.curve.encoding import (
+    g1_array_from_uncompressed,
+    g1_to_bytes,
+    g2_array_from_uncompressed,
+    g2_to_bytes,
+)
+from cuzk.curve.msm import g1_fixed_base_batch, g1_msm, g2_fixed_base_batch, g2_msm
+from cuzk.errors import BadInput
+from cuzk.field import fr
+from cuzk.field.constants import R
+
+try:
+    import cupy
+
+    _NDEV = cupy.cuda.runtime.getDeviceCount()
+    _WHY = "" if _NDEV else "no CUDA device"
+except Exception as e:  # noqa: BLE001 - ImportError, or CUDA missing/failing
+    _NDEV, _WHY = 0, f"CuPy or a CUDA device is unavailable ({type(e).__name__}: {e})"
+
+pytestmark = [pytest.mark.gpu, pytest.mark.skipif(_NDEV == 0, reason=_WHY)]
+
+GROUPS = {
+    "g1": (96, g1_generator, g1_fixed_base_batch, g1_array_from_uncompressed, g1_msm, g1_to_bytes),
+    "g2": (192, g2_generator, g2_fixed_base_batch, g2_array_from_uncompressed, g2_msm, g2_to_bytes),
+}
+INFINITY_ROW = {"g1": bytes([0x40]) + bytes(95), "g2": bytes([0x40]) + bytes(191)}
+
+
+@pytest.fixture(scope="module")
+def gpu():
+    from cuzk.backend.cuda.msm import GpuMsm
+
+    with GpuMsm(0) as g:
+        yield g
+
+
+def make_bases(group: str, n: int, rng: np.random.Generator, tmp_path, *, special: bool = True):
+    """(PointSet, arkworks points): n random points; with ``special``, some identities,
+    repeats and negations among them."""
+    size, gen, batch, decode, _, _ = GROUPS[group]
+    ks = [int.from_bytes(rng.bytes(32), "little") % R for _ in range(n)]
+    if special and n >= 4:
+        for i in rng.choice(n, size=max(1, n // 10), replace=False):
+            j = int(rng.integers(n))
+            ks[i] = ks[j] if rng.random() < 0.5 else (R - ks[j]) % R  # repeat or negate
+    raw = bytearray(batch(gen(), b"".join(k.to_bytes(32, "little") for k in ks)))
+    if special and n >= 2:
+        for i in rng.choice(n, size=max(1, n // 20), replace=False):
+            raw[i * size : (i + 1) * size] = INFINITY_ROW[group]
+    offset = int(rng.integers(1, 200))
+    path = tmp_path / f"{group}_{n}_{offset}.bin"
+    path.write_bytes(bytes(rng.integers(0, 256, offset, dtype=np.uint8)) + bytes(raw) + b"tail")
+    return PointSet(group, str(path), offset, n), decode(bytes(raw))
+
+
+def make_scalars(n: int, rng: np.random.Generator, *, special: bool = True) -> np.ndarray:
+    s = fr.random(n, rng)
+    if special and n:
+        for value in (0, 1, R - 1):
+            idx = rng.choice(n, size=max(1, n // 16), replace=False)
+            s[idx] = fr.from_int(value)
+    return s
+
+
+def reference(group: str, points, scalars) -> bytes:
+    _, _, _, _, msm, enc = GROUPS[group]
+    return enc(msm(points, fr.to_bytes_le(scalars)), compressed=False)
+
+
+def encoded(group: str, point) -> bytes:
+    return GROUPS[group][5](point, compressed=False)
+
+
+@pytest.mark.parametrize("n", [0, 1, 2, 3, 7, 100, 1000, (1 << 12) + 5])
+def test_msm_g1(gpu, rng, seed, tmp_path, n):
+    bases, points = make_bases("g1", n, rng, tmp_path)
+    scalars = make_scalars(n, rng)
+    got = gpu.msm(bases, scalars).result()
+    assert encoded("g1", got) == reference("g1", points, scalars), f"seed {seed}, n {n}"
+
+
+@pytest.mark.parametrize("n", [0, 1, 2, 3, 7, 100, 1000, (1 << 12) + 5])
+def test_msm_g2(gpu, rng, seed, tmp_path, n):
+    bases, points = make_bases("g2", n, rng, tmp_path)
+    scalars = make_scalars(n, rng)
+    got = gpu.msm(bases, scalars).result()
+    assert encoded("g2", got) == reference("g2", points, scalars), f"seed {seed}, n {n}"
+
+
+@pytest.mark.parametrize("group", ["g1", "g2"])
+@pytest.mark.parametrize("window", [2, 3, 4, 7, 11, 13, 16, 20])
+def test_msm_windows(gpu, rng, seed, tmp_path, group, window):
+    """Every window width (digits straddling limb boundaries, mostly empty buckets)."""
+    n = 257
+    bases, points = make_bases(group, n, rng, tmp_path)
+    scalars = make_scalars(n, rng)
+    got = gpu.msm(bases, scalars, window=window).result()
+    assert encoded(group, got) == reference(group, points, scalars), f"seed {seed}, c {window}"
+
+
+@pytest.mark.parametrize("group", ["g1", "g2"])
+def test_msm_skewed_buckets(gpu, rng, seed, tmp_path, group):
+    """All scalars equal (one huge bucket per window, split across many chunks), then all
+    scalars r − 1, then scalars below 2^16 (most windows empty)."""
+    n = 3000
+    bases, points = make_bases(group, n, rng, tmp_path)
+    for scalars in (
+        np.repeat(fr.random(1, rng), n, axis=0),
+        np.repeat(fr.from_int(R - 1)[None, :], n, axis=0),
+        fr.from_ints(rng.integers(0, 1 << 16, n)),
+    ):
+        got = gpu.msm(bases, scalars).result()
+        assert encoded(group, got) == reference(group, points, scalars), f"seed {seed}"
+
+
+@pytest.mark.parametrize("group", ["g1", "g2"])
+def test_split_msm(gpu, rng, seed, tmp_path, group):
+    n = 1500
+    bases, points = make_bases(group, n, rng, tmp_path)
+    kinds = {
+        "zeros": fr.zeros(n),
+        "ones": fr.ones(n),
+        "mixed": make_scalars(n, rng),
+        "rare ones": fr.random(n, rng),
+    }
+    m = kinds["mixed"]
+    m[rng.random(n) < 0.4] = fr.from_int(0)
+    m[rng.random(n) < 0.4] = fr.from_int(1)
+    kinds["rare ones"][:3] = fr.from_int(1)
+    for name, scalars in kinds.items():
+        got = gpu.split_msm(bases, scalars).result()
+        want = reference(group, points, scalars)
+        assert encoded(group, got) == want, f"seed {seed}, {name}"
+        assert encoded(group, gpu.msm(bases, scalars).result()) == want, f"seed {seed}, {name}"
+
+
+def test_residency(gpu, rng, seed, tmp_path):
+    """Explicit preload, device-resident scalars, evict and reload, length mismatch."""
+    n = 333
+    bases, points = make_bases("g1", n, rng, tmp_path)
+    scalars = make_scalars(n, rng)
+    want = reference("g1", points, scalars)
+    gpu.preload(bases)
+    gpu.preload(bases)
+    with cupy.cuda.Device(gpu.device):
+        d_scalars = cupy.asarray(scalars)
+    assert encoded("g1", gpu.msm(bases, d_scalars).result()) == want, f"seed {seed}"
+    gpu.evict(bases)
+    assert encoded("g1", gpu.msm(bases, scalars).result()) == want, f"seed {seed}"
+    with pytest.raises(BadInput):
+        gpu.msm(bases, scalars[:-1])
+
+
+def test_many_futures(gpu, rng, seed, tmp_path):
+    """Several MSMs in flight at once resolve to their own results."""
+    n = 200
+    bases, points = make_bases("g1", n, rng, tmp_path)
+    batches = [make_scalars(n, rng) for _ in range(4)]
+    futures = [gpu.msm(bases, s) for s in batches]
+    for s, f in zip(batches, futures, strict=True):
+        assert encoded("g1", f.result()) == reference("g1", points, s), f"seed {seed}"
