@@ -9,6 +9,7 @@ import time, and importing this module does not import CuPy. A compile error is 
 
 from __future__ import annotations
 
+import hashlib
 import threading
 from functools import lru_cache
 from pathlib import Path
@@ -18,8 +19,20 @@ from cuzk.errors import DeviceFault
 
 KERNEL_DIR = Path(__file__).resolve().parent
 BASE_OPTIONS = ("--std=c++17", "-default-device", "--use_fast_math")
-_lock = threading.Lock()
-_modules: dict[tuple[str, tuple[tuple[str, str], ...], int], Any] = {}
+_ModuleKey = tuple[str, tuple[tuple[str, str], ...], int]
+_lock = threading.Lock()  # guards the two dicts only; compiles run under per-module locks
+_modules: dict[_ModuleKey, Any] = {}
+_compiling: dict[_ModuleKey, threading.Lock] = {}
+
+
+@lru_cache(maxsize=1)
+def headers_digest() -> str:
+    """Hash of every ``.cuh`` here: CuPy's disk cache keys on the main source and options
+    only, so without this an edited header could load a stale binary."""
+    h = hashlib.sha256()
+    for path in sorted(KERNEL_DIR.glob("*.cuh")):
+        h.update(path.name.encode() + b"\0" + path.read_bytes())
+    return h.hexdigest()[:16]
 
 
 def cupy() -> Any:
@@ -47,23 +60,37 @@ def load_module(
         module = _modules.get(key)
         if module is not None:
             return module
-        cp = cupy()
-        source_path = KERNEL_DIR / filename
-        source = source_path.read_text()
-        options = (
-            *BASE_OPTIONS,
-            f"-I{KERNEL_DIR}",
-            f"--gpu-architecture={device_arch(device)}",
-            *(f"-D{k}={v}" for k, v in key_defines),
-        )
-        with cp.cuda.Device(device):
-            try:
-                module = cp.RawModule(code=source, options=options, name_expressions=None)
-                module.compile()
-            except cp.cuda.compiler.CompileException as e:
-                raise DeviceFault(f"compiling {source_path} failed:\n{e.get_message()}") from e
-        _modules[key] = module
-        return module
+        compile_lock = _compiling.setdefault(key, threading.Lock())
+    # Different modules compile concurrently (NVRTC takes seconds to tens of seconds for the
+    # curve kernels); callers of the same module wait for the one compile.
+    with compile_lock:
+        with _lock:
+            module = _modules.get(key)
+        if module is None:
+            module = _compile(filename, key_defines, device)
+            with _lock:
+                _modules[key] = module
+    return module
+
+
+def _compile(filename: str, key_defines: tuple[tuple[str, str], ...], device: int) -> Any:
+    cp = cupy()
+    source_path = KERNEL_DIR / filename
+    source = source_path.read_text()
+    options = (
+        *BASE_OPTIONS,
+        f"-I{KERNEL_DIR}",
+        f"--gpu-architecture={device_arch(device)}",
+        f"-DCUZK_HEADERS_DIGEST=0x{headers_digest()}",
+        *(f"-D{k}={v}" for k, v in key_defines),
+    )
+    with cp.cuda.Device(device):
+        try:
+            module = cp.RawModule(code=source, options=options, name_expressions=None)
+            module.compile()
+        except cp.cuda.compiler.CompileException as e:
+            raise DeviceFault(f"compiling {source_path} failed:\n{e.get_message()}") from e
+    return module
 
 
 def get_kernel(filename: str, name: str, *, device: int, defines: dict[str, object] | None = None):
