@@ -103,7 +103,9 @@ def _write_atomically(path: Path, chunks: Sequence[bytes]) -> None:
 # -- reading ---------------------------------------------------------------------------------
 
 
-def _vk_from_buffer(buf: bytes | mmap.mmap, *, checked: bool, where: str) -> tuple[VerifyingKey, int]:
+def _vk_from_buffer(
+    buf: bytes | mmap.mmap, *, checked: bool, where: str
+) -> tuple[VerifyingKey, int]:
     """Parse a verifying key at the start of ``buf``; returns it and its size in bytes."""
     if len(buf) < VK_FIXED_SIZE:
         raise BadInput(f"{where}: truncated verifying key ({len(buf)} of {VK_FIXED_SIZE} bytes)")

@@ -43,9 +43,12 @@ def input_commitment(vk: VerifyingKey, inputs: Sequence[int]) -> G1:
 
 def verify(vk: VerifyingKey, inputs: Sequence[int], proof: Proof) -> bool:
     acc = input_commitment(vk, inputs)
-    return pairing_check(
-        [(proof.a, proof.b), (-vk.alpha_g1, vk.beta_g2), (-acc, vk.gamma_g2), (-proof.c, vk.delta_g2)]
-    )
+    return pairing_check([
+        (proof.a, proof.b),
+        (-vk.alpha_g1, vk.beta_g2),
+        (-acc, vk.gamma_g2),
+        (-proof.c, vk.delta_g2),
+    ])
 
 
 def verify_batch(vk: VerifyingKey, statements: Sequence[tuple[Sequence[int], Proof]]) -> bool:

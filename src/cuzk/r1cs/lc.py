@@ -9,7 +9,6 @@ mapping Python has, which matters when shape synthesis visits millions of terms.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from typing import Union
 
 from cuzk.field.constants import R
 
@@ -151,10 +150,10 @@ class LinearCombination:
         return f"LC({inner or '0'})"
 
 
-Term = Union[Variable, LinearCombination, int]
+Term = Variable | LinearCombination | int
 """Anything that coerces into a linear combination."""
 
-LcSpec = Union[Term, Callable[[LinearCombination], LinearCombination]]
+LcSpec = Term | Callable[[LinearCombination], LinearCombination]
 """What ``enforce`` takes per side: a term, or bellperson's style of a function from an empty
 combination to the wanted one (so witness-mode synthesis never builds it)."""
 

@@ -18,17 +18,17 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Protocol, Union
+from typing import Protocol
 
 from cuzk.errors import BadInput
 from cuzk.field.constants import R
 from cuzk.r1cs.lc import LcSpec, LinearCombination, Variable, resolve
 from cuzk.r1cs.shape import R1CSShape
 
-NameSpec = Union[str, Callable[[], str]]
+NameSpec = str | Callable[[], str]
 """A name, or a function producing it, so hot loops needn't format strings no mode will read."""
 
-ValueSpec = Union[int, Callable[[], int], None]
+ValueSpec = int | Callable[[], int] | None
 """A value, or a function computing it (not called in shape mode)."""
 
 

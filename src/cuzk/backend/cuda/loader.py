@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import threading
-from functools import lru_cache
+from functools import cache, lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -44,7 +44,7 @@ def cupy() -> Any:
     return cp
 
 
-@lru_cache(maxsize=None)
+@cache
 def device_arch(device: int) -> str:
     return f"sm_{cupy().cuda.Device(device).compute_capability}"  # e.g. "90" on Hopper
 
