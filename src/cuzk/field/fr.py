@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
+from itertools import repeat
 from typing import Any
 
 import numpy as np
@@ -112,6 +113,14 @@ def to_canonical_limbs(v: FrVec) -> np.ndarray:
     return out
 
 
+def _all_canonical(values: list) -> bool:
+    """Whether every element is a Python int in [0, r) (min/max run in C)."""
+    try:
+        return type(values[0]) is int and min(values) >= 0 and max(values) < R
+    except TypeError:  # mixed types: let the general path sort them out
+        return False
+
+
 def from_ints(values: Sequence[int] | np.ndarray) -> FrVec:
     """Python ints (any sign or size) → FrVec, each reduced mod r.
 
@@ -119,6 +128,17 @@ def from_ints(values: Sequence[int] | np.ndarray) -> FrVec:
     ``for``. numpy integer scalars are widened to Python ints first (their own ``%`` would
     overflow on r).
     """
+    if isinstance(values, list) and values and _all_canonical(values):
+        # The witness path: a list of already-reduced ints. int.to_bytes driven by map() runs
+        # in C (~0.2 µs per value, 3× faster than the object-array route below).
+        try:
+            raw = b"".join(map(int.to_bytes, values, repeat(32), repeat("little")))
+        except TypeError:  # e.g. numpy integers among the ints: the general path takes them
+            pass
+        else:
+            # A writable buffer: read-only arrays would compile (and load) a second kernel.
+            words = np.frombuffer(bytearray(raw), dtype=np.uint64).reshape(-1, 4)
+            return from_canonical_limbs(words)
     if isinstance(values, np.ndarray) and values.dtype != object:
         if values.dtype.kind not in "iu":
             raise BadInput(f"from_ints needs integers, got dtype {values.dtype}")
