@@ -1,4 +1,4 @@
-"""The ``cuzk`` command line: setup, prove, verify, info and the demo.
+"""The ``cuzk`` command line: setup, prove, verify, info, the demo and the engine bench.
 
 Exit codes: 0 success (for ``verify``: the proof is valid), 1 ``verify`` found the proof
 invalid, 2 unusable input (one line on stderr says why), 3 an internal fault, 130 interrupted.
@@ -13,6 +13,8 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from cuzk.cli.bench import add_parser as _add_bench_parser
+from cuzk.cli.bench import cmd_bench
 from cuzk.errors import BadInput, CuzkError
 
 EXIT_INVALID, EXIT_BAD_INPUT, EXIT_INTERNAL = 1, 2, 3
@@ -60,6 +62,8 @@ def _build_parser() -> argparse.ArgumentParser:
     s.add_argument("--dir", type=Path, help="where keys are kept (default: the cache)")
     s.add_argument("--proofs", type=int, default=2, help="proofs to make (the first warms up)")
     _common(s)
+
+    _add_bench_parser(sub, _common)
     return p
 
 
@@ -194,6 +198,7 @@ _COMMANDS = {
     "verify": cmd_verify,
     "info": cmd_info,
     "demo": cmd_demo,
+    "bench": cmd_bench,
 }
 
 if __name__ == "__main__":  # pragma: no cover

@@ -13,6 +13,8 @@ Stages:
 2. :func:`start` — the backend's kernels: a/b/c, the H pipeline and five MSMs, all submitted
    without waiting (MSMs are futures, so they overlap with the H pipeline).
 3. :func:`finalize` — join the MSMs and assemble A, B, C with r and s; outside any device lock.
+   The engine calls its two halves separately: :func:`wait_kernels` (the end of the device
+   work, still inside the compute lock) and :func:`assemble` (CPU only, outside it).
 
 :func:`prove` runs all three and verifies the result before returning it.
 """
@@ -27,7 +29,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from cuzk.backend.base import Backend
-from cuzk.curve import g1_mul, g2_mul
+from cuzk.curve import G1, G2, g1_mul, g2_mul
 from cuzk.errors import BadInput, InternalError, UnsatisfiedConstraint
 from cuzk.field import fr
 from cuzk.field.constants import R
@@ -181,22 +183,52 @@ def _unsatisfied(row: int, shape: R1CSShape, circuit: Circuit | None) -> Unsatis
     return UnsatisfiedConstraint(row, shape.constraint_name(row))
 
 
-def finalize(pending: PendingProof) -> Proof:
-    """Stage 3: wait for the MSMs and assemble the proof."""
+@dataclass(frozen=True)
+class MsmSums:
+    """The five MSM results of one proof: everything the device work produces for assembly."""
+
+    h: G1  # Σ hᵢ·[hᵢ]₁
+    l: G1  # Σ wⱼ·[lⱼ]₁  # noqa: E741
+    a: G1  # Σ zⱼ·[Aⱼ(τ)]₁
+    b_g1: G1  # Σ zⱼ·[Bⱼ(τ)]₁
+    b_g2: G2  # Σ zⱼ·[Bⱼ(τ)]₂
+
+
+def wait_kernels(pending: PendingProof) -> MsmSums:
+    """Stage 3a: wait for the MSMs :func:`start` submitted (the end of the device work).
+
+    Raises whatever an MSM raised (DeviceFault when a worker or kernel died).
+    """
+    t0 = time.perf_counter()
+    sums = MsmSums(
+        h=pending.h.result(),
+        l=pending.l.result(),
+        a=pending.a.result(),
+        b_g1=pending.b_g1.result(),
+        b_g2=pending.b_g2.result(),
+    )
+    pending.timings.record("wait_msm", time.perf_counter() - t0)
+    return sums
+
+
+def assemble(pending: PendingProof, sums: MsmSums) -> Proof:
+    """Stage 3b: A, B, C from the MSM sums with the proof's r and s (CPU only, no device)."""
     t0 = time.perf_counter()
     vk = pending.params.vk
     r, s = pending.r, pending.s
-    sum_a, sum_b1, sum_b2 = pending.a.result(), pending.b_g1.result(), pending.b_g2.result()
-    sum_h, sum_l = pending.h.result(), pending.l.result()
-    t1 = time.perf_counter()
-    proof_a = vk.alpha_g1 + sum_a + g1_mul(vk.delta_g1, r)
-    proof_b = vk.beta_g2 + sum_b2 + g2_mul(vk.delta_g2, s)
-    b1 = vk.beta_g1 + sum_b1 + g1_mul(vk.delta_g1, s)
-    proof_c = g1_mul(proof_a, s) + g1_mul(b1, r) - g1_mul(vk.delta_g1, r * s % R) + sum_h + sum_l
-    t2 = time.perf_counter()
-    pending.timings.record("wait_msm", t1 - t0)
-    pending.timings.record("assemble", t2 - t1)
+    proof_a = vk.alpha_g1 + sums.a + g1_mul(vk.delta_g1, r)
+    proof_b = vk.beta_g2 + sums.b_g2 + g2_mul(vk.delta_g2, s)
+    b1 = vk.beta_g1 + sums.b_g1 + g1_mul(vk.delta_g1, s)
+    proof_c = (
+        g1_mul(proof_a, s) + g1_mul(b1, r) - g1_mul(vk.delta_g1, r * s % R) + sums.h + sums.l
+    )
+    pending.timings.record("assemble", time.perf_counter() - t0)
     return Proof(proof_a, proof_b, proof_c)
+
+
+def finalize(pending: PendingProof) -> Proof:
+    """Stage 3: wait for the MSMs and assemble the proof."""
+    return assemble(pending, wait_kernels(pending))
 
 
 def prove(

@@ -1,0 +1,318 @@
+"""``cuzk bench``: run the in-process engine on one circuit and report what it achieved.
+
+Prints proofs per minute, seconds per proof, device busy % (the union of kernel regions over
+the measured window), the engine's hand-off overhead and per-stage medians; ``--json`` writes
+every job's outcome (state, error, proof hex, public inputs per partition) and the verifying
+key's path under ``vk``; ``--timeline`` draws a Gantt chart of every partition's stages.
+
+The circuit's parameters are preloaded and one warm-up proof per device worker runs before
+the clock starts (CPU MSM processes start and load their points on first use), so the figures
+are steady state. Imports of the engine and of matplotlib happen inside the command, keeping ``cuzk
+--help`` fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from cuzk.errors import BadInput, CuzkError
+
+MATPLOTLIB_PIN = "matplotlib==3.11.2"
+
+
+def add_parser(sub: Any, common: Callable[[argparse.ArgumentParser], None]) -> None:
+    s = sub.add_parser("bench", help="run the proving engine in-process and report throughput")
+    s.add_argument("--circuit", required=True, help="circuit id, e.g. synthetic:65536")
+    s.add_argument("--backend", default="cpu", choices=["cpu", "cuda"])
+    s.add_argument("--devices", type=int, default=1, help="devices (CPU: virtual devices)")
+    s.add_argument("--workers-per-device", type=int, default=2)
+    s.add_argument("--synthesis-workers", type=int, default=1)
+    s.add_argument("--partitions", type=int, default=1, help="partitions per proof")
+    s.add_argument("--proofs", type=int, default=4, help="proofs (jobs) to make")
+    s.add_argument("--concurrency", type=int, default=2, help="jobs in flight at once")
+    s.add_argument("--inject-faults", type=float, default=0.0, metavar="RATE",
+                   help="probability of each injected fault kind per partition")
+    s.add_argument("--seed", type=int, default=1, help="first witness seed")
+    s.add_argument("--param-dir", type=Path,
+                   help="directory of <circuit>.params keys (default: the cache's params/)")
+    s.add_argument("--memory-budget", type=int, help="bytes (default: available memory)")
+    s.add_argument("--json", type=Path, help="write per-job results here")
+    s.add_argument("--timeline", type=Path, help="draw a Gantt chart (PNG; needs matplotlib)")
+    common(s)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """One job as the bench saw it."""
+
+    index: int
+    job_id: str | None
+    state: str  # "succeeded", "failed" or "cancelled"
+    error: str | None
+    proof: bytes | None
+    public_inputs: tuple[tuple[int, ...], ...] | None
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    from cuzk.engine import Engine, EngineConfig, FaultInjection
+    from cuzk.r1cs.cache import default_cache_dir
+
+    for name in ("devices", "workers_per_device", "synthesis_workers", "partitions", "proofs",
+                 "concurrency"):
+        if getattr(args, name) < 1:
+            raise BadInput(f"--{name.replace('_', '-')} must be at least 1")
+    if not 0.0 <= args.inject_faults <= 1.0:
+        raise BadInput("--inject-faults must lie in [0, 1]")
+    if args.timeline is not None:
+        _require_matplotlib()
+    config = EngineConfig(
+        param_dir=args.param_dir or default_cache_dir().parent / "params",
+        backend=args.backend,
+        devices=args.devices,
+        workers_per_device=args.workers_per_device,
+        synthesis_workers=args.synthesis_workers,
+        msm_workers=args.workers,
+        memory_budget=args.memory_budget,
+        shape_cache=args.shape_cache,
+        max_partitions=max(64, args.partitions),
+        faults=FaultInjection.uniform(args.inject_faults, seed=args.seed)
+        if args.inject_faults
+        else FaultInjection(),
+    )
+    with Engine(config) as engine:
+        t0 = time.perf_counter()
+        engine.preload(args.circuit)
+        _warm_up(engine, args)
+        load_s = time.perf_counter() - t0
+        window_start = engine.status().uptime
+        outcomes, wall = _run_jobs(engine, args)
+        status = engine.status()
+        window = (window_start, status.uptime)
+        measured = {o.job_id for o in outcomes}
+        timelines = [p.timeline for j in status.jobs if j.job_id in measured
+                     for p in j.partitions]
+        vk = str(config.params_path(args.circuit).with_suffix(".vk"))
+    report = _summarize(args, outcomes, timelines, window, wall, load_s)
+    _print_report(args, report)
+    if args.json is not None:
+        _write_json(args, report, outcomes, vk)
+    if args.timeline is not None:
+        draw_timeline(timelines, args.timeline, title=f"{args.circuit} × {args.partitions} on "
+                      f"{args.devices} {args.backend} device(s), {args.workers_per_device} "
+                      "workers each")
+    failed = sum(o.state != "succeeded" for o in outcomes)
+    return 0 if failed == 0 or args.inject_faults > 0 else 3
+
+
+def _warm_up(engine: Any, args: argparse.Namespace) -> None:
+    """One unmeasured proof per device worker: the CPU backend's MSM processes start and load
+    their points on first use, and numba compiles on first call."""
+    from cuzk.engine import ProofRequest
+
+    n = args.devices * args.workers_per_device
+    ids = [engine.submit(ProofRequest.of(args.circuit, seed=(1 << 63) + i)) for i in range(n)]
+    for job_id in ids:
+        try:
+            engine.result(job_id)
+        except CuzkError:
+            pass  # an injected fault; the warm-up still happened
+
+
+def _run_jobs(engine: Any, args: argparse.Namespace) -> tuple[list[Outcome], float]:
+    """``--proofs`` jobs, at most ``--concurrency`` in flight, with a progress bar."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
+
+    from cuzk.cli.tasks import err
+    from cuzk.engine import ProofRequest
+
+    outcomes: list[Outcome | None] = [None] * args.proofs
+    next_index = iter(range(args.proofs))
+    lock = threading.Lock()
+
+    with Progress("bench {task.description}", BarColumn(), MofNCompleteColumn(),
+                  TimeElapsedColumn(), console=err, transient=True) as bar:
+        task = bar.add_task(args.circuit, total=args.proofs)
+
+        def client() -> None:
+            while True:
+                with lock:
+                    i = next(next_index, None)
+                if i is None:
+                    return
+                seed = args.seed + i * args.partitions
+                request = ProofRequest.of(args.circuit, partitions=args.partitions, seed=seed,
+                                          request_id=f"bench-{i}")
+                job_id = None
+                try:
+                    job_id = engine.submit(request)
+                    r = engine.result(job_id)
+                    outcomes[i] = Outcome(i, job_id, "succeeded", None, r.proof, r.public_inputs)
+                except CuzkError as e:
+                    state = "cancelled" if type(e).__name__ == "JobCancelled" else "failed"
+                    outcomes[i] = Outcome(i, job_id, state, str(e), None, None)
+                bar.advance(task)
+
+        t0 = time.perf_counter()
+        clients = [threading.Thread(target=client, name=f"bench-client-{k}")
+                   for k in range(min(args.concurrency, args.proofs))]
+        for c in clients:
+            c.start()
+        for c in clients:
+            c.join()
+        wall = time.perf_counter() - t0
+    return [o for o in outcomes if o is not None], wall
+
+
+def _summarize(args: argparse.Namespace, outcomes: list[Outcome], timelines: list,
+               window: tuple[float, float], wall: float, load_s: float) -> dict:
+    from cuzk.engine.timeline import busy_fraction, handoff_gaps, stage_medians
+
+    ok = sum(o.state == "succeeded" for o in outcomes)
+    gaps = [g for d in range(args.devices) for g in handoff_gaps(timelines, d)]
+    return {
+        "circuit": args.circuit,
+        "backend": args.backend,
+        "devices": args.devices,
+        "workers_per_device": args.workers_per_device,
+        "partitions": args.partitions,
+        "proofs": len(outcomes),
+        "succeeded": ok,
+        "failed": sum(o.state == "failed" for o in outcomes),
+        "cancelled": sum(o.state == "cancelled" for o in outcomes),
+        "wall_s": wall,
+        "load_s": load_s,
+        "proofs_per_minute": 60.0 * ok / wall if wall > 0 else 0.0,
+        "s_per_proof": wall / ok if ok else None,
+        "device_busy": [busy_fraction(timelines, d, window) for d in range(args.devices)],
+        "handoff_gap_median_s": statistics.median(gaps) if gaps else None,
+        "stage_medians_s": stage_medians(timelines),
+    }
+
+
+def _print_report(args: argparse.Namespace, report: dict) -> None:
+    from rich.table import Table
+
+    from cuzk.cli.tasks import out
+
+    table = Table(title=f"cuzk bench — {args.circuit} × {args.partitions} partition(s), "
+                  f"{args.devices} {args.backend} device(s) × {args.workers_per_device} workers")
+    table.add_column("metric")
+    table.add_column("value", justify="right")
+    spp = report["s_per_proof"]
+    gap = report["handoff_gap_median_s"]
+    rows = [
+        ("proofs (ok / failed / cancelled)",
+         f"{report['succeeded']} / {report['failed']} / {report['cancelled']}"),
+        ("wall time", f"{report['wall_s']:.2f} s (+ {report['load_s']:.2f} s loading)"),
+        ("proofs per minute", f"{report['proofs_per_minute']:.1f}"),
+        ("seconds per proof", "—" if spp is None else f"{spp:.3f}"),
+        *((f"device {d} busy", f"{100 * b:.1f} %") for d, b in enumerate(report["device_busy"])),
+        ("hand-off gap (median)", "—" if gap is None else f"{gap * 1e3:.2f} ms"),
+    ]
+    for k, v in rows:
+        table.add_row(k, v)
+    out.print(table)
+    stages = Table(title="per-partition stage medians")
+    stages.add_column("stage")
+    stages.add_column("median (s)", justify="right")
+    for name, seconds in report["stage_medians_s"].items():
+        stages.add_row(name, f"{seconds:.4f}")
+    out.print(stages)
+
+
+def _write_json(args: argparse.Namespace, report: dict, outcomes: list[Outcome], vk: str) -> None:
+    doc = {
+        "vk": vk,
+        "summary": report,
+        "jobs": [
+            {
+                "index": o.index,
+                "job_id": o.job_id,
+                "state": o.state,
+                "error": o.error,
+                "proof": o.proof.hex() if o.proof is not None else None,
+                # One list of decimal strings per partition (as `cuzk prove --inputs-out`).
+                "public_inputs": None if o.public_inputs is None
+                else [[str(x) for x in part] for part in o.public_inputs],
+            }
+            for o in outcomes
+        ],
+    }
+    try:
+        args.json.write_text(json.dumps(doc, indent=1) + "\n")
+    except OSError as e:
+        raise BadInput(f"cannot write {args.json}: {e.strerror}") from e
+
+
+# -- the Gantt chart ---------------------------------------------------------------------------
+
+
+def _require_matplotlib() -> Any:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")  # files only, never a window
+        import matplotlib.pyplot as plt
+    except ImportError as e:
+        raise BadInput(
+            f"--timeline needs matplotlib, which is not installed (pip install '{MATPLOTLIB_PIN}')"
+        ) from e
+    return plt
+
+
+STAGE_COLOURS = {"synthesis": "#7fb3d5", "device_wait": "#e5e7e9", "kernels": "#c0392b",
+                 "finalize": "#f5b041"}
+
+
+def draw_timeline(timelines: list, path: Path, title: str = "") -> None:
+    """One row per synthesis lane and per device worker; bars for synthesis, waiting for the
+    device, kernels (lock held) and finalize."""
+    plt = _require_matplotlib()
+    rows: dict[str, list[tuple[float, float, str]]] = {}
+    synth_lanes: list[float] = []  # end time of the last bar in each synthesis lane
+    for t in sorted(timelines, key=lambda t: t.synth_start or 0.0):
+        if t.synth_start is not None and t.synth_end is not None:
+            lane = next((i for i, end in enumerate(synth_lanes) if end <= t.synth_start), None)
+            if lane is None:
+                lane = len(synth_lanes)
+                synth_lanes.append(0.0)
+            synth_lanes[lane] = t.synth_end
+            rows.setdefault(f"synthesis {lane}", []).append(
+                (t.synth_start, t.synth_end, "synthesis"))
+        if t.worker is None:
+            continue
+        row = rows.setdefault(t.worker, [])
+        for stage, a, b in (("device_wait", t.device_pick, t.kernels_start),
+                            ("kernels", t.kernels_start, t.kernels_end),
+                            ("finalize", t.kernels_end, t.finalize_end)):
+            if a is not None and b is not None:
+                row.append((a, b, stage))
+    names = sorted(rows, key=lambda n: (not n.startswith("synthesis"), n))
+    fig, ax = plt.subplots(figsize=(12, 1.0 + 0.45 * len(names)))
+    for y, name in enumerate(names):
+        for stage in STAGE_COLOURS:
+            bars = [(a, b - a) for a, b, s in rows[name] if s == stage]
+            if bars:
+                ax.broken_barh(bars, (y - 0.35, 0.7), facecolors=STAGE_COLOURS[stage],
+                               edgecolor="white", linewidth=0.3)
+    ax.set_yticks(range(len(names)), names)
+    ax.invert_yaxis()
+    ax.set_xlabel("seconds since the engine started")
+    ax.set_title(title)
+    handles = [plt.Rectangle((0, 0), 1, 1, color=c) for c in STAGE_COLOURS.values()]
+    ax.legend(handles, list(STAGE_COLOURS), loc="upper right", ncols=4, fontsize="small")
+    fig.tight_layout()
+    try:
+        fig.savefig(path, dpi=120)
+    except OSError as e:
+        raise BadInput(f"cannot write {path}: {e.strerror}") from e
+    finally:
+        plt.close(fig)

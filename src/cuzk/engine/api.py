@@ -1,0 +1,148 @@
+"""``Engine``: the public face of the proving engine (the executor, in vLLM's terms).
+
+It builds one backend per device — always with an explicit device index, never through
+CUDA_VISIBLE_DEVICES — starts the synthesis and device worker threads, forwards the API to
+:class:`~cuzk.engine.core.EngineCore`, and tears everything down in order at shutdown: intake
+closed, jobs finished or cancelled, in-flight partitions drained, threads joined, circuits
+evicted, backends closed.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from types import TracebackType
+
+from cuzk.engine.config import EngineConfig
+from cuzk.engine.core import EngineCore
+from cuzk.engine.request import EngineStatus, JobResult, ProofRequest
+from cuzk.engine.timeline import Clock
+from cuzk.engine.workers import Device, DeviceWorker, SynthesisWorker, Worker
+
+log = logging.getLogger(__name__)
+
+
+class Engine:
+    """An in-process proving engine. Use it as a context manager, or call :meth:`shutdown`."""
+
+    def __init__(self, config: EngineConfig) -> None:
+        self.config = config
+        self._clock = Clock()
+        self.devices = _make_devices(config)
+        try:
+            self._core = EngineCore(config, self._clock, self.devices)
+        except BaseException:
+            _close_backends(self.devices)
+            raise
+        self._workers: list[Worker] = [
+            SynthesisWorker(self._core, f"cuzk-synth-{i}")
+            for i in range(config.synthesis_workers)
+        ]
+        for d in self.devices:
+            self._workers += [
+                DeviceWorker(self._core, f"cuzk-dev{d.index}-w{j}", d)
+                for j in range(config.workers_per_device)
+            ]
+        for w in self._workers:
+            w.start()
+
+    def submit(self, request: ProofRequest) -> str:
+        """Queue a request; returns its job id at once.
+
+        Raises BadInput (unknown circuit, missing key file, too many partitions, a request id
+        reused with another payload) or ResourceExhausted (it could never fit the memory
+        budget, or the engine is shutting down).
+        """
+        return self._core.submit(request)
+
+    def result(self, job_id: str, timeout: float | None = None) -> JobResult:
+        """Wait for a job and return its verified result.
+
+        Raises the failure's category (BadInput, ResourceExhausted, DeviceFault,
+        InternalError) with a message naming the partition and stage, JobCancelled, BadInput
+        for an unknown job id, or TimeoutError after ``timeout`` seconds.
+        """
+        return self._core.result(job_id, timeout)
+
+    def prove(self, request: ProofRequest, timeout: float | None = None) -> JobResult:
+        """submit() then result()."""
+        return self._core.result(self._core.submit(request), timeout)
+
+    def cancel(self, job_id: str) -> bool:
+        """Cancel a job: True if it was queued or running (it is CANCELLED now; running
+        partitions finish their current stage and are discarded), False if it had already
+        finished. BadInput for an unknown job id."""
+        return self._core.cancel(job_id)
+
+    def preload(self, circuit_id: str, timeout: float | None = None) -> None:
+        """Make a circuit's parameters resident on every device now, waiting for memory if
+        needed (TimeoutError after ``timeout``); ResourceExhausted if they can never fit."""
+        self._core.preload(circuit_id, timeout)
+
+    def evict(self, circuit_id: str) -> bool:
+        """Drop a circuit's parameters from every device: True if done, False if it was not
+        resident or partitions in flight still use it."""
+        return self._core.evict(circuit_id)
+
+    def status(self) -> EngineStatus:
+        """A consistent snapshot of jobs, partitions, budget, residency, workers, devices."""
+        return self._core.snapshot(self._workers, self.devices)
+
+    def shutdown(self, graceful: bool = True, timeout: float | None = None) -> None:
+        """Stop accepting work; with ``graceful`` let every job finish (cancelling what is
+        left after ``timeout`` seconds), else cancel everything now. Kernel regions in flight
+        always finish. Then stop the threads, evict every circuit and close the backends.
+        Idempotent; status() still works afterwards."""
+        if not self._core.stop(graceful, timeout):
+            return
+        for w in self._workers:
+            w.join(self.config.join_timeout_s)
+            if w.is_alive():
+                log.error("shutdown: worker %s did not stop", w.name)
+        self._core.drop_residency()
+        _close_backends(self.devices)
+
+    def __enter__(self) -> Engine:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.shutdown(graceful=exc_type is None)
+
+    @property
+    def threads(self) -> list[threading.Thread]:
+        """The engine's worker threads (for monitoring and leak checks)."""
+        return list(self._workers)
+
+    @property
+    def budget_live_reservations(self) -> int:
+        """Reservations still holding memory: twice the resident circuits when idle."""
+        return self._core.budget_live_reservations
+
+
+def _make_devices(config: EngineConfig) -> list[Device]:
+    from cuzk.backend import get_backend
+
+    factory = config.backend_factory or (
+        lambda i: get_backend(config.backend, workers=config.msm_workers_per_device, device=i)
+    )
+    devices: list[Device] = []
+    try:
+        for i in range(config.devices):
+            devices.append(Device(i, factory(i)))  # the index is explicit, always
+    except BaseException:
+        _close_backends(devices)
+        raise
+    return devices
+
+
+def _close_backends(devices: list[Device]) -> None:
+    for d in devices:
+        try:
+            d.backend.close()
+        except Exception:  # noqa: BLE001 - closing the others matters more
+            log.exception("closing the backend of device %d", d.index)

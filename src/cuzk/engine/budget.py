@@ -1,0 +1,165 @@
+"""The host memory budget: one number from which every large allocation is reserved.
+
+Three kinds of reservation draw on it: ``srs`` (parameter points resident for the devices),
+``shape`` (a circuit's pre-compiled constraint system) and ``partition`` (one partition's working
+set). A partition's reservation has two parts released at different times: ``kernel`` (a, b, c,
+the H pipeline's vectors and the MSM scalar copies — freed as soon as the kernels finish) and
+``carry`` (the witness — freed when the proof is assembled). Releasing is idempotent per part, so
+an error path can simply release everything it might hold.
+
+The budget is pure accounting, used under the engine's lock. Waiting for room happens on the
+engine's condition variable with a predicate loop, and every release is followed by a
+notify_all under that same lock, so a waiter cannot miss the release it waits for.
+
+Working-set estimates (measured with tracemalloc on synthetic:16384, CPU backend, m = 16384
+domain, n = 16817 variables): synthesis peaks at ~200 bytes per variable (Python ints before
+the bulk conversion) and keeps 32; start() → MSMs done peaks at ~290 bytes per domain element.
+SRS residency on the CPU backend costs ~2.6× the points' file size (arkworks points held as
+Python objects in the MSM workers; measured per vector: 1.9–3.7×).
+"""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from dataclasses import dataclass, field
+
+from cuzk.errors import InternalError, ResourceExhausted
+
+KINDS = ("srs", "shape", "partition")
+SYNTH_BYTES_PER_VARIABLE = 200  # measured peak ~199
+KERNEL_BYTES_PER_DOMAIN = 320  # measured peak ~288, rounded up
+SRS_RESIDENT_FACTOR = {"cpu": 3.0, "cuda": 1.0}  # host bytes per file byte of points
+DEFAULT_MARGIN = 1 << 30
+
+
+def partition_bytes(num_variables: int, domain_size: int) -> dict[str, int]:
+    """The two-part working set of one partition (see the module docstring)."""
+    return {
+        "kernel": KERNEL_BYTES_PER_DOMAIN * domain_size,
+        "carry": SYNTH_BYTES_PER_VARIABLE * num_variables,
+    }
+
+
+NNZ_PER_ROW_ESTIMATE = 6  # A, B and C together; synthetic circuits measure 3.9
+
+
+def shape_bytes_estimate(num_variables: int, domain_size: int) -> int:
+    """Before a shape is seen: row pointers of three CSR matrices plus ~6 entries per row in
+    all (an 8-byte index and a 32-byte coefficient each). Replaced by the exact size once the
+    shape is loaded; a cached shape's files give the exact size up front."""
+    rows = max(domain_size, num_variables)
+    return 3 * 8 * (domain_size + 1) + 40 * NNZ_PER_ROW_ESTIMATE * rows
+
+
+def detect_total(margin: int = DEFAULT_MARGIN, meminfo: str = "/proc/meminfo") -> int:
+    """MemAvailable minus ``margin`` (the machine is shared with other processes, so what is
+    available now is the honest ceiling, not MemTotal); falls back to sysconf."""
+    available = None
+    try:
+        with open(meminfo) as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    available = int(line.split()[1]) * 1024
+                    break
+    except OSError:
+        pass
+    if available is None:
+        available = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    return max(0, available - margin)
+
+
+@dataclass(eq=False)
+class Reservation:
+    """Bytes held by one owner, in named parts that may be released separately."""
+
+    kind: str  # "srs", "shape" or "partition"
+    owner: str  # what holds it, for status and error messages
+    parts: dict[str, int] = field(default_factory=dict)  # part name → bytes still held
+
+    @property
+    def held(self) -> int:
+        return sum(self.parts.values())
+
+
+class MemoryBudget:
+    """Reservations against a fixed total. Not thread-safe: the engine's lock guards it."""
+
+    def __init__(self, total: int) -> None:
+        if total <= 0:
+            raise ResourceExhausted(f"the memory budget must be positive, got {total} bytes")
+        self.total = total
+        self._by_kind: Counter[str] = Counter()
+        self._live: set[int] = set()  # ids of reservations still holding bytes
+
+    @property
+    def reserved(self) -> int:
+        return sum(self._by_kind.values())
+
+    @property
+    def available(self) -> int:
+        return self.total - self.reserved
+
+    def by_kind(self) -> dict[str, int]:
+        return {k: self._by_kind.get(k, 0) for k in KINDS}
+
+    def fits(self, nbytes: int) -> bool:
+        return nbytes <= self.available
+
+    def check_can_fit(self, nbytes: int, what: str) -> None:
+        """Refuse at once what could not fit even into an empty budget (never wait for it)."""
+        if nbytes > self.total:
+            raise ResourceExhausted(
+                f"{what} needs {_fmt(nbytes)} but the memory budget is {_fmt(self.total)}; "
+                "it can never run with this configuration"
+            )
+
+    def reserve(self, kind: str, owner: str, parts: dict[str, int]) -> Reservation:
+        """Take ``parts`` now; the caller has checked :meth:`fits` (InternalError otherwise)."""
+        if kind not in KINDS:
+            raise InternalError(f"unknown reservation kind {kind!r}")
+        need = sum(parts.values())
+        if any(v < 0 for v in parts.values()):
+            raise InternalError(f"negative reservation for {owner}: {parts}")
+        if not self.fits(need):
+            raise InternalError(
+                f"reservation of {_fmt(need)} for {owner} exceeds the {_fmt(self.available)} "
+                "available (admission must check first)"
+            )
+        res = Reservation(kind, owner, dict(parts))
+        self._by_kind[kind] += need
+        self._live.add(id(res))
+        return res
+
+    def resize(self, res: Reservation, part: str, nbytes: int) -> None:
+        """Replace an estimate by the measured size. May briefly exceed the total: admission
+        then waits until releases bring it back under."""
+        old = res.parts.get(part, 0)
+        res.parts[part] = nbytes
+        self._by_kind[res.kind] += nbytes - old
+        self._live.add(id(res))
+
+    def release(self, res: Reservation | None, part: str | None = None) -> int:
+        """Give back one part (or all parts); returns the bytes freed. Idempotent."""
+        if res is None:
+            return 0
+        names = list(res.parts) if part is None else [part]
+        freed = 0
+        for name in names:
+            freed += res.parts.pop(name, 0)
+        self._by_kind[res.kind] -= freed
+        if not res.parts:
+            self._live.discard(id(res))
+        return freed
+
+    @property
+    def live_reservations(self) -> int:
+        """How many reservations still hold bytes (0 when the engine is idle and empty)."""
+        return len(self._live)
+
+
+def _fmt(n: int) -> str:
+    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= size:
+            return f"{n / size:.1f} {unit}"
+    return f"{n} B"

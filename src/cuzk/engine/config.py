@@ -1,0 +1,133 @@
+"""Engine configuration and fault injection, as frozen dataclasses validated on creation."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from cuzk.backend.base import Backend
+from cuzk.engine.budget import DEFAULT_MARGIN
+from cuzk.errors import BadInput
+
+FAULT_KINDS = ("synthesis", "kernel", "slow_kernel", "budget", "bad_proof")
+
+
+@dataclass(frozen=True)
+class FaultInjection:
+    """Deliberate failures for tests, demos and chaos runs; all off by default.
+
+    Each kind fires for a partition with its probability, decided by a hash of (seed, kind,
+    request key, partition) — reproducible, and independent of thread timing. ``targets``
+    limits faults to jobs whose client request id is listed (None: every job).
+    """
+
+    synthesis_error: float = 0.0  # synthesis raises InternalError
+    kernel_error: float = 0.0  # the kernel region raises DeviceFault (after its work ran)
+    slow_kernel: float = 0.0  # the kernel region sleeps slow_kernel_s inside the lock
+    slow_kernel_s: float = 0.5
+    budget_exhaustion: float = 0.0  # admission refuses the partition with ResourceExhausted
+    bad_proof: float = 0.0  # the assembled proof is corrupted (the assembler must catch it)
+    seed: int = 0
+    targets: frozenset[str] | None = None  # client request ids; None: all jobs
+
+    def __post_init__(self) -> None:
+        for name in ("synthesis_error", "kernel_error", "slow_kernel", "budget_exhaustion",
+                     "bad_proof"):
+            p = getattr(self, name)
+            if not 0.0 <= p <= 1.0:
+                raise BadInput(f"fault probability {name} must lie in [0, 1], got {p}")
+        if self.slow_kernel_s < 0:
+            raise BadInput("slow_kernel_s must be non-negative")
+
+    @classmethod
+    def uniform(cls, rate: float, seed: int = 0, slow_kernel_s: float = 0.05) -> FaultInjection:
+        """Every kind at ``rate`` (``cuzk bench --inject-faults RATE``)."""
+        return cls(rate, rate, rate, slow_kernel_s, rate, rate, seed)
+
+    @property
+    def active(self) -> bool:
+        return any(
+            (self.synthesis_error, self.kernel_error, self.slow_kernel, self.budget_exhaustion,
+             self.bad_proof)
+        )
+
+    def fires(self, kind: str, request_key: str, partition: int) -> bool:
+        """Whether fault ``kind`` hits this partition of the job keyed ``request_key``."""
+        p = {
+            "synthesis": self.synthesis_error,
+            "kernel": self.kernel_error,
+            "slow_kernel": self.slow_kernel,
+            "budget": self.budget_exhaustion,
+            "bad_proof": self.bad_proof,
+        }[kind]
+        if p <= 0.0 or (self.targets is not None and request_key not in self.targets):
+            return False
+        if p >= 1.0:
+            return True
+        digest = hashlib.blake2b(
+            f"{self.seed}/{kind}/{request_key}/{partition}".encode(), digest_size=8
+        ).digest()
+        return int.from_bytes(digest, "little") / 2**64 < p
+
+
+BackendFactory = Callable[[int], Backend]
+"""Makes the backend for device index i; the engine closes what it returns at shutdown."""
+
+
+@dataclass(frozen=True)
+class EngineConfig:
+    """How the engine is built. Sizes are bytes, times seconds."""
+
+    param_dir: Path  # keys live at param_dir/<circuit id with ':' → '-'>.params
+    backend: str = "cpu"  # "cpu" (K virtual devices) or "cuda" (K GPUs, indices 0..K-1)
+    devices: int = 1  # K
+    workers_per_device: int = 2  # N device workers share one compute lock per device
+    synthesis_workers: int = 1  # threads (see cuzk.engine.workers for why threads)
+    synthesis_lookahead: int | None = None  # partitions synthesizing or ready; None: K·N
+    msm_workers: int | None = None  # CPU: MSM processes per device; None: cores / K
+    memory_budget: int | None = None  # None: MemAvailable − memory_margin
+    memory_margin: int = DEFAULT_MARGIN
+    shape_cache: Path | None = None  # pre-compiled circuit directory; None: shapes in memory
+    max_partitions: int = 64  # per request
+    retain_jobs: int = 10_000  # terminal jobs remembered (for result() and dedup)
+    join_timeout_s: float = 30.0  # shutdown: how long to wait for each thread
+    faults: FaultInjection = field(default_factory=FaultInjection)
+    backend_factory: BackendFactory | None = None  # tests: share or wrap backends
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.param_dir, Path):
+            object.__setattr__(self, "param_dir", Path(self.param_dir))
+        if self.shape_cache is not None and not isinstance(self.shape_cache, Path):
+            object.__setattr__(self, "shape_cache", Path(self.shape_cache))
+        if self.backend not in ("cpu", "cuda"):
+            raise BadInput(f"unknown backend {self.backend!r}; available: cpu, cuda")
+        for name in ("devices", "workers_per_device", "synthesis_workers", "max_partitions",
+                     "retain_jobs"):
+            if getattr(self, name) < 1:
+                raise BadInput(f"{name} must be at least 1, got {getattr(self, name)}")
+        if self.synthesis_lookahead is not None and self.synthesis_lookahead < 1:
+            raise BadInput("synthesis_lookahead must be at least 1")
+        if self.msm_workers is not None and self.msm_workers < 1:
+            raise BadInput("msm_workers must be at least 1")
+        if self.memory_budget is not None and self.memory_budget <= 0:
+            raise BadInput("memory_budget must be positive")
+
+    @property
+    def lookahead(self) -> int:
+        return self.synthesis_lookahead or self.devices * self.workers_per_device
+
+    @property
+    def msm_workers_per_device(self) -> int:
+        return self.msm_workers or max(1, (os.cpu_count() or 1) // self.devices)
+
+    def params_path(self, circuit_id: str) -> Path:
+        """Where ``cuzk setup --circuit ID --out DIR`` puts the proving key."""
+        return self.param_dir / f"{key_name(circuit_id)}.params"
+
+
+def key_name(circuit_id: str) -> str:
+    """File stem for a circuit's keys (the same rule as ``cuzk setup``)."""
+    return circuit_id.replace(":", "-")

@@ -1,0 +1,527 @@
+"""The engine core: the job table, the one engine lock and every state transition.
+
+Layering (after vLLM's engine core → scheduler → executor → worker): :mod:`~cuzk.engine.api`
+is the facade that owns devices and threads; this core owns the job table and the lock;
+:mod:`~cuzk.engine.scheduler` orders work; the budget and the SRS table do the memory
+accounting; :mod:`~cuzk.engine.workers` computes. One lock guards all engine state. Its
+critical sections are short (no I/O, no compute), partitions pass at most a few hundred per
+second, and a single lock makes the admission decision — head of the queue, memory budget,
+look-ahead, residency — atomic. Every change that can make a waiter's predicate true is
+followed by ``notify_all`` under that lock, and every wait is a predicate loop, so no
+wake-up can be missed.
+
+A partition's path: QUEUED → (admitted: memory reserved, residency pinned) SYNTHESIZING → READY
+→ DEVICE_WAIT → KERNELS → (kernel memory released) FINALIZING → (the rest released) DONE. Any
+exception fails the partition's job only: its queued partitions are skipped, ready ones are
+discarded with their memory returned, running ones finish their current stage and are
+discarded at the next boundary. Cancellation takes the same path. When the last partition is
+done, the thread that finished it verifies the whole job (outside the lock) before the job
+can succeed.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import threading
+import time
+from collections import Counter, deque
+from collections.abc import Sequence
+
+from cuzk.engine.assembler import PartitionProof, assemble_job
+from cuzk.engine.budget import MemoryBudget, detect_total
+from cuzk.engine.config import EngineConfig
+from cuzk.engine.job import ACTIVE, Job, Partition
+from cuzk.engine.request import (
+    BudgetStatus,
+    DeviceStatus,
+    EngineStatus,
+    JobCancelled,
+    JobResult,
+    JobState,
+    PartitionState,
+    Priority,
+    ProofRequest,
+    SrsStatus,
+    WorkerStatus,
+)
+from cuzk.engine.scheduler import Scheduler, WorkKey
+from cuzk.engine.srs import LOADING, RESIDENT, CircuitInfo, Resident, SrsManager, circuit_info
+from cuzk.engine.timeline import Clock
+from cuzk.engine.workers import Device, DeviceWorker, Worker
+from cuzk.errors import (
+    BadInput,
+    CuzkError,
+    DeviceFault,
+    InternalError,
+    ResourceExhausted,
+)
+from cuzk.groth16 import prover
+
+log = logging.getLogger(__name__)
+
+_CATEGORIES = (BadInput, ResourceExhausted, DeviceFault, InternalError, JobCancelled)
+_RETRY = object()
+
+
+class EngineCore:
+    """Engine state and its transitions; :class:`cuzk.engine.api.Engine` is the facade that
+    owns the devices and threads and calls in here."""
+
+    def __init__(self, config: EngineConfig, clock: Clock, devices: list[Device]) -> None:
+        self.config = config
+        self._clock = clock
+        self._cv = threading.Condition()
+        self._scheduler: Scheduler[Partition] = Scheduler()
+        total = config.memory_budget or detect_total(config.memory_margin)
+        self._budget = MemoryBudget(total)
+        self._jobs: dict[str, Job] = {}
+        self._by_request: dict[str, Job] = {}
+        self._retired: deque[Job] = deque()  # terminal jobs, oldest first
+        self._seq = itertools.count(1)
+        self._active = 0  # partitions in ACTIVE states, all jobs
+        self._in_synthesis = 0  # partitions SYNTHESIZING (for the look-ahead)
+        self._accepting = True
+        self._stop = False
+        self._closed = False
+        self._srs = SrsManager(
+            self._budget, [d.backend for d in devices], config.shape_cache, clock
+        )
+
+    # -- the API's half (documented on Engine) ------------------------------------------------
+    def submit(self, request: ProofRequest) -> str:
+        if not isinstance(request, ProofRequest):
+            raise BadInput(f"submit() takes a ProofRequest, got {type(request).__name__}")
+        if request.partitions > self.config.max_partitions:
+            raise BadInput(
+                f"{request.partitions} partitions exceed the limit of "
+                f"{self.config.max_partitions} per request"
+            )
+        digest = request.payload_digest()
+        with self._cv:
+            self._check_accepting()
+            existing = self._dedup(request, digest)
+            if existing is not None:
+                return existing.id
+        info = self._info(request.circuit_id)
+        with self._cv:
+            self._check_accepting()
+            existing = self._dedup(request, digest)  # a twin may have won the race
+            if existing is not None:
+                return existing.id
+            self._budget.check_can_fit(
+                info.srs_bytes + info.shape_bytes + sum(info.partition_parts.values()),
+                f"a partition of {request.circuit_id} (with its parameters resident)",
+            )
+            seq = next(self._seq)
+            job = Job(f"job-{seq}", seq, request, digest, info)
+            now = self._clock()
+            for i, s in enumerate(request.seeds):
+                part = Partition(job, i, s)
+                part.marks["queued"] = now
+                job.parts.append(part)
+                self._scheduler.enqueue(part.key, part)
+            self._jobs[job.id] = job
+            if request.request_id is not None:
+                self._by_request[request.request_id] = job
+            self._cv.notify_all()
+        log.debug("submitted %s: %s × %d (%s)", job.id, request.circuit_id,
+                  request.partitions, request.priority.name)
+        return job.id
+
+    def result(self, job_id: str, timeout: float | None = None) -> JobResult:
+        job = self._job(job_id)
+        if not job.done.wait(timeout):
+            raise TimeoutError(f"{job_id} has not finished after {timeout} s")
+        with self._cv:
+            state, error, text, res = job.state, job.error, job.error_text, job.result
+        if state is JobState.SUCCEEDED and res is not None:
+            return res
+        category = next((c for c in _CATEGORIES if isinstance(error, c)), InternalError)
+        raise category(f"{job_id} {state.value}: {text}") from error
+
+    def cancel(self, job_id: str) -> bool:
+        job = self._job(job_id)
+        with self._cv:
+            if job.terminal:
+                return False
+            self._terminate(job, JobState.CANCELLED, JobCancelled("cancelled by the client"))
+        return True
+
+    def preload(self, circuit_id: str, timeout: float | None = None) -> None:
+        info = self._info(circuit_id)
+        deadline = None if timeout is None else time.monotonic() + timeout
+        with self._cv:
+            self._check_accepting()
+            need = info.srs_bytes + info.shape_bytes
+            self._budget.check_can_fit(need, f"the parameters of {circuit_id}")
+            while True:
+                entry = self._srs.get(circuit_id)
+                if entry is not None and entry.state == RESIDENT:
+                    self._srs.touch(entry)
+                    return
+                if entry is not None:  # loading elsewhere: wait for that outcome
+                    self._wait(lambda e=entry: e.state != LOADING, deadline, "preload")
+                    if entry.error is not None:
+                        raise entry.error
+                    continue
+                if self._srs.make_room(need, keep=circuit_id):
+                    entry = self._srs.begin(info)
+                    break
+                self._wait(lambda: False, deadline, "preload", once=True)
+        self.load_circuit(entry)
+        if entry.error is not None:
+            raise entry.error
+
+    def evict(self, circuit_id: str) -> bool:
+        with self._cv:
+            entry = self._srs.get(circuit_id)
+            if entry is None or entry.state != RESIDENT or entry.users:
+                return False
+            self._srs.drop(entry)
+            self._cv.notify_all()
+            return True
+
+    def snapshot(self, workers: Sequence[Worker], devices: Sequence[Device]) -> EngineStatus:
+        with self._cv:
+            counts = {p.name: Counter[str]() for p in Priority}
+            parts: Counter[str] = Counter()
+            for job in self._jobs.values():
+                counts[job.request.priority.name][job.state.value] += 1
+                for p in job.parts:
+                    parts[p.state.value] += 1
+            return EngineStatus(
+                uptime=self._clock(),
+                accepting=self._accepting,
+                counts={k: {s.value: c[s.value] for s in JobState} for k, c in counts.items()},
+                partitions={s.value: parts[s.value] for s in PartitionState},
+                jobs=tuple(j.snapshot() for j in self._jobs.values()),
+                budget=BudgetStatus(
+                    self._budget.total, self._budget.reserved, self._budget.by_kind()
+                ),
+                srs=tuple(
+                    SrsStatus(e.info.circuit_id, e.state, e.held, e.users, e.last_used)
+                    for e in self._srs.entries()
+                ),
+                evictions=self._srs.evictions,
+                workers=tuple(
+                    WorkerStatus(w.name, w.kind, w.device.index if w.device else None,
+                                 w.busy_with)
+                    for w in workers
+                ),
+                devices=tuple(
+                    DeviceStatus(d.index, d.backend.name, d.kernel_seconds) for d in devices
+                ),
+            )
+
+    def stop(self, graceful: bool, timeout: float | None) -> bool:
+        """First half of shutdown: close intake, finish (or cancel) jobs, wait for in-flight
+        partitions to drain, then tell the workers to exit. False if already stopped."""
+        with self._cv:
+            if self._closed:
+                return False
+            self._closed = True
+            self._accepting = False
+            self._cv.notify_all()
+            deadline = None if timeout is None else time.monotonic() + timeout
+            if graceful and not self._wait(self._all_finished, deadline, raise_on_timeout=False):
+                log.warning("shutdown: jobs still running after %s s; cancelling them", timeout)
+                graceful = False
+            if not graceful:
+                for job in list(self._jobs.values()):
+                    if not job.terminal:
+                        self._terminate(job, JobState.CANCELLED,
+                                        JobCancelled("the engine shut down"))
+            drained = time.monotonic() + self.config.join_timeout_s
+            if not self._wait(lambda: self._active == 0, drained, raise_on_timeout=False):
+                log.error("shutdown: %d partitions still in flight", self._active)
+            self._stop = True
+            self._cv.notify_all()
+            return True
+
+    def drop_residency(self) -> None:
+        """Second half of shutdown (after the workers exited): evict every circuit."""
+        with self._cv:
+            for entry in self._srs.entries():
+                self._srs.drop(entry)
+
+    @property
+    def budget_live_reservations(self) -> int:
+        with self._cv:
+            return self._budget.live_reservations
+
+    # -- helpers (engine lock held unless said otherwise) -----------------------------------------
+    def _job(self, job_id: str) -> Job:
+        with self._cv:
+            job = self._jobs.get(job_id)
+        if job is None:
+            raise BadInput(f"unknown job {job_id!r} (never submitted, or forgotten)")
+        return job
+
+    def _info(self, circuit_id: str) -> CircuitInfo:
+        cfg = self.config
+        return circuit_info(circuit_id, cfg.params_path(circuit_id), cfg.backend, cfg.devices,
+                            cfg.shape_cache)
+
+    def _check_accepting(self) -> None:
+        if not self._accepting:
+            raise ResourceExhausted("the engine is shutting down and accepts no new work")
+
+    def _dedup(self, request: ProofRequest, digest: str) -> Job | None:
+        if request.request_id is None:
+            return None
+        job = self._by_request.get(request.request_id)
+        if job is not None and job.digest != digest:
+            raise BadInput(
+                f"request id {request.request_id!r} was already used for another payload "
+                f"({job.id}: {job.request.circuit_id} × {job.request.partitions})"
+            )
+        return job
+
+    def _all_finished(self) -> bool:
+        return self._active == 0 and all(j.terminal for j in self._jobs.values())
+
+    def _wait(self, predicate, deadline: float | None, what: str = "",  # noqa: ANN001
+              *, raise_on_timeout: bool = True, once: bool = False) -> bool:
+        """Predicate loop on the engine condition; ``once`` waits for one notification."""
+        while once or not predicate():
+            remaining = None if deadline is None else deadline - time.monotonic()
+            if remaining is not None and remaining <= 0:
+                if raise_on_timeout:
+                    raise TimeoutError(f"{what}: timed out")
+                return False
+            self._cv.wait(remaining)
+            if once:
+                return True
+        return True
+
+    def _stamp(self, part: Partition, mark: str) -> None:
+        part.marks[mark] = self._clock()
+
+    def _terminate(self, job: Job, state: JobState, error: BaseException,
+                   text: str | None = None) -> None:
+        job.state, job.error = state, error
+        job.error_text = text or str(error)
+        queued, ready = self._scheduler.drop_job(job.seq)
+        for p in queued:
+            p.state = PartitionState.SKIPPED
+        for p in ready:
+            self._release(p, PartitionState.DISCARDED)
+        self._retire(job)
+        job.done.set()
+        self._cv.notify_all()
+
+    def _release(self, part: Partition, final: PartitionState) -> None:
+        """The one exit from the active states: give back memory and the residency pin."""
+        if part.state in ACTIVE:
+            self._active -= 1
+        if part.state is PartitionState.SYNTHESIZING:
+            self._in_synthesis -= 1
+        self._budget.release(part.reservation)
+        part.reservation = None
+        if part.entry is not None:
+            part.entry.users -= 1
+            self._srs.touch(part.entry)
+            part.entry = None
+        part.assignment = None
+        part.state = final
+        self._cv.notify_all()
+
+    def _retire(self, job: Job) -> None:
+        """Remember at most ``retain_jobs`` finished jobs (and their request ids)."""
+        self._retired.append(job)
+        while len(self._retired) > self.config.retain_jobs:
+            old = self._retired.popleft()
+            self._jobs.pop(old.id, None)
+            if self._by_request.get(old.request.request_id or "") is old:
+                del self._by_request[old.request.request_id]  # type: ignore[arg-type]
+
+    # -- the pipeline (called by workers) ---------------------------------------------------------
+    def fault(self, kind: str, part: Partition) -> bool:
+        return self.config.faults.fires(kind, part.job.request_key, part.index)
+
+    @property
+    def slow_kernel_s(self) -> float:
+        return self.config.faults.slow_kernel_s
+
+    def next_synthesis(self, worker: Worker) -> tuple[Partition, Resident | None] | None:
+        """Block until the head of the queue may be admitted; None when stopping."""
+        with self._cv:
+            while True:
+                if self._stop:
+                    return None
+                if self._in_synthesis + self._scheduler.ready_count < self.config.lookahead:
+                    head = self._scheduler.head()
+                    if head is not None:
+                        admitted = self._admit(*head)
+                        if admitted is _RETRY:
+                            continue  # the head's job failed at admission: look again
+                        if admitted is not None:
+                            return admitted  # type: ignore[return-value]
+                self._cv.wait()
+
+    def _admit(
+        self, key: WorkKey, part: Partition
+    ) -> tuple[Partition, Resident | None] | object | None:
+        """Admit the head (returns it and the entry this thread must load, if any), leave it
+        waiting for memory (None), or fail its job at admission (_RETRY)."""
+        job, info = part.job, part.job.info
+        if self.fault("budget", part):
+            self._scheduler.admit(lambda *_: True)
+            part.state = PartitionState.FAILED
+            self._fail_job(job, part, "admission",
+                           ResourceExhausted("injected fault: memory budget exhausted"))
+            return _RETRY
+        entry = self._srs.get(info.circuit_id)
+        need = self._srs.residency_need(info) + sum(info.partition_parts.values())
+        if not self._srs.make_room(need, keep=info.circuit_id):
+            return None  # wait: running partitions will release memory
+        self._scheduler.admit(lambda *_: True)
+        to_load = None
+        if entry is None:
+            entry = to_load = self._srs.begin(info)
+        entry.users += 1
+        self._srs.touch(entry)
+        part.entry = entry
+        part.reservation = self._budget.reserve("partition", part.label, info.partition_parts)
+        part.state = PartitionState.SYNTHESIZING
+        self._active += 1
+        self._in_synthesis += 1
+        if job.state is JobState.QUEUED:
+            job.state = JobState.RUNNING
+        return part, to_load
+
+    def load_circuit(self, entry: Resident) -> None:
+        """Load a LOADING entry (outside the lock) and publish the outcome."""
+        try:
+            loaded: tuple | BaseException = self._srs.load(entry.info)
+        except Exception as e:  # noqa: BLE001 - reported to every user of the entry
+            loaded = e
+        with self._cv:
+            self._srs.finish(entry, loaded)  # type: ignore[arg-type]
+            self._cv.notify_all()
+
+    def begin_synthesis(self, part: Partition) -> bool:
+        with self._cv:
+            if part.job.terminal:
+                self._release(part, PartitionState.DISCARDED)
+                return False
+            self._stamp(part, "synth_start")
+            return True
+
+    def synthesized(self, part: Partition, assignment: prover.Assignment) -> None:
+        with self._cv:
+            self._stamp(part, "synth_end")
+            if part.job.terminal:
+                self._release(part, PartitionState.DISCARDED)
+                return
+            self._in_synthesis -= 1
+            part.assignment = assignment
+            part.state = PartitionState.READY
+            self._scheduler.push_ready(part.key, part)
+            self._cv.notify_all()
+
+    def next_for_device(self, worker: DeviceWorker) -> Partition | None:
+        with self._cv:
+            while True:
+                if self._stop:
+                    return None
+                part = self._scheduler.pop_ready()
+                if part is None:
+                    self._cv.wait()
+                    continue
+                assert worker.device is not None
+                part.state = PartitionState.DEVICE_WAIT
+                part.device, part.worker = worker.device.index, worker.name
+                self._stamp(part, "device_pick")
+                self._cv.notify_all()  # the look-ahead has room again
+                return part
+
+    def wait_resident(self, part: Partition) -> Resident:
+        with self._cv:
+            entry = part.entry
+            if entry is None:
+                raise InternalError(f"{part.label} reached a device without a residency pin")
+            self._wait(lambda: entry.state != LOADING, None)
+            if entry.error is not None:
+                raise entry.error
+            if part.job.vk is None and entry.params is not None:
+                part.job.vk = entry.params.vk
+            return entry
+
+    def begin_kernels(self, part: Partition) -> bool:
+        with self._cv:
+            if part.job.terminal:
+                self._release(part, PartitionState.DISCARDED)
+                return False
+            part.state = PartitionState.KERNELS
+            self._stamp(part, "kernels_start")
+            return True
+
+    def end_kernels(self, part: Partition, device: Device, seconds: float) -> None:
+        with self._cv:
+            self._stamp(part, "kernels_end")
+            device.kernel_seconds += seconds
+
+    def kernels_done(self, part: Partition) -> bool:
+        """First release step: the kernel working set goes back now."""
+        with self._cv:
+            self._budget.release(part.reservation, "kernel")
+            part.assignment = None
+            self._cv.notify_all()
+            if part.job.terminal:
+                self._release(part, PartitionState.DISCARDED)
+                return False
+            part.state = PartitionState.FINALIZING
+            return True
+
+    def partition_done(self, part: Partition, output: PartitionProof) -> None:
+        """Second release step; the thread finishing a job's last partition verifies it."""
+        job = part.job
+        with self._cv:
+            self._stamp(part, "finalize_end")
+            if job.terminal:
+                self._release(part, PartitionState.DISCARDED)
+                return
+            part.output = output
+            self._release(part, PartitionState.DONE)
+            if not all(p.state is PartitionState.DONE for p in job.parts):
+                return
+            vk = job.vk
+        try:
+            if vk is None:
+                raise InternalError("no verifying key was recorded for the job")
+            proof, inputs = assemble_job(vk, [p.output for p in job.parts])
+        except Exception as e:  # noqa: BLE001 - the job fails, nothing is returned
+            with self._cv:
+                if not job.terminal:
+                    self._terminate(job, JobState.FAILED, e, f"verification: {e}")
+            return
+        with self._cv:
+            if job.terminal:  # cancelled while verifying
+                return
+            job.result = JobResult(
+                job.id, job.request.request_id, job.request.circuit_id, proof, inputs,
+                str(job.info.vk_path), tuple(p.timeline() for p in job.parts),
+            )
+            for p in job.parts:
+                p.output = None
+            job.state = JobState.SUCCEEDED
+            self._retire(job)
+            job.done.set()
+            self._cv.notify_all()
+
+    def fail(self, part: Partition, error: BaseException, stage: str) -> None:
+        with self._cv:
+            job = part.job
+            if job.terminal:
+                self._release(part, PartitionState.DISCARDED)
+                return
+            self._release(part, PartitionState.FAILED)
+            self._fail_job(job, part, stage, error)
+
+    def _fail_job(self, job: Job, part: Partition, stage: str, error: BaseException) -> None:
+        text = f"partition {part.index} ({stage}): {type(error).__name__}: {error}"
+        if not isinstance(error, CuzkError):
+            log.error("%s: %s", part.label, text, exc_info=error)
+        self._terminate(job, JobState.FAILED, error, text)

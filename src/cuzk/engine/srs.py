@@ -1,0 +1,266 @@
+"""SRS residency: which circuits' parameters (and shapes) are loaded on the devices.
+
+An entry is created when the first partition of a circuit is admitted (or by ``preload``), is
+LOADING while one thread reads the key and preloads the five point vectors on every device,
+then RESIDENT. It is *in use* while partitions that need it are in flight (``users`` > 0) and
+*idle* otherwise; idle entries stay hot and are evicted least-recently-used first only when an
+admission needs their memory. Pinning by in-flight partitions rather than by whole jobs matters:
+a queued job pins nothing, so when nothing runs every entry is evictable and the head of the
+queue can always make room — the budget cannot deadlock on residency.
+
+Every device gets the same circuits (a partition may run on any device). Table methods run under
+the engine's lock; :meth:`SrsManager.load` does the slow part outside it.
+
+On the CPU backend ``preload`` registers the vectors with the device's MSM pool, whose worker
+processes decode their chunks in the background, in order, ahead of any later MSM; RESIDENT
+therefore means "registered", and the first kernel region after a load may wait for the
+decode. (``CpuBackend.preload`` drops the pool's load future; if it returned it, the engine
+could wait for true residency here.)
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from cuzk.backend.base import Backend, PointSet
+from cuzk.circuits import get_circuit
+from cuzk.engine.budget import (
+    SRS_RESIDENT_FACTOR,
+    MemoryBudget,
+    Reservation,
+    partition_bytes,
+    shape_bytes_estimate,
+)
+from cuzk.errors import BadInput, InternalError
+from cuzk.groth16.keys import Parameters
+from cuzk.groth16.params_io import G1_SIZE, G2_SIZE, read_header, read_params
+from cuzk.groth16.prover import check_compatible
+from cuzk.r1cs import R1CSShape, synthesize_shape
+from cuzk.r1cs.cache import ShapeCache
+
+log = logging.getLogger(__name__)
+
+LOADING, RESIDENT, FAILED = "loading", "resident", "failed"
+
+
+@dataclass(frozen=True)
+class CircuitInfo:
+    """What the engine knows about a circuit from its key file's header alone (cheap)."""
+
+    circuit_id: str
+    params_path: Path
+    num_variables: int  # inputs (with ONE) + aux
+    domain_size: int  # m
+    srs_bytes: int  # host bytes to keep its points resident on every device
+    shape_bytes: int  # estimate until the shape is loaded
+
+    @property
+    def partition_parts(self) -> dict[str, int]:
+        return partition_bytes(self.num_variables, self.domain_size)
+
+    @property
+    def vk_path(self) -> Path:
+        return self.params_path.with_suffix(".vk")
+
+
+def circuit_info(
+    circuit_id: str,
+    params_path: Path,
+    backend: str,
+    devices: int,
+    shape_cache: Path | None = None,
+) -> CircuitInfo:
+    """Validate a circuit id and its key file; raises BadInput naming a missing file."""
+    get_circuit(circuit_id)  # unknown or malformed ids fail here, before any work
+    if not params_path.is_file():
+        raise BadInput(
+            f"no proving key for {circuit_id!r}: {params_path} does not exist "
+            f"(make one with `cuzk setup --circuit {circuit_id} --out {params_path.parent}`)"
+        )
+    header = read_header(params_path)
+    if header.kind != "params" or header.domain_size is None:
+        raise BadInput(f"{params_path} is a verifying key, not a proving key")
+    c = header.counts
+    point_bytes = (c["h"] + c["l"] + c["a"] + c["b_g1"]) * G1_SIZE + c["b_g2"] * G2_SIZE
+    n = header.num_ic + c["l"]
+    m = header.domain_size
+    return CircuitInfo(
+        circuit_id,
+        params_path,
+        n,
+        m,
+        int(point_bytes * SRS_RESIDENT_FACTOR[backend]) * devices,
+        _cached_shape_bytes(circuit_id, shape_cache) or shape_bytes_estimate(n, m),
+    )
+
+
+def _cached_shape_bytes(circuit_id: str, shape_cache: Path | None) -> int | None:
+    """The exact size of a shape already in the cache (its matrix files), else None."""
+    if shape_cache is None:
+        return None
+    d = ShapeCache(shape_cache).path_for(circuit_id)
+    if not (d / "meta.json").exists():
+        return None
+    try:
+        return sum(f.stat().st_size for f in d.glob("*.npy"))
+    except OSError:
+        return None
+
+
+@dataclass(eq=False)
+class Resident:
+    """One circuit's residency entry (mutable, guarded by the engine's lock)."""
+
+    info: CircuitInfo
+    state: str  # LOADING, RESIDENT or FAILED
+    srs: Reservation
+    shape_res: Reservation
+    last_used: float
+    users: int = 0  # partitions in flight that need it
+    params: Parameters | None = None
+    shape: R1CSShape | None = None
+    error: BaseException | None = None
+
+    @property
+    def held(self) -> int:
+        return self.srs.held + self.shape_res.held
+
+
+def shape_nbytes(shape: R1CSShape) -> int:
+    return sum(
+        int(np.asarray(x).nbytes)
+        for m in (shape.a, shape.b, shape.c)
+        for x in (m.indptr, m.indices, m.coeffs)
+    )
+
+
+class SrsManager:
+    def __init__(
+        self,
+        budget: MemoryBudget,
+        backends: Sequence[Backend],
+        shape_cache: Path | None,
+        clock: Callable[[], float],
+    ) -> None:
+        self._budget = budget
+        self._backends = list(backends)
+        self._shape_cache = ShapeCache(shape_cache) if shape_cache is not None else None
+        self._clock = clock
+        self._entries: dict[str, Resident] = {}
+        self.evictions = 0  # idle entries evicted under memory pressure (a thrashing signal)
+
+    # -- the table (under the engine's lock) ---------------------------------------------------
+    def get(self, circuit_id: str) -> Resident | None:
+        return self._entries.get(circuit_id)
+
+    def entries(self) -> list[Resident]:
+        return list(self._entries.values())
+
+    def residency_need(self, info: CircuitInfo) -> int:
+        """Bytes that admitting work for ``info`` must add for residency (0 if present)."""
+        return 0 if info.circuit_id in self._entries else info.srs_bytes + info.shape_bytes
+
+    def make_room(self, need: int, keep: str) -> bool:
+        """Evict idle entries, least recently used first, until ``need`` bytes fit; True if
+        they fit. Nothing is evicted when even evicting every idle entry would not suffice."""
+        if self._budget.fits(need):
+            return True
+        idle = sorted(
+            (e for e in self._entries.values()
+             if e.users == 0 and e.state != LOADING and e.info.circuit_id != keep),
+            key=lambda e: e.last_used,
+        )
+        if self._budget.available + sum(e.held for e in idle) < need:
+            return False
+        for e in idle:
+            if self._budget.fits(need):
+                break
+            log.info("evicting idle parameters of %s under memory pressure", e.info.circuit_id)
+            self.drop(e)
+            self.evictions += 1
+        return self._budget.fits(need)
+
+    def begin(self, info: CircuitInfo) -> Resident:
+        """Create a LOADING entry with its reservations; the caller checked that it fits and
+        must call :meth:`load` and then :meth:`finish`."""
+        owner = f"srs {info.circuit_id}"
+        entry = Resident(
+            info,
+            LOADING,
+            self._budget.reserve("srs", owner, {"points": info.srs_bytes}),
+            self._budget.reserve(
+                "shape", f"shape {info.circuit_id}", {"matrices": info.shape_bytes}
+            ),
+            self._clock(),
+        )
+        self._entries[info.circuit_id] = entry
+        return entry
+
+    def finish(self, entry: Resident, loaded: tuple[Parameters, R1CSShape] | BaseException) -> None:
+        """Record the outcome of :meth:`load`. A failed entry leaves the table at once (so a
+        later request retries) and releases its memory; its current users see the error."""
+        if self._entries.get(entry.info.circuit_id) is not entry and not isinstance(
+            loaded, BaseException
+        ):  # dropped while loading (shutdown): forget what was just preloaded
+            entry.params = loaded[0]
+            self.drop(entry)
+            entry.state, entry.error = FAILED, InternalError("evicted while loading")
+            return
+        if isinstance(loaded, BaseException):
+            entry.state, entry.error = FAILED, loaded
+            self._remove(entry)
+            return
+        entry.params, entry.shape = loaded
+        entry.state = RESIDENT
+        self._budget.resize(entry.shape_res, "matrices", shape_nbytes(entry.shape))
+
+    def drop(self, entry: Resident) -> None:
+        """Evict: forget the points on every device and release the memory."""
+        if entry.params is not None:
+            for backend in self._backends:
+                for vector in entry.params.vectors:
+                    try:
+                        backend.evict(vector)
+                    except Exception as e:  # noqa: BLE001 - a closed backend holds nothing
+                        log.debug("evict %s on %s: %s", entry.info.circuit_id, backend.name, e)
+        entry.params = entry.shape = None
+        self._remove(entry)
+
+    def _remove(self, entry: Resident) -> None:
+        if self._entries.get(entry.info.circuit_id) is entry:
+            del self._entries[entry.info.circuit_id]
+        self._budget.release(entry.srs)
+        self._budget.release(entry.shape_res)
+
+    def touch(self, entry: Resident) -> None:
+        entry.last_used = self._clock()
+
+    # -- the slow part (outside the lock) ------------------------------------------------------
+    def load(self, info: CircuitInfo) -> tuple[Parameters, R1CSShape]:
+        """Read the key, get the shape, check they match and preload every device."""
+        params = read_params(info.params_path)
+        circuit = get_circuit(info.circuit_id)
+        if self._shape_cache is not None:
+            shape = self._shape_cache.get(info.circuit_id, circuit)
+        else:
+            shape = synthesize_shape(circuit, info.circuit_id)
+        check_compatible(params, shape)
+        done: list[tuple[Backend, PointSet]] = []
+        try:
+            for backend in self._backends:
+                for vector in params.vectors:
+                    backend.preload(vector)
+                    done.append((backend, vector))
+        except BaseException:
+            for backend, vector in done:  # a half-loaded circuit must not stay resident
+                try:
+                    backend.evict(vector)
+                except Exception:  # noqa: BLE001 - best effort on an error path
+                    pass
+            raise
+        return params, shape
