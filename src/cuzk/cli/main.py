@@ -13,6 +13,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from cuzk.cli import snarkjs_cmd
 from cuzk.cli.bench import add_parser as _add_bench_parser
 from cuzk.cli.bench import cmd_bench
 from cuzk.errors import BadInput, CuzkError
@@ -64,6 +65,7 @@ def _build_parser() -> argparse.ArgumentParser:
     _common(s)
 
     _add_bench_parser(sub, _common)
+    snarkjs_cmd.add_parser(sub)
     return p
 
 
@@ -199,6 +201,7 @@ _COMMANDS = {
     "info": cmd_info,
     "demo": cmd_demo,
     "bench": cmd_bench,
+    "snarkjs": snarkjs_cmd.run,
 }
 
 if __name__ == "__main__":  # pragma: no cover
