@@ -94,7 +94,9 @@ class CpuBackend:
 
     # -- MSM -----------------------------------------------------------------------------------
     def preload(self, bases: PointSet) -> None:
-        self._pool.register(bases.key, bases.group, bases.path, bases.offset, bases.count)
+        # Wait for the workers to hold the points, so "resident" means loaded (and a bad file
+        # is reported here, not when a proof is assembled); later calls return at once.
+        self._pool.register(bases.key, bases.group, bases.path, bases.offset, bases.count).result()
 
     def evict(self, bases: PointSet) -> None:
         self._pool.unregister(bases.key)
