@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import secrets
 import time
+from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass
 
@@ -129,16 +130,13 @@ def start(
     timings.record("abc", time.perf_counter() - t0)
 
     t1 = time.perf_counter()
-    bases = key.bases
     za = z.copy()
     za[~key.a_wires] = 0  # their A points are infinity: let the MSM skip them
     zb = z.copy()
     zb[~key.b_wires] = 0
     msms = {
-        "c": backend.split_msm(bases.c, z[zkey.n_public + 1 :]),
-        "a": backend.split_msm(bases.a, za),
-        "b1": backend.split_msm(bases.b1, zb),
-        "b2": backend.split_msm(bases.b2, zb),
+        name: _submit(key, name, backend.split_msm, scalars)
+        for name, scalars in (("c", z[zkey.n_public + 1 :]), ("a", za), ("b1", zb), ("b2", zb))
     }
     for name, f in msms.items():
         timings.watch(f"msm_{name}", f, t1)
@@ -147,7 +145,7 @@ def start(
     h = odd_coset_h(backend, a, b, key.domain)
     timings.record("h", time.perf_counter() - t2)
     t3 = time.perf_counter()
-    msms["h"] = backend.msm(bases.h, h)
+    msms["h"] = _submit(key, "h", backend.msm, h)
     timings.watch("msm_h", msms["h"], t3)
     return PendingSnarkjsProof(
         key,
@@ -157,6 +155,17 @@ def start(
         msms,
         timings,
     )
+
+
+def _submit(
+    key: PreparedKey, name: str, msm: Callable[..., Future], scalars: fr.FrVec
+) -> Future:
+    """Start the MSM over the key's vector ``name``; a backend that loads bases eagerly
+    reports a bad point section here, named after the key's section, not the translated file."""
+    try:
+        return msm(getattr(key.bases, name), scalars)
+    except BadInput as e:
+        raise section_error(key.zkey, key.bases, getattr(key.bases, name).key, e) from e
 
 
 def finalize(pending: PendingSnarkjsProof) -> Proof:
