@@ -98,3 +98,23 @@ def test_params_for_another_circuit_are_refused(keys, capsys):
                  str(d / "synthetic-300.params"), "--out", str(d / "p"),
                  "--workers", "2", "--shape-cache", str(cache)])
     assert code == 2 and "not made for circuit" in capsys.readouterr().err
+
+
+def test_prove_from_vanilla_request(tmp_path, capsys):
+    """gen-vanilla → setup → prove --vanilla → verify, and a request for another circuit is
+    refused."""
+    cache = tmp_path / "shapes"
+    assert main(["setup", "--circuit", "wpost-2k", "--out", str(tmp_path), "--seed", "3",
+                 "--workers", "2", "--shape-cache", str(cache)]) == 0
+    assert main(["gen-vanilla", "window-post", "--sector-size", "2KiB",
+                 "--out", str(tmp_path / "v.json")]) == 0
+    prove = ["prove", "--circuit", "wpost-2k", "--params", str(tmp_path / "wpost-2k.params"),
+             "--vanilla", str(tmp_path / "v.json"), "--out", str(tmp_path / "p.bin"),
+             "--inputs-out", str(tmp_path / "i.json"), "--workers", "2",
+             "--shape-cache", str(cache)]
+    assert main(prove) == 0
+    assert _verify(tmp_path / "p.bin", tmp_path / "i.json", tmp_path / "wpost-2k.vk") == 0
+    capsys.readouterr()
+    prove[2] = "winning-2k"
+    assert main(prove) == 2
+    assert "is for wpost-2k" in capsys.readouterr().err

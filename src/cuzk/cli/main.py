@@ -13,7 +13,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from cuzk.cli import snarkjs_cmd
+from cuzk.cli import filecoin_cmd, snarkjs_cmd
 from cuzk.cli.bench import add_parser as _add_bench_parser
 from cuzk.cli.bench import cmd_bench
 from cuzk.errors import BadInput, CuzkError
@@ -47,6 +47,8 @@ def _build_parser() -> argparse.ArgumentParser:
     s.add_argument("--backend", default="cpu", choices=["cpu", "cuda"])
     s.add_argument("--device", type=int, default=0, help="CUDA device index (--backend cuda)")
     s.add_argument("--seed", type=int, default=0, help="selects the witness, not the shape")
+    s.add_argument("--vanilla", type=Path,
+                   help="witness from a vanilla-proof request file (cuzk gen-vanilla)")
     _common(s)
 
     s = sub.add_parser("verify", help="verify a proof (exit 0 valid, 1 invalid, 2 bad input)")
@@ -66,6 +68,7 @@ def _build_parser() -> argparse.ArgumentParser:
 
     _add_bench_parser(sub, _common)
     snarkjs_cmd.add_parser(sub)
+    filecoin_cmd.add_parsers(sub)
     return p
 
 
@@ -111,15 +114,25 @@ def cmd_setup(args: argparse.Namespace) -> int:
 def cmd_prove(args: argparse.Namespace) -> int:
     from cuzk.cli.tasks import run_prove
 
+    circuit = expected_inputs = None
+    if args.vanilla is not None:
+        from cuzk.circuits.filecoin.vanilla_json import read_request
+
+        vanilla_id, circuit, expected_inputs = read_request(_read(args.vanilla))
+        if vanilla_id != args.circuit:
+            raise BadInput(f"{args.vanilla} is for {vanilla_id}, not {args.circuit}")
     result = run_prove(
         args.circuit,
         args.params,
+        circuit=circuit,
         seed=args.seed,
         backend_name=args.backend,
         device=args.device,
         workers=args.workers,
         shape_cache=args.shape_cache,
     )
+    if expected_inputs is not None and list(result.public_inputs) != list(expected_inputs):
+        raise BadInput(f"{args.vanilla}: the witness proves other public inputs than it states")
     args.out.write_bytes(result.proof.to_bytes())
     if args.inputs_out is not None:
         args.inputs_out.write_text(json.dumps([str(x) for x in result.public_inputs]) + "\n")
@@ -202,6 +215,7 @@ _COMMANDS = {
     "demo": cmd_demo,
     "bench": cmd_bench,
     "snarkjs": snarkjs_cmd.run,
+    **filecoin_cmd.COMMANDS,
 }
 
 if __name__ == "__main__":  # pragma: no cover

@@ -18,7 +18,7 @@ from rich.table import Table
 from cuzk.backend import get_backend
 from cuzk.circuits import get_circuit
 from cuzk.groth16 import Proof, Timings, prove, read_params, verify
-from cuzk.r1cs import R1CSShape
+from cuzk.r1cs import Circuit, R1CSShape
 from cuzk.r1cs.cache import ShapeCache, default_cache_dir
 
 err = Console(stderr=True)
@@ -93,10 +93,12 @@ def run_prove(
     shape_cache: Path | None,
     device: int = 0,
     backend=None,  # noqa: ANN001 - reuse an open backend (demo)
+    circuit: Circuit | None = None,
 ) -> ProveResult:
+    """Prove ``circuit`` (default: the registry's ``circuit_id`` with witness ``seed``)."""
     shape = load_shape(circuit_id, shape_cache)
     params = read_params(params_path)
-    circuit = get_circuit(circuit_id, seed)
+    circuit = circuit if circuit is not None else get_circuit(circuit_id, seed)
     own = backend is None
     backend = backend or get_backend(backend_name, workers=workers, device=device)
     try:

@@ -1,0 +1,35 @@
+"""Filecoin's proof circuits, constraint for constraint: WinningPoSt and WindowPoSt (both the
+FallbackPoSt circuit, :mod:`.post`), their challenges, public inputs and vanilla proofs from
+native data (:mod:`.vanilla`), and upstream's JSON layout of vanilla proofs with our request
+envelope around it (:mod:`.vanilla_json`).
+
+Layer: builds on :mod:`cuzk.gadgets` and :mod:`cuzk.r1cs`.
+"""
+
+from cuzk.circuits.filecoin.post import (
+    CircuitCounts,
+    FallbackPoStCircuit,
+    PoStParams,
+    SectorProof,
+    pad_sectors,
+    post_circuit_ids,
+    post_params,
+    shape_counts,
+    structural_counts,
+    window_params,
+    winning_params,
+)
+
+__all__ = [
+    "CircuitCounts",
+    "FallbackPoStCircuit",
+    "PoStParams",
+    "SectorProof",
+    "pad_sectors",
+    "post_circuit_ids",
+    "post_params",
+    "shape_counts",
+    "structural_counts",
+    "window_params",
+    "winning_params",
+]

@@ -1,0 +1,301 @@
+"""The FallbackPoSt circuit that WinningPoSt and WindowPoSt share (storage-proofs-post
+``FallbackPoStCircuit``), its per-size parameters, and its counts without synthesis.
+
+Per sector, under ``outer namespace/sector_i``: allocate comm_r_last, comm_c and comm_r (private),
+inputize comm_r (1 constraint), hash ``Poseidon2(comm_c, comm_r_last)`` (Merkle tag, 311),
+enforce ``comm_r · 1 = hash`` (1), then per challenge a private-root PoR of the challenged TreeR
+leaf against comm_r_last (``challenge_inclusion_j``), whose packed path bits are the challenge's
+public input. Public inputs, in order: per sector comm_r, then its challenges' leaf indices.
+
+WinningPoSt is this circuit with 66 "sectors" of 1 challenge each (filecoin-proofs'
+``winning_post_setup_params`` turns 66 challenges of one sector into that); WindowPoSt has
+``WINDOW_POST_SECTOR_COUNT`` sectors of 10 challenges. A partition with fewer real sectors repeats
+its last one (witness and public inputs alike).
+
+Sectors allocate disjoint variables, so a whole circuit's counts are one sector's times the
+sector count: :func:`post_counts` uses that to count the 125M-constraint WindowPoSt in seconds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from cuzk.errors import BadInput
+from cuzk.gadgets.merkle import MerklePath, TreeShape
+from cuzk.gadgets.num import AllocatedNum
+from cuzk.gadgets.por import PathLevel, por
+from cuzk.gadgets.poseidon.circuit import poseidon_hash
+from cuzk.r1cs import ONE, ConstraintSystem, R1CSShape, ShapeCS
+
+NODE_SIZE = 32  # bytes per tree leaf
+
+WINNING_POST_CHALLENGE_COUNT = 66  # challenges of the one winning sector
+WINDOW_POST_CHALLENGE_COUNT = 10  # challenges per WindowPoSt sector
+
+KIB, MIB, GIB = 1 << 10, 1 << 20, 1 << 30
+
+# sector size -> (TreeR base-sub-top arities, WindowPoSt sectors per partition), filecoin-proofs
+# constants.rs (WINDOW_POST_SECTOR_COUNT) and its tree types (8-0-0, 8-8-0, 8-8-2).
+SECTOR_SHAPES: dict[int, tuple[tuple[int, int, int], int]] = {
+    2 * KIB: ((8, 0, 0), 2),
+    8 * MIB: ((8, 0, 0), 2),
+    512 * MIB: ((8, 0, 0), 2),
+    32 * GIB: ((8, 8, 0), 2349),
+    64 * GIB: ((8, 8, 2), 2300),
+}
+SIZE_NAMES = {2 * KIB: "2k", 8 * MIB: "8m", 512 * MIB: "512m", 32 * GIB: "32g", 64 * GIB: "64g"}
+
+# ApiVersion semver strings that change challenge derivation (storage-proofs-post utils.rs).
+API_V1_0, API_V1_1, API_V1_2 = "1.0.0", "1.1.0", "1.2.0"
+
+
+@dataclass(frozen=True)
+class PoStParams:
+    """One FallbackPoSt partition circuit's parameters (upstream ``fallback::PublicParams``)."""
+
+    kind: str  # "winning" or "window"
+    sector_size: int  # bytes
+    tree: TreeShape  # TreeR shape over sector_size / 32 leaves
+    sector_count: int  # sectors per partition circuit
+    challenge_count: int  # challenges per sector
+    api_version: str = API_V1_0  # semver; only challenge derivation depends on it
+
+    @property
+    def circuit_id(self) -> str:
+        size = SIZE_NAMES.get(self.sector_size, f"{self.sector_size}b")
+        return f"{'winning' if self.kind == 'winning' else 'wpost'}-{size}"
+
+    @property
+    def leaves(self) -> int:
+        return self.sector_size // NODE_SIZE
+
+    @property
+    def identifier(self) -> str:
+        """Upstream's ``ParameterSetMetadata::identifier`` (hashed into parameter file names)."""
+        return (
+            f"FallbackPoSt::PublicParams{{sector_size: {self.sector_size}, "
+            f"challenge_count: {self.challenge_count}, sector_count: {self.sector_count}}}"
+        )
+
+
+def tree_shape(sector_size: int) -> TreeShape:
+    """TreeR's shape for a supported sector size."""
+    if sector_size not in SECTOR_SHAPES:
+        raise BadInput(f"unsupported sector size {sector_size}")
+    (base, sub, top), _ = SECTOR_SHAPES[sector_size]
+    return TreeShape(sector_size // NODE_SIZE, base, sub, top)
+
+
+def winning_params(sector_size: int) -> PoStParams:
+    """WinningPoSt: 66 one-challenge "sectors" (all the same sector); api version 1.0.0, the
+    only one WinningPoSt proofs are registered with."""
+    return PoStParams("winning", sector_size, tree_shape(sector_size),
+                      WINNING_POST_CHALLENGE_COUNT, 1, API_V1_0)  # fmt: skip
+
+
+def window_params(sector_size: int, api_version: str = API_V1_2) -> PoStParams:
+    """WindowPoSt partition: ``WINDOW_POST_SECTOR_COUNT`` sectors × 10 challenges (current
+    proofs are the V1_2 registered types, api version 1.2.0)."""
+    tree = tree_shape(sector_size)
+    return PoStParams("window", sector_size, tree, SECTOR_SHAPES[sector_size][1],
+                      WINDOW_POST_CHALLENGE_COUNT, api_version)  # fmt: skip
+
+
+def post_params(circuit_id: str) -> PoStParams:
+    """``winning-2k`` … ``winning-64g``, ``wpost-2k`` … ``wpost-64g``."""
+    kind, _, size = circuit_id.partition("-")
+    by_name = {v: k for k, v in SIZE_NAMES.items()}
+    if size not in by_name or kind not in ("winning", "wpost"):
+        known = ", ".join(post_circuit_ids())
+        raise BadInput(f"unknown circuit {circuit_id!r}; PoSt circuits are {known}")
+    return winning_params(by_name[size]) if kind == "winning" else window_params(by_name[size])
+
+
+def post_circuit_ids() -> list[str]:
+    names = list(SIZE_NAMES.values())
+    return [f"winning-{n}" for n in names] + [f"wpost-{n}" for n in names]
+
+
+# -- witness data ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SectorProof:
+    """A sector's vanilla proof as the circuit takes it (upstream ``SectorProof`` plus the
+    sector's public comm_r): TreeR inclusion proofs of the challenged leaves."""
+
+    comm_r: int  # Poseidon2(comm_c, comm_r_last): the sector's public commitment
+    comm_c: int  # TreeC root
+    comm_r_last: int  # TreeR root
+    inclusion_proofs: tuple[MerklePath, ...]  # one per challenge, in challenge order
+
+
+def _blank_path(tree: TreeShape) -> list[PathLevel]:
+    return [PathLevel([None] * (a - 1), None) for a in tree.arities]
+
+
+def _path_levels(mp: MerklePath, tree: TreeShape) -> list[PathLevel]:
+    if len(mp.siblings) != len(tree.arities):
+        raise BadInput(f"inclusion proof has {len(mp.siblings)} levels, TreeR has "
+                       f"{len(tree.arities)}")  # fmt: skip
+    return [PathLevel(s, p) for s, p in zip(mp.siblings, mp.positions, strict=True)]
+
+
+@dataclass(frozen=True)
+class FallbackPoStCircuit:
+    """One partition of WinningPoSt/WindowPoSt. ``sectors`` None: the blank circuit (shape
+    mode); otherwise exactly ``params.sector_count`` proofs (see :func:`pad_sectors`)."""
+
+    params: PoStParams
+    sectors: tuple[SectorProof, ...] | None = None
+
+    def __post_init__(self) -> None:
+        p = self.params
+        if self.sectors is None:
+            return
+        if len(self.sectors) != p.sector_count:
+            raise BadInput(f"{p.circuit_id}: {len(self.sectors)} sector proofs, the circuit "
+                           f"takes {p.sector_count} (pad with pad_sectors)")  # fmt: skip
+        for i, s in enumerate(self.sectors):
+            if len(s.inclusion_proofs) != p.challenge_count:
+                raise BadInput(f"sector {i}: {len(s.inclusion_proofs)} inclusion proofs, "
+                               f"expected {p.challenge_count}")  # fmt: skip
+
+    @property
+    def circuit_id(self) -> str:
+        return self.params.circuit_id
+
+    def synthesize(self, cs: ConstraintSystem) -> None:
+        count = self.params.sector_count if self.sectors is None else len(self.sectors)
+        with cs.namespace("outer namespace"):
+            for i in range(count):
+                sector = None if self.sectors is None else self.sectors[i]
+                with cs.namespace(lambda i=i: f"sector_{i}"):
+                    synthesize_sector(cs, self.params, sector)
+
+
+def synthesize_sector(cs: ConstraintSystem, params: PoStParams, sector: SectorProof | None) -> None:
+    """Upstream ``Sector::synthesize`` (``sector`` None in shape mode)."""
+    tree = params.tree
+    comm_r_last = AllocatedNum.alloc(
+        cs, None if sector is None else sector.comm_r_last, "comm_r_last"
+    )
+    comm_c = AllocatedNum.alloc(cs, None if sector is None else sector.comm_c, "comm_c")
+    comm_r = AllocatedNum.alloc(cs, None if sector is None else sector.comm_r, "comm_r")
+    comm_r.inputize(cs, "comm_r_input")
+    h = poseidon_hash(cs, [comm_c, comm_r_last], ns="H_comm_c_comm_r_last")
+    cs.enforce("enforce_comm_c_comm_r_last_hash_comm_r", comm_r.variable, ONE, h.variable)
+    for j in range(params.challenge_count):
+        if sector is None:
+            leaf, path = None, _blank_path(tree)
+        else:
+            mp = sector.inclusion_proofs[j]
+            leaf, path = mp.leaf, _path_levels(mp, tree)
+        por(cs, leaf, path, tree, comm_r_last, private=True,
+            ns=lambda j=j: f"challenge_inclusion_{j}")  # fmt: skip
+
+
+def pad_sectors(sectors: Sequence[SectorProof], params: PoStParams) -> tuple[SectorProof, ...]:
+    """Repeat the last sector until the partition is full (upstream's padding rule).
+
+    Raises:
+        BadInput: no sectors, or more than one partition holds.
+    """
+    if not sectors:
+        raise BadInput("a PoSt partition needs at least one sector")
+    if len(sectors) > params.sector_count:
+        raise BadInput(f"{len(sectors)} sectors exceed a partition's {params.sector_count}")
+    return tuple(sectors) + (sectors[-1],) * (params.sector_count - len(sectors))
+
+
+# -- counts ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CircuitCounts:
+    """What a ``.params`` header fixes, plus the constraint count (without input rows)."""
+
+    num_constraints: int  # constraints before the prover's input_i · 0 = 0 rows
+    num_inputs: int  # public inputs without ONE
+    num_aux: int  # private variables
+    a_aux_density: int  # aux variables with a non-zero A column
+    b_input_density: int  # inputs (ONE included) with a non-zero B column
+    b_aux_density: int  # aux variables with a non-zero B column
+    method: str  # "shape" (a real synthesized shape) or "structural" (one sector × count)
+
+    def as_dict(self) -> dict[str, int | str]:
+        return dict(self.__dict__)
+
+
+def _shape_and_counts(params: PoStParams, method: str) -> tuple[R1CSShape, CircuitCounts]:
+    cs = ShapeCS()
+    FallbackPoStCircuit(params).synthesize(cs)
+    num_constraints = len(cs.names)
+    shape = cs.finish(params.circuit_id)
+    return shape, CircuitCounts(
+        num_constraints=num_constraints,
+        num_inputs=shape.num_inputs - 1,
+        num_aux=shape.num_aux,
+        a_aux_density=int(shape.a_aux_density.sum()),
+        b_input_density=int(shape.b_input_density.sum()),
+        b_aux_density=int(shape.b_aux_density.sum()),
+        method=method,
+    )
+
+
+def shape_counts(params: PoStParams) -> CircuitCounts:
+    """Counts from a real shape-mode synthesis of the whole (blank) circuit."""
+    return _shape_and_counts(params, "shape")[1]
+
+
+def structural_counts(params: PoStParams) -> CircuitCounts:
+    """Counts of the whole circuit from one synthesized sector.
+
+    Each sector allocates its own aux variables and inputs and enforces its own constraints,
+    sharing only ONE, so every count scales with ``sector_count`` — except ONE's B column,
+    which is one input however many sectors use it.
+    """
+    one = PoStParams(params.kind, params.sector_size, params.tree, 1,
+                     params.challenge_count, params.api_version)  # fmt: skip
+    shape, c = _shape_and_counts(one, "structural")
+    n = params.sector_count
+    b_inputs = shape.b_input_density
+    one_in_b = int(b_inputs[0])
+    return CircuitCounts(
+        num_constraints=c.num_constraints * n,
+        num_inputs=c.num_inputs * n,
+        num_aux=c.num_aux * n,
+        a_aux_density=c.a_aux_density * n,
+        b_input_density=one_in_b + int(b_inputs[1:].sum()) * n,
+        b_aux_density=c.b_aux_density * n,
+        method="structural",
+    )
+
+
+def sector_constraint_count(tree: TreeShape, challenge_count: int) -> int:
+    """Closed form of one sector's constraints from gadget costs (FILECOIN.md): inputize 1,
+    Poseidon-2 311, equality 1, and per challenge a private-root PoR: per level log2(arity)
+    index bits + insertion + Poseidon of that arity, then the packing and root equality."""
+    from cuzk.gadgets.poseidon.circuit import constraint_count
+
+    insert_cost = {2: 2, 4: 8, 8: 22}
+    per_por = sum(a.bit_length() - 1 + insert_cost[a] + constraint_count(a) for a in tree.arities)
+    return 1 + constraint_count(2) + 1 + challenge_count * (per_por + 2)
+
+
+PARAMS_VERSION = 28  # parameter file generation (``v28-…``)
+
+
+def param_file_stem(params: PoStParams) -> str:
+    """Official parameter file name without ``.params``/``.vk``: the cache prefix with TreeR's
+    arities and the SHA-256 of :attr:`PoStParams.identifier` (storage-proofs-core
+    ``cache_identifier``)."""
+    import hashlib
+
+    t = params.tree
+    digest = hashlib.sha256(params.identifier.encode()).hexdigest()
+    return (
+        f"v{PARAMS_VERSION}-proof-of-spacetime-fallback-merkletree-poseidon_hasher-"
+        f"{t.base_arity}-{t.sub_arity}-{t.top_arity}-{digest}"
+    )
