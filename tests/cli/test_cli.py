@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from cuzk.circuits import key_file_stem
 from cuzk.cli.main import main
 
 CIRCUIT = "synthetic:300"
@@ -108,12 +109,14 @@ def test_prove_from_vanilla_request(tmp_path, capsys):
                  "--workers", "2", "--shape-cache", str(cache)]) == 0
     assert main(["gen-vanilla", "window-post", "--sector-size", "2KiB",
                  "--out", str(tmp_path / "v.json")]) == 0
-    prove = ["prove", "--circuit", "wpost-2k", "--params", str(tmp_path / "wpost-2k.params"),
+    stem = key_file_stem("wpost-2k")
+    assert stem.startswith("v28-proof-of-spacetime-fallback-merkletree-poseidon_hasher-8-0-0-")
+    prove = ["prove", "--circuit", "wpost-2k", "--params", str(tmp_path / f"{stem}.params"),
              "--vanilla", str(tmp_path / "v.json"), "--out", str(tmp_path / "p.bin"),
              "--inputs-out", str(tmp_path / "i.json"), "--workers", "2",
              "--shape-cache", str(cache)]
     assert main(prove) == 0
-    assert _verify(tmp_path / "p.bin", tmp_path / "i.json", tmp_path / "wpost-2k.vk") == 0
+    assert _verify(tmp_path / "p.bin", tmp_path / "i.json", tmp_path / f"{stem}.vk") == 0
     capsys.readouterr()
     prove[2] = "winning-2k"
     assert main(prove) == 2

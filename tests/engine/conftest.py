@@ -11,9 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from cuzk.circuits import get_circuit
+from cuzk.circuits import get_circuit, key_file_stem
 from cuzk.engine import Engine, EngineConfig
-from cuzk.engine.config import key_name
 from cuzk.groth16.setup import generate_parameters
 from cuzk.r1cs import synthesize_shape
 
@@ -25,7 +24,7 @@ def param_dir(tmp_path_factory, pool) -> Path:
     d = tmp_path_factory.mktemp("engine-keys")
     for i, cid in enumerate((SMALL, LARGER)):
         shape = synthesize_shape(get_circuit(cid), cid)
-        generate_parameters(shape, d, key_name(cid), seed=100 + i, pool=pool)
+        generate_parameters(shape, d, key_file_stem(cid), seed=100 + i, pool=pool)
     return d
 
 

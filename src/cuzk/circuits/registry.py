@@ -35,3 +35,14 @@ def get_circuit(circuit_id: str, seed: int = 0) -> Circuit:
 
         return SeededPoStCircuit(post_params(circuit_id), seed)
     raise BadInput(f"unknown circuit {circuit_id!r}; known: {', '.join(circuit_ids())}")
+
+
+def key_file_stem(circuit_id: str) -> str:
+    """File name (without ``.params``/``.vk``) of a circuit's keys: the official v28 name for
+    Filecoin circuits, so a directory of official parameters and one of test parameters are
+    used the same way; the id with ``:`` → ``-`` otherwise."""
+    if circuit_id.startswith(("winning-", "wpost-")):
+        from cuzk.circuits.filecoin.post import param_file_stem, post_params
+
+        return param_file_stem(post_params(circuit_id))
+    return circuit_id.replace(":", "-")

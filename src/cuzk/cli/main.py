@@ -22,11 +22,6 @@ EXIT_INVALID, EXIT_BAD_INPUT, EXIT_INTERNAL = 1, 2, 3
 DEFAULT_DEMO_CIRCUIT = "synthetic:65536"
 
 
-def _key_name(circuit_id: str) -> str:
-    """File stem for a circuit's keys: ids may hold ':' which shells and other OSes dislike."""
-    return circuit_id.replace(":", "-")
-
-
 def _build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="cuzk", description="Groth16 proving for BLS12-381 with bellperson-compatible files."

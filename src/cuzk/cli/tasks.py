@@ -16,7 +16,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, Ti
 from rich.table import Table
 
 from cuzk.backend import get_backend
-from cuzk.circuits import get_circuit
+from cuzk.circuits import get_circuit, key_file_stem
 from cuzk.groth16 import Proof, Timings, prove, read_params, verify
 from cuzk.r1cs import Circuit, R1CSShape
 from cuzk.r1cs.cache import ShapeCache, default_cache_dir
@@ -50,7 +50,6 @@ def run_setup(
     workers: int | None,
     shape_cache: Path | None,
 ) -> tuple[Path, float]:
-    from cuzk.cli.main import _key_name
     from cuzk.curve.pool import MsmPool
     from cuzk.groth16.setup import generate_parameters
 
@@ -70,9 +69,9 @@ def run_setup(
         def progress(done: int, total: int) -> None:
             bar.update(task, completed=done, total=total)
 
-        generate_parameters(shape, out_dir, _key_name(circuit_id), seed=seed, pool=pool,
+        generate_parameters(shape, out_dir, key_file_stem(circuit_id), seed=seed, pool=pool,
                             progress=progress)
-    return out_dir / f"{_key_name(circuit_id)}.params", time.perf_counter() - t0
+    return out_dir / f"{key_file_stem(circuit_id)}.params", time.perf_counter() - t0
 
 
 @dataclass(frozen=True)
@@ -133,10 +132,9 @@ def run_demo(
     shape_cache: Path | None,
 ) -> None:
     """Set up keys once (cached), then prove ``proofs`` times with fresh witnesses and verify."""
-    from cuzk.cli.main import _key_name
 
     key_dir = key_dir or default_cache_dir().parent / "params"
-    params_path = key_dir / f"{_key_name(circuit_id)}.params"
+    params_path = key_dir / f"{key_file_stem(circuit_id)}.params"
     if not params_path.exists():
         err.print(f"no parameters for {circuit_id} in {key_dir}: running setup (once)")
         _, seconds = run_setup(circuit_id, key_dir, seed=None, workers=workers,

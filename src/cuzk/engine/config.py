@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from cuzk.backend.base import Backend
+from cuzk.circuits import key_file_stem
 from cuzk.engine.budget import DEFAULT_MARGIN
 from cuzk.errors import BadInput
 
@@ -125,9 +126,4 @@ class EngineConfig:
 
     def params_path(self, circuit_id: str) -> Path:
         """Where ``cuzk setup --circuit ID --out DIR`` puts the proving key."""
-        return self.param_dir / f"{key_name(circuit_id)}.params"
-
-
-def key_name(circuit_id: str) -> str:
-    """File stem for a circuit's keys (the same rule as ``cuzk setup``)."""
-    return circuit_id.replace(":", "-")
+        return self.param_dir / f"{key_file_stem(circuit_id)}.params"
