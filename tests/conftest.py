@@ -4,6 +4,7 @@ pool per session, since starting processes is the slowest part of small tests.""
 from __future__ import annotations
 
 import secrets
+from dataclasses import dataclass
 
 import numpy as np
 import pytest
@@ -36,3 +37,20 @@ def cpu_backend():
 
     with CpuBackend(2) as b:
         yield b
+
+
+@dataclass
+class Seeded:
+    """A generator plus the seed that made it, so a failing assertion can be replayed."""
+
+    rng: np.random.Generator
+    seed: int
+
+    @property
+    def msg(self) -> str:
+        return f"(replay with np.random.default_rng({self.seed}))"
+
+
+@pytest.fixture
+def seeded(seed: int) -> Seeded:
+    return Seeded(np.random.default_rng(seed), seed)
