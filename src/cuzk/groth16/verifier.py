@@ -15,14 +15,14 @@ from cuzk.curve import G1
 from cuzk.curve.msm import g1_msm
 from cuzk.curve.pairing import pairing_check
 from cuzk.errors import BadInput
+from cuzk.field import fr
 from cuzk.field.constants import R
 from cuzk.groth16.keys import VerifyingKey
 from cuzk.groth16.proof import Proof
 
 
 def _scalars_le(values: Sequence[int]) -> np.ndarray:
-    raw = b"".join(v.to_bytes(32, "little") for v in values)
-    return np.frombuffer(raw, dtype=np.uint8).reshape(len(values), 32)
+    return fr.to_bytes_le(fr.from_ints(list(values)))
 
 
 def _check_inputs(vk: VerifyingKey, inputs: Sequence[int]) -> None:

@@ -23,6 +23,26 @@ _S32 = np.uint64(32)
 _CHUNK = 1024  # coordinates per parallel task (one scratch buffer each)
 
 
+@njit(cache=True, nogil=True)
+def _reduce(t):  # pragma: no cover - compiled
+    """Word-by-word Montgomery reduction of the 25-word scratch ``t`` in place: afterwards
+    t[12..24] holds t·2^-384 mod p (possibly + p; callers know when it can be)."""
+    for i in range(_WORDS):
+        m = (t[i] * _PINV) & _M32
+        carry = np.uint64(0)
+        for j in range(_WORDS):
+            s = t[i + j] + m * _P32[j] + carry
+            t[i + j] = s & _M32
+            carry = s >> _S32
+        k = i + _WORDS
+        while carry:
+            s = t[k] + carry
+            t[k] = s & _M32
+            carry = s >> _S32
+            k += 1
+
+
+
 @njit(cache=True, nogil=True, parallel=True)
 def _k_redc(x, out):  # pragma: no cover - compiled
     """out[i] = x[i]·2^-384 mod p for canonical x[i] < p (uint32 words, little-endian).
@@ -38,19 +58,7 @@ def _k_redc(x, out):  # pragma: no cover - compiled
                 t[j] = np.uint64(x[e, j])
                 t[_WORDS + j] = np.uint64(0)
             t[2 * _WORDS] = np.uint64(0)
-            for i in range(_WORDS):
-                m = (t[i] * _PINV) & _M32
-                carry = np.uint64(0)
-                for j in range(_WORDS):
-                    s = t[i + j] + m * _P32[j] + carry
-                    t[i + j] = s & _M32
-                    carry = s >> _S32
-                k = i + _WORDS
-                while carry:
-                    s = t[k] + carry
-                    t[k] = s & _M32
-                    carry = s >> _S32
-                    k += 1
+            _reduce(t)
             for j in range(_WORDS):
                 out[e, j] = np.uint32(t[_WORDS + j])
 
@@ -77,19 +85,7 @@ def _k_to_mont(x, out):  # pragma: no cover - compiled
                     t[i + j] = s & _M32
                     carry = s >> _S32
                 t[i + _WORDS] = carry
-            for i in range(_WORDS):
-                m = (t[i] * _PINV) & _M32
-                carry = np.uint64(0)
-                for j in range(_WORDS):
-                    s = t[i + j] + m * _P32[j] + carry
-                    t[i + j] = s & _M32
-                    carry = s >> _S32
-                k = i + _WORDS
-                while carry:
-                    s = t[k] + carry
-                    t[k] = s & _M32
-                    carry = s >> _S32
-                    k += 1
+            _reduce(t)
             # t[12..24] < 2p: subtract p once if it is not below p.
             geq = t[2 * _WORDS] != 0
             if not geq:
