@@ -3,9 +3,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
+from cuzk.circuits.statement import Statement, payload_digest
 from cuzk.circuits.synthetic import SyntheticCircuit
 from cuzk.errors import BadInput
 from cuzk.r1cs import Circuit
+
+MAX_SEEDED_PARTITIONS = 1 << 16
 
 
 def circuit_ids() -> list[str]:
@@ -46,3 +51,34 @@ def key_file_stem(circuit_id: str) -> str:
 
         return param_file_stem(post_params(circuit_id))
     return circuit_id.replace(":", "-")
+
+
+def open_statement(circuit_id: str, seeds: Sequence[int] = (), payload: bytes = b"") -> Statement:
+    """What a request proves: one circuit per seed, or the partitions a payload describes.
+
+    The payload is parsed and checked here, completely, so a bad one is refused before any
+    work is queued for it; the per-partition circuits are built later, by ``circuit(i)``.
+
+    Raises:
+        BadInput: unknown circuit, both or neither of seeds and payload, a payload this circuit
+            family does not take, or a malformed or inconsistent payload (naming where).
+    """
+    if bool(seeds) == bool(payload):
+        raise BadInput(f"{circuit_id}: give either witness seeds or a payload")
+    digest = payload_digest(circuit_id, seeds, payload)
+    if seeds:
+        get_circuit(circuit_id)  # unknown or malformed ids fail here
+        if len(seeds) > MAX_SEEDED_PARTITIONS:
+            raise BadInput(f"{len(seeds)} seeds: at most {MAX_SEEDED_PARTITIONS} partitions")
+        frozen = tuple(seeds)
+        return Statement(circuit_id, len(frozen), lambda i: get_circuit(circuit_id, frozen[i]),
+                         digest)  # fmt: skip
+    if circuit_id.startswith(("winning-", "wpost-")):
+        from cuzk.circuits.filecoin.vanilla_json import read_request
+
+        vanilla_id, circuit, inputs = read_request(payload)
+        if vanilla_id != circuit_id:
+            raise BadInput(f"the PoSt request is for {vanilla_id}, not {circuit_id}")
+        return Statement(circuit_id, 1, lambda _i: circuit, digest, (tuple(inputs),))
+    get_circuit(circuit_id)
+    raise BadInput(f"{circuit_id} takes witness seeds, not a payload")

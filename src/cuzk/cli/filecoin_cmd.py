@@ -65,30 +65,14 @@ def cmd_gen_vanilla(args: argparse.Namespace) -> int:
     import numpy as np
 
     from cuzk.circuits.filecoin.post import post_params
-    from cuzk.circuits.filecoin.vanilla import random_sector
-    from cuzk.circuits.filecoin.vanilla_json import generate, read_request, request_json
-    from cuzk.field import fr
+    from cuzk.circuits.filecoin.vanilla_json import random_request
 
     size = {"2KiB": "2k", "8MiB": "8m"}[args.sector_size]
     params = post_params(f"{'winning' if args.post == 'winning-post' else 'wpost'}-{size}")
-    rng = np.random.default_rng(args.seed)
     t = time.perf_counter()
-    if params.kind == "winning":
-        count = 1
-        if args.sectors not in (None, 1) or args.partition:
-            raise BadInput("WinningPoSt proves one sector in one partition")
-    else:
-        count = params.sector_count if args.sectors is None else args.sectors
-        if not 0 < count <= params.sector_count:
-            raise BadInput(
-                f"a {params.circuit_id} partition holds 1 … {params.sector_count} sectors"
-            )
-    randomness, prover_id = (fr.to_int(x) for x in fr.random(2, rng))
-    first = args.partition * params.sector_count
-    sectors = [random_sector(params, first + i, rng) for i in range(count)]
-    vanilla = generate(params, sectors, randomness, args.partition)
-    text = request_json(params, vanilla, randomness, prover_id, args.partition)
-    read_request(text)  # everything written must read back and check
+    text, vanilla = random_request(params, np.random.default_rng(args.seed), args.sectors,
+                                   args.partition)  # fmt: skip
+    count = len(vanilla)
     args.out.write_text(text + "\n")
     print(f"wrote {args.out}: {params.circuit_id}, {count} sector(s), "
           f"{sum(len(v.proof.inclusion_proofs) for v in vanilla)} inclusion proofs "

@@ -28,6 +28,7 @@ import time
 from collections import Counter, deque
 from collections.abc import Sequence
 
+from cuzk.circuits import open_statement
 from cuzk.engine.assembler import PartitionProof, assemble_job
 from cuzk.engine.budget import MemoryBudget, detect_total
 from cuzk.engine.config import EngineConfig
@@ -92,9 +93,9 @@ class EngineCore:
     def submit(self, request: ProofRequest) -> str:
         if not isinstance(request, ProofRequest):
             raise BadInput(f"submit() takes a ProofRequest, got {type(request).__name__}")
-        if request.partitions > self.config.max_partitions:
+        if request.seeds and len(request.seeds) > self.config.max_partitions:
             raise BadInput(
-                f"{request.partitions} partitions exceed the limit of "
+                f"{len(request.seeds)} partitions exceed the limit of "
                 f"{self.config.max_partitions} per request"
             )
         digest = request.payload_digest()
@@ -103,6 +104,13 @@ class EngineCore:
             existing = self._dedup(request, digest)
             if existing is not None:
                 return existing.id
+        # Parsing a payload (a C1 output can be tens of MB) happens outside the lock.
+        statement = open_statement(request.circuit_id, request.seeds, request.payload)
+        if statement.partitions > self.config.max_partitions:
+            raise BadInput(
+                f"{statement.partitions} partitions exceed the limit of "
+                f"{self.config.max_partitions} per request"
+            )
         info = self._info(request.circuit_id)
         with self._cv:
             self._check_accepting()
@@ -114,10 +122,10 @@ class EngineCore:
                 f"a partition of {request.circuit_id} (with its parameters resident)",
             )
             seq = next(self._seq)
-            job = Job(f"job-{seq}", seq, request, digest, info)
+            job = Job(f"job-{seq}", seq, request, digest, info, statement)
             now = self._clock()
-            for i, s in enumerate(request.seeds):
-                part = Partition(job, i, s)
+            for i in range(statement.partitions):
+                part = Partition(job, i)
                 part.marks["queued"] = now
                 job.parts.append(part)
                 self._scheduler.enqueue(part.key, part)
@@ -126,7 +134,7 @@ class EngineCore:
                 self._by_request[request.request_id] = job
             self._cv.notify_all()
         log.debug("submitted %s: %s × %d (%s)", job.id, request.circuit_id,
-                  request.partitions, request.priority.name)
+                  statement.partitions, request.priority.name)
         return job.id
 
     def result(self, job_id: str, timeout: float | None = None) -> JobResult:
@@ -274,7 +282,7 @@ class EngineCore:
         if job is not None and job.digest != digest:
             raise BadInput(
                 f"request id {request.request_id!r} was already used for another payload "
-                f"({job.id}: {job.request.circuit_id} × {job.request.partitions})"
+                f"({job.id}: {job.request.circuit_id} × {job.statement.partitions})"
             )
         return job
 
@@ -323,7 +331,7 @@ class EngineCore:
             part.entry.users -= 1
             self._srs.touch(part.entry)
             part.entry = None
-        part.assignment = None
+        part.assignment = part.circuit = None
         part.state = final
         self._cv.notify_all()
 
@@ -467,7 +475,7 @@ class EngineCore:
         """First release step: the kernel working set goes back now."""
         with self._cv:
             self._budget.release(part.reservation, "kernel")
-            part.assignment = None
+            part.assignment = part.circuit = None
             self._cv.notify_all()
             if part.job.terminal:
                 self._release(part, PartitionState.DISCARDED)

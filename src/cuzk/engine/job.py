@@ -8,6 +8,7 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass, field
 
+from cuzk.circuits import Statement
 from cuzk.engine.assembler import PartitionProof
 from cuzk.engine.budget import Reservation
 from cuzk.engine.request import (
@@ -23,6 +24,7 @@ from cuzk.engine.scheduler import WorkKey
 from cuzk.engine.srs import CircuitInfo, Resident
 from cuzk.groth16 import prover
 from cuzk.groth16.keys import VerifyingKey
+from cuzk.r1cs import Circuit
 
 # Partition states that hold memory (a reservation and a residency pin).
 ACTIVE = frozenset(
@@ -40,7 +42,6 @@ ACTIVE = frozenset(
 class Partition:
     job: Job
     index: int
-    seed: int
     state: PartitionState = PartitionState.QUEUED
     marks: dict[str, float] = field(default_factory=dict)  # timeline stamp → seconds
     device: int | None = None
@@ -50,6 +51,7 @@ class Partition:
     assignment: prover.Assignment | None = None
     timings: prover.Timings = field(default_factory=prover.Timings)
     output: PartitionProof | None = None
+    circuit: Circuit | None = None  # with its witness, from synthesis until the kernels end
 
     @property
     def key(self) -> WorkKey:
@@ -84,6 +86,7 @@ class Job:
     request: ProofRequest
     digest: str  # payload digest, for deduplication
     info: CircuitInfo
+    statement: Statement  # the parsed request: partition count, circuits, expected inputs
     state: JobState = JobState.QUEUED
     parts: list[Partition] = field(default_factory=list)
     error: BaseException | None = None

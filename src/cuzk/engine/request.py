@@ -11,10 +11,9 @@ concatenation of the P 192-byte proofs, plus the public inputs of each partition
 from __future__ import annotations
 
 import enum
-import hashlib
-import json
 from dataclasses import dataclass, field
 
+from cuzk.circuits.statement import payload_digest
 from cuzk.errors import BadInput, CuzkError
 
 MAX_REQUEST_ID_LEN = 256
@@ -80,17 +79,23 @@ class JobCancelled(CuzkError):
 class ProofRequest:
     """One proving job.
 
-    ``seeds`` has one witness seed per partition (so ``len(seeds)`` is the number of
-    partitions); for the synthetic circuits the seed determines the witness and with it the
-    public inputs. ``request_id`` is the client's idempotency key: resubmitting the same id
-    with the same payload (circuit and seeds) returns the original job; the same id with
+    The witness comes from exactly one of two places. ``seeds`` (one per partition, so
+    ``len(seeds)`` partitions) drive the synthetic benchmark circuits and the seeded Filecoin
+    test circuits. ``payload`` is bytes in the circuit family's own format — a PoSt request
+    with vanilla proofs (``winning-*``, ``wpost-*``), a PoRep C1 output (``porep-*``), a
+    SnapDeals update (``snap-*``) — and the engine learns the partition count by parsing it
+    at submit (:func:`cuzk.circuits.open_statement`).
+
+    ``request_id`` is the client's idempotency key: resubmitting the same id with the same
+    payload (circuit, seeds and payload bytes) returns the original job; the same id with
     another payload is refused. Priority is not part of the payload.
     """
 
-    circuit_id: str  # a registered circuit id, e.g. "synthetic:400"
-    seeds: tuple[int, ...]  # one witness seed per partition, 0 ≤ seed < 2⁶⁴
+    circuit_id: str  # a registered circuit id, e.g. "synthetic:400" or "wpost-2k"
+    seeds: tuple[int, ...] = ()  # one witness seed per partition, 0 ≤ seed < 2⁶⁴
     priority: Priority = Priority.NORMAL
     request_id: str | None = None  # client idempotency key (≤ 256 characters)
+    payload: bytes = field(default=b"", repr=False)  # the circuit family's input document
 
     @classmethod
     def of(
@@ -108,8 +113,15 @@ class ProofRequest:
     def __post_init__(self) -> None:
         if not isinstance(self.circuit_id, str) or not self.circuit_id:
             raise BadInput("a request needs a circuit id")
-        if not isinstance(self.seeds, tuple) or not self.seeds:
-            raise BadInput("a request needs at least one partition (a tuple of seeds)")
+        if not isinstance(self.seeds, tuple):
+            raise BadInput("seeds must be a tuple of integers")
+        if not isinstance(self.payload, bytes):
+            raise BadInput(f"payload must be bytes, got {type(self.payload).__name__}")
+        if bool(self.seeds) == bool(self.payload):
+            raise BadInput(
+                "a request needs either witness seeds (one per partition) or a payload, "
+                "not both and not neither"
+            )
         for i, s in enumerate(self.seeds):
             if isinstance(s, bool) or not isinstance(s, int) or not 0 <= s <= MAX_SEED:
                 raise BadInput(f"partition {i}: seed must be an integer in [0, 2^64), got {s!r}")
@@ -122,13 +134,14 @@ class ProofRequest:
             raise BadInput(f"request id must be a string of 1–{MAX_REQUEST_ID_LEN} characters")
 
     @property
-    def partitions(self) -> int:
-        return len(self.seeds)
+    def partitions(self) -> int | None:
+        """The partition count of a seeded request; None for a payload (the engine parses
+        it at submit and reports the count in :class:`JobStatus`)."""
+        return len(self.seeds) if self.seeds else None
 
     def payload_digest(self) -> str:
         """What deduplication compares: the statement to prove, not how urgently."""
-        body = json.dumps({"circuit": self.circuit_id, "seeds": list(self.seeds)})
-        return hashlib.sha256(body.encode()).hexdigest()
+        return payload_digest(self.circuit_id, self.seeds, self.payload)
 
 
 @dataclass(frozen=True)

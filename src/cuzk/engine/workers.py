@@ -43,9 +43,8 @@ import time
 from typing import TYPE_CHECKING, Protocol
 
 from cuzk.backend.base import Backend
-from cuzk.circuits import get_circuit
 from cuzk.engine.assembler import PartitionProof
-from cuzk.errors import DeviceFault, InternalError
+from cuzk.errors import BadInput, DeviceFault, InternalError
 from cuzk.groth16 import prover
 from cuzk.groth16.proof import Proof
 
@@ -132,8 +131,15 @@ class SynthesisWorker(Worker):
                 return True
             if self.core.fault("synthesis", part):
                 raise InternalError("injected fault: synthesis failed")
-            circuit = get_circuit(part.job.request.circuit_id, part.seed)
+            circuit = part.job.statement.circuit(part.index)
             assignment = prover.synthesize(circuit, part.timings)
+            expected = part.job.statement.expected(part.index)
+            if expected is not None and tuple(assignment.public_inputs) != expected:
+                raise BadInput(
+                    f"the witness proves other public inputs than the request states "
+                    f"(input {_first_difference(assignment.public_inputs, expected)} differs)"
+                )
+            part.circuit = circuit
         except Exception as e:  # noqa: BLE001 - isolated to this job
             self.core.fail(part, e, stage)
             return True
@@ -190,7 +196,7 @@ class DeviceWorker(Worker):
             entry.shape,  # type: ignore[arg-type]
             entry.params,  # type: ignore[arg-type]
             self.device.backend,
-            get_circuit(part.job.request.circuit_id, part.seed),
+            part.circuit,
             part.timings,
         )
         try:
@@ -201,6 +207,11 @@ class DeviceWorker(Worker):
         if self.core.fault("kernel", part):
             raise DeviceFault(f"injected fault: kernel failed on device {self.device.index}")
         return sums, pending
+
+
+def _first_difference(got: tuple[int, ...], want: tuple[int, ...]) -> int:
+    return next((i for i, (a, b) in enumerate(zip(got, want, strict=False)) if a != b),
+                min(len(got), len(want)))  # fmt: skip
 
 
 def _drain(pending: prover.PendingProof) -> None:

@@ -37,7 +37,7 @@ from cuzk.groth16.keys import Parameters
 from cuzk.groth16.proof import Proof
 from cuzk.groth16.verifier import verify
 from cuzk.poly import Domain
-from cuzk.r1cs import Circuit, R1CSShape, check_circuit, synthesize_witness
+from cuzk.r1cs import BulkWitness, Circuit, R1CSShape, check_circuit, synthesize_witness
 
 
 @dataclass
@@ -69,8 +69,14 @@ class Assignment:
 def synthesize(circuit: Circuit, timings: Timings | None = None) -> Assignment:
     """Stage 1: the witness, converted to field vectors in bulk."""
     t0 = time.perf_counter()
-    cs = synthesize_witness(circuit)
-    assignment = Assignment(fr.from_ints(cs.inputs), fr.from_ints(cs.aux), tuple(cs.inputs[1:]))
+    if isinstance(circuit, BulkWitness):
+        inputs, aux = circuit.assignment()
+        assignment = Assignment(fr.from_ints(inputs), aux, tuple(inputs[1:]))
+    else:
+        cs = synthesize_witness(circuit)
+        assignment = Assignment(
+            fr.from_ints(cs.inputs), fr.from_ints(cs.aux), tuple(cs.inputs[1:])
+        )
     if timings is not None:
         timings.record("synthesis", time.perf_counter() - t0)
     return assignment

@@ -3,6 +3,7 @@
 from cuzk.r1cs.lc import ONE, LcSpec, LinearCombination, Variable
 from cuzk.r1cs.shape import CsrMatrix, R1CSShape
 from cuzk.r1cs.system import (
+    BulkWitness,
     CheckCS,
     Circuit,
     ConstraintSystem,
@@ -15,6 +16,7 @@ from cuzk.r1cs.system import (
 
 __all__ = [
     "ONE",
+    "BulkWitness",
     "CheckCS",
     "Circuit",
     "ConstraintSystem",

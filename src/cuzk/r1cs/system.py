@@ -18,7 +18,9 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Protocol
+from typing import Protocol, runtime_checkable
+
+import numpy as np
 
 from cuzk.errors import BadInput
 from cuzk.field.constants import R
@@ -36,6 +38,22 @@ class Circuit(Protocol):
     """Anything that can describe itself to a constraint system."""
 
     def synthesize(self, cs: ConstraintSystem) -> None: ...
+
+
+@runtime_checkable
+class BulkWitness(Protocol):
+    """A circuit that can also produce its witness without a constraint system.
+
+    Witness mode runs every gadget in Python, one variable at a time; a circuit whose values
+    follow from a few bulk computations (hashes in numpy, a field chain) can hand the prover
+    the vectors directly. It must give exactly what witness mode gives — tests compare the two.
+    """
+
+    def synthesize(self, cs: ConstraintSystem) -> None: ...
+
+    def assignment(self) -> tuple[list[int], np.ndarray]:
+        """(inputs with ONE first, canonical ints; aux as an (n, 4) Montgomery Fr vector)."""
+        ...
 
 
 class ConstraintSystem(ABC):

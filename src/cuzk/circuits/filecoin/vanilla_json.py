@@ -25,6 +25,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from cuzk.circuits.filecoin.post import FallbackPoStCircuit, PoStParams, SectorProof, pad_sectors
 from cuzk.circuits.filecoin.vanilla import (
     PublicSector,
@@ -347,3 +349,31 @@ def read_request(text: str | bytes) -> tuple[str, FallbackPoStCircuit, list[int]
     vanilla = loads(json.dumps(_field(doc, "vanilla_proofs", "PoSt request")), params)
     circuit, inputs = partition_circuit(params, vanilla, randomness, partition)
     return cid, circuit, inputs
+
+
+def random_request(
+    params: PoStParams, rng: np.random.Generator, sectors: int | None = None, partition: int = 0
+) -> tuple[str, list[SectorVanilla]]:
+    """A checked PoSt request for random sectors (``cuzk gen-vanilla``, tests, demos):
+    WinningPoSt one sector, WindowPoSt ``sectors`` (default: a full partition) of partition
+    ``partition``, with random randomness and prover id. Returns (request JSON, vanilla)."""
+    from cuzk.circuits.filecoin.vanilla import random_sector
+    from cuzk.field import fr
+
+    if params.kind == "winning":
+        count = 1
+        if sectors not in (None, 1) or partition:
+            raise BadInput("WinningPoSt proves one sector in one partition")
+    else:
+        count = params.sector_count if sectors is None else sectors
+        if not 0 < count <= params.sector_count:
+            raise BadInput(
+                f"a {params.circuit_id} partition holds 1 … {params.sector_count} sectors"
+            )
+    randomness, prover_id = (fr.to_int(x) for x in fr.random(2, rng))
+    first = partition * params.sector_count
+    chosen = [random_sector(params, first + i, rng) for i in range(count)]
+    vanilla = generate(params, chosen, randomness, partition)
+    text = request_json(params, vanilla, randomness, prover_id, partition)
+    read_request(text)  # everything handed out must read back and check
+    return text, vanilla
