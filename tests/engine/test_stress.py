@@ -22,6 +22,7 @@ from cuzk.engine import (
     ProofRequest,
 )
 from cuzk.engine.srs import circuit_info
+from cuzk.engine.workers import staged_bytes_for
 from cuzk.errors import CuzkError
 
 from .conftest import LARGER, SMALL
@@ -43,7 +44,13 @@ def _tight_budget(param_dir) -> int:
     return budget
 
 
-@pytest.mark.parametrize("budget", ["roomy", "tight"])
+def _one_staged_partition(param_dir) -> int:
+    """A staging budget with room for exactly one staged partition of the larger circuit."""
+    info = circuit_info(LARGER, param_dir / f"{LARGER.replace(':', '-')}.params", "cpu", 2)
+    return staged_bytes_for(info)
+
+
+@pytest.mark.parametrize("budget", ["roomy", "tight", "tight+staging"])
 def test_stress_every_job_ends_once_and_nothing_leaks(param_dir, seed, budget):
     rng = random.Random(seed)
     threads_before = set(threading.enumerate())
@@ -53,7 +60,8 @@ def test_stress_every_job_ends_once_and_nothing_leaks(param_dir, seed, budget):
     config = EngineConfig(param_dir=param_dir, devices=2, workers_per_device=2,
                           synthesis_workers=2, msm_workers=1,
                           memory_budget=1 << 30 if budget == "roomy" else _tight_budget(param_dir),
-                          faults=faults, join_timeout_s=20.0)
+                          faults=faults, join_timeout_s=20.0, staging=budget.endswith("staging"),
+                          staging_budget=_one_staged_partition(param_dir))
     t_start = time.monotonic()
     # If anything hangs, dump every thread's stack before the bounded waits give up.
     faulthandler.dump_traceback_later(DEADLINE_S, exit=False, file=sys.stderr)
@@ -132,6 +140,7 @@ def test_stress_every_job_ends_once_and_nothing_leaks(param_dir, seed, budget):
         assert engine.budget_live_reservations == 2 * len(st.srs)
         assert all(e.users == 0 for e in st.srs)
         assert all(w.busy_with is None for w in st.workers)
+        assert all(d.staged_bytes == 0 and d.pinned_lent == 0 for d in st.devices)
         busy = [d.kernel_seconds for d in st.devices]
         assert all(b > 0 for b in busy), "both virtual devices ran kernels"
         if budget == "tight":

@@ -49,13 +49,20 @@ def run_setup(
     seed: int | None,
     workers: int | None,
     shape_cache: Path | None,
+    backend: str = "cpu",
+    device: int = 0,
 ) -> tuple[Path, float]:
+    """Test parameters for ``circuit_id``; the fixed-base work runs in a CPU worker pool, or
+    on GPU ``device`` with ``backend="cuda"``."""
+    from contextlib import ExitStack
+
+    from cuzk.backend import get_backend
     from cuzk.curve.pool import MsmPool
     from cuzk.groth16.setup import generate_parameters
 
     t0 = time.perf_counter()
     shape = load_shape(circuit_id, shape_cache)
-    with MsmPool(workers) as pool, Progress(
+    with ExitStack() as stack, Progress(
         TextColumn("setup {task.description}"),
         BarColumn(),
         TextColumn("{task.completed:,}/{task.total:,} points"),
@@ -69,8 +76,12 @@ def run_setup(
         def progress(done: int, total: int) -> None:
             bar.update(task, completed=done, total=total)
 
-        generate_parameters(shape, out_dir, key_file_stem(circuit_id), seed=seed, pool=pool,
-                            progress=progress)
+        if backend == "cuda":
+            where = {"backend": stack.enter_context(get_backend("cuda", device=device))}
+        else:
+            where = {"pool": stack.enter_context(MsmPool(workers))}
+        generate_parameters(shape, out_dir, key_file_stem(circuit_id), seed=seed,
+                            progress=progress, **where)
     return out_dir / f"{key_file_stem(circuit_id)}.params", time.perf_counter() - t0
 
 

@@ -16,6 +16,7 @@ from types import TracebackType
 from cuzk.engine.config import EngineConfig
 from cuzk.engine.core import EngineCore
 from cuzk.engine.request import EngineStatus, JobResult, ProofRequest
+from cuzk.engine.staging import StagingArea
 from cuzk.engine.timeline import Clock
 from cuzk.engine.workers import Device, DeviceWorker, SynthesisWorker, Worker
 
@@ -124,6 +125,20 @@ class Engine:
         return self._core.budget_live_reservations
 
 
+CPU_STAGING_BUDGET = 8 << 30  # virtual devices: accounting only, no device memory exists
+
+
+def _default_staging_budget(backend: object, index: int) -> int:
+    """Half the GPU's memory (the other half is for resident parameters), asked once at
+    start-up; a fixed figure for CPU virtual devices."""
+    if getattr(backend, "name", "") != "cuda":
+        return CPU_STAGING_BUDGET
+    import cupy
+
+    with cupy.cuda.Device(index):
+        return int(cupy.cuda.runtime.memGetInfo()[1]) // 2
+
+
 def _make_devices(config: EngineConfig) -> list[Device]:
     from cuzk.backend import get_backend
 
@@ -133,7 +148,12 @@ def _make_devices(config: EngineConfig) -> list[Device]:
     devices: list[Device] = []
     try:
         for i in range(config.devices):
-            devices.append(Device(i, factory(i)))  # the index is explicit, always
+            backend = factory(i)  # the index is explicit, always
+            staging = None
+            if config.staging:
+                total = config.staging_budget or _default_staging_budget(backend, i)
+                staging = StagingArea(i, total)
+            devices.append(Device(i, backend, staging, config.pinned_pool_bytes))
     except BaseException:
         _close_backends(devices)
         raise

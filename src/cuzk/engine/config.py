@@ -92,6 +92,9 @@ class EngineConfig:
     memory_budget: int | None = None  # None: MemAvailable − memory_margin
     memory_margin: int = DEFAULT_MARGIN
     shape_cache: Path | None = None  # pre-compiled circuit directory; None: shapes in memory
+    staging: bool = False  # stage inputs under a second per-device lock (cuzk.engine.staging)
+    staging_budget: int | None = None  # bytes per device for staged partitions; None: auto
+    pinned_pool_bytes: int = 2 << 30  # idle pinned host buffers kept per device
     max_partitions: int = 64  # per request
     retain_jobs: int = 10_000  # terminal jobs remembered (for result() and dedup)
     join_timeout_s: float = 30.0  # shutdown: how long to wait for each thread
@@ -115,6 +118,10 @@ class EngineConfig:
             raise BadInput("msm_workers must be at least 1")
         if self.memory_budget is not None and self.memory_budget <= 0:
             raise BadInput("memory_budget must be positive")
+        if self.staging_budget is not None and self.staging_budget <= 0:
+            raise BadInput("staging_budget must be positive")
+        if self.pinned_pool_bytes < 0:
+            raise BadInput("pinned_pool_bytes must be non-negative")
 
     @property
     def lookahead(self) -> int:

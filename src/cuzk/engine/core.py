@@ -49,7 +49,7 @@ from cuzk.engine.request import (
 from cuzk.engine.scheduler import Scheduler, WorkKey
 from cuzk.engine.srs import LOADING, RESIDENT, CircuitInfo, Resident, SrsManager, circuit_info
 from cuzk.engine.timeline import Clock
-from cuzk.engine.workers import Device, DeviceWorker, Worker
+from cuzk.engine.workers import Device, DeviceWorker, Worker, staged_bytes_for
 from cuzk.errors import (
     BadInput,
     CuzkError,
@@ -72,6 +72,7 @@ class EngineCore:
     def __init__(self, config: EngineConfig, clock: Clock, devices: list[Device]) -> None:
         self.config = config
         self._clock = clock
+        self._devices = devices
         self._cv = threading.Condition()
         self._scheduler: Scheduler[Partition] = Scheduler()
         total = config.memory_budget or detect_total(config.memory_margin)
@@ -122,6 +123,11 @@ class EngineCore:
                 f"a partition of {request.circuit_id} (with its parameters resident)",
             )
             seq = next(self._seq)
+            for d in self._devices:
+                if d.staging is not None:
+                    d.staging.check_can_fit(
+                        staged_bytes_for(info), f"a partition of {request.circuit_id}"
+                    )
             job = Job(f"job-{seq}", seq, request, digest, info, statement)
             now = self._clock()
             for i in range(statement.partitions):
@@ -218,7 +224,12 @@ class EngineCore:
                     for w in workers
                 ),
                 devices=tuple(
-                    DeviceStatus(d.index, d.backend.name, d.kernel_seconds) for d in devices
+                    DeviceStatus(
+                        d.index, d.backend.name, d.kernel_seconds,
+                        d.staging.held if d.staging is not None else 0,
+                        d.pinned.lent, d.pinned.idle_bytes,
+                    )
+                    for d in devices
                 ),
             )
 
@@ -456,6 +467,11 @@ class EngineCore:
             if part.job.vk is None and entry.params is not None:
                 part.job.vk = entry.params.vk
             return entry
+
+    def abandon(self, part: Partition) -> None:
+        """A device worker gave up on a partition whose job ended while it waited to stage."""
+        with self._cv:
+            self._release(part, PartitionState.DISCARDED)
 
     def begin_kernels(self, part: Partition) -> bool:
         with self._cv:

@@ -234,6 +234,9 @@ class DeviceStatus:
     index: int
     backend: str
     kernel_seconds: float  # total time the compute lock was held
+    staged_bytes: int = 0  # staging mode: bytes reserved by staged partitions now
+    pinned_lent: int = 0  # pinned host buffers lent to partitions now
+    pinned_idle_bytes: int = 0  # pinned host buffers kept for reuse
 
 
 @dataclass(frozen=True)

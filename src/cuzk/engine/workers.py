@@ -42,26 +42,41 @@ import threading
 import time
 from typing import TYPE_CHECKING, Protocol
 
+import numpy as np
+
 from cuzk.backend.base import Backend
 from cuzk.engine.assembler import PartitionProof
+from cuzk.engine.budget import KERNEL_BYTES_PER_DOMAIN
+from cuzk.engine.staging import PinnedPool, StagingArea
 from cuzk.errors import BadInput, DeviceFault, InternalError
 from cuzk.groth16 import prover
 from cuzk.groth16.proof import Proof
 
 if TYPE_CHECKING:
     from cuzk.engine.job import Partition
-    from cuzk.engine.srs import Resident
+    from cuzk.engine.srs import CircuitInfo, Resident
 
 log = logging.getLogger(__name__)
 
 
 class Device:
-    """One compute device: its backend (made for this device index) and its compute lock."""
+    """One compute device: its backend (made for this device index), its compute lock, and in
+    staging mode a staging lock with the :class:`StagingArea` staged partitions draw on."""
 
-    def __init__(self, index: int, backend: Backend) -> None:
+    def __init__(
+        self,
+        index: int,
+        backend: Backend,
+        staging: StagingArea | None = None,
+        pinned_pool_bytes: int = 2 << 30,
+    ) -> None:
         self.index = index
         self.backend = backend
         self.lock = threading.Lock()  # held only around the kernel region
+        self.staging_lock = threading.Lock()  # held only around uploads (staging mode)
+        self.staging = staging
+        pinned = getattr(backend, "pinned_empty", None)
+        self.pinned = PinnedPool(pinned or _plain_rows, pinned_pool_bytes)
         self.kernel_seconds = 0.0  # written by whoever holds the lock
 
     def __repr__(self) -> str:
@@ -77,6 +92,7 @@ class Pipeline(Protocol):
     def synthesized(self, part: Partition, assignment: prover.Assignment) -> None: ...
     def next_for_device(self, worker: DeviceWorker) -> Partition | None: ...
     def wait_resident(self, part: Partition) -> Resident: ...
+    def abandon(self, part: Partition) -> None: ...
     def begin_kernels(self, part: Partition) -> bool: ...
     def end_kernels(self, part: Partition, device: Device, seconds: float) -> None: ...
     def kernels_done(self, part: Partition) -> bool: ...
@@ -157,19 +173,35 @@ class DeviceWorker(Worker):
             return False
         self.busy_with = part.label
         stage = "loading parameters"
+        device = self.device
+        held = 0
+        staged: prover.StagedInputs | None = None
         try:
             entry = self.core.wait_resident(part)
             assert entry.params is not None and entry.shape is not None
+            if device.staging is not None:
+                stage = "staging"
+                need = staged_bytes_for(part.job.info)
+                if not device.staging.reserve(need, lambda: part.job.terminal):
+                    self.core.abandon(part)
+                    return True
+                held = need
+                with device.staging_lock:
+                    staged = self._stage(part, entry)
             stage = "kernels"
-            with self.device.lock:
+            with device.lock:
                 if not self.core.begin_kernels(part):
                     return True
                 t0 = time.perf_counter()
                 try:
-                    sums, pending = self._kernels(part, entry)
+                    if staged is None:
+                        staged = self._stage(part, entry)
+                    sums, pending = self._kernels(part, entry, staged)
                 finally:
-                    self.core.end_kernels(part, self.device, time.perf_counter() - t0)
+                    self.core.end_kernels(part, device, time.perf_counter() - t0)
             time.sleep(0)  # hand the GIL to the worker now waking on the compute lock
+            self._give_back(staged, held)
+            staged, held = None, 0
             if not self.core.kernels_done(part):
                 return True
             stage = "finalize"
@@ -179,20 +211,36 @@ class DeviceWorker(Worker):
         except Exception as e:  # noqa: BLE001 - isolated to this job
             self.core.fail(part, e, stage)
             return True
+        finally:
+            self._give_back(staged, held)
         self.core.partition_done(
             part, PartitionProof(part.index, proof, pending.public_inputs)
         )
         return True
 
+    def _stage(self, part: Partition, entry: Resident) -> prover.StagedInputs:
+        assert self.device is not None and part.assignment is not None
+        return prover.stage(part.assignment, entry.shape, self.device.backend,  # type: ignore[arg-type]
+                            self.device.pinned.take, part.timings)  # fmt: skip
+
+    def _give_back(self, staged: prover.StagedInputs | None, held: int) -> None:
+        """Return pinned buffers and staged bytes (idempotent through the caller's resets)."""
+        assert self.device is not None
+        if staged is not None:
+            for buf in staged.host_buffers:
+                self.device.pinned.give(buf)
+        if held and self.device.staging is not None:
+            self.device.staging.release(held)
+
     def _kernels(
-        self, part: Partition, entry: Resident
+        self, part: Partition, entry: Resident, staged: prover.StagedInputs
     ) -> tuple[prover.MsmSums, prover.PendingProof]:
         """The region under the compute lock: a/b/c, H, the five MSMs, and the wait for them."""
-        assert self.device is not None and part.assignment is not None
+        assert self.device is not None
         if self.core.fault("slow_kernel", part):
             time.sleep(self.core.slow_kernel_s)
         pending = prover.start(
-            part.assignment,
+            staged,
             entry.shape,  # type: ignore[arg-type]
             entry.params,  # type: ignore[arg-type]
             self.device.backend,
@@ -207,6 +255,17 @@ class DeviceWorker(Worker):
         if self.core.fault("kernel", part):
             raise DeviceFault(f"injected fault: kernel failed on device {self.device.index}")
         return sums, pending
+
+
+def staged_bytes_for(info: CircuitInfo) -> int:
+    """What a staged partition holds on its device until its kernels end: the assignment's
+    copy, the uploaded MSM scalars and the kernels' working set."""
+    device, host = prover.staged_bytes(info.num_variables)
+    return device + host + KERNEL_BYTES_PER_DOMAIN * info.domain_size
+
+
+def _plain_rows(n: int) -> np.ndarray:
+    return np.empty((n, 4), dtype=np.uint64)
 
 
 def _first_difference(got: tuple[int, ...], want: tuple[int, ...]) -> int:

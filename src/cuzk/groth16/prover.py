@@ -10,8 +10,10 @@ aux); a, b, c = A·z, B·z, C·z are the constraint evaluations; h are the coeff
 
 Stages:
 1. :func:`synthesize` — run the circuit in witness mode (CPU, Python).
-2. :func:`start` — the backend's kernels: a/b/c, the H pipeline and five MSMs, all submitted
-   without waiting (MSMs are futures, so they overlap with the H pipeline).
+2. :func:`stage` — gather the MSM scalar vectors and upload the assignment (the engine may do
+   this outside the compute lock), then :func:`start` — the backend's kernels: a/b/c, the H
+   pipeline and five MSMs, all submitted without waiting (MSMs are futures, so they overlap
+   with the H pipeline).
 3. :func:`finalize` — join the MSMs and assemble A, B, C with r and s; outside any device lock.
    The engine calls its two halves separately: :func:`wait_kernels` (the end of the device
    work, still inside the compute lock) and :func:`assemble` (CPU only, outside it).
@@ -23,8 +25,10 @@ from __future__ import annotations
 
 import secrets
 import time
+from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -125,26 +129,107 @@ class PendingProof:
     timings: Timings
 
 
-def start(
+Allocate = Callable[[int], fr.FrVec]
+"""Returns an uninitialised (n, 4) uint64 host vector (pinned, from a pool, or plain)."""
+
+
+@dataclass
+class StagedInputs:
+    """A partition's kernel inputs, prepared before the device is free.
+
+    ``z`` is the whole assignment — on the device when the backend has ``upload`` (so the
+    kernels start without a PCIe transfer), else on the host. The three MSM scalar vectors are
+    gathered on the host into buffers from ``allocate`` — page-locked ones upload at full bus
+    speed. Making all this is the *staging* step the engine may run outside the compute lock.
+    """
+
+    z: Any
+    aux: fr.FrVec
+    a_scalars: fr.FrVec
+    b_scalars: fr.FrVec
+    public_inputs: tuple[int, ...]
+    host_buffers: tuple[fr.FrVec, ...]  # what came from ``allocate`` (the engine returns it)
+
+    @property
+    def device_bytes(self) -> int:
+        return 0 if isinstance(self.z, np.ndarray) else int(self.z.nbytes)
+
+
+def staged_bytes(num_variables: int) -> tuple[int, int]:
+    """(device bytes, host buffer bytes) :func:`stage` needs at most for ``num_variables``."""
+    return 32 * num_variables, 3 * 32 * num_variables
+
+
+def stage(
     assignment: Assignment,
+    shape: R1CSShape,
+    backend: Backend,
+    allocate: Allocate | None = None,
+    timings: Timings | None = None,
+) -> StagedInputs:
+    """Stage 2a: gather the MSM scalars and put the assignment where the kernels read it."""
+    t0 = time.perf_counter()
+    allocate = allocate or _plain
+    inputs, aux = assignment.inputs, assignment.aux
+    if len(inputs) + len(aux) != shape.num_variables:
+        raise BadInput(
+            f"assignment has {len(inputs) + len(aux)} values, circuit {shape.circuit_id!r} "
+            f"has {shape.num_variables} variables"
+        )
+    buffers = []
+
+    def gather(parts: list[fr.FrVec]) -> fr.FrVec:
+        out = allocate(sum(len(p) for p in parts))
+        at = 0
+        for p in parts:
+            out[at : at + len(p)] = p
+            at += len(p)
+        buffers.append(out)
+        return out
+
+    z = gather([inputs, aux])
+    a_scalars = gather([inputs, aux[shape.a_aux_density]])
+    b_scalars = gather([inputs[shape.b_input_density], aux[shape.b_aux_density]])
+    upload = getattr(backend, "upload", None)
+    staged = StagedInputs(
+        upload(z) if upload is not None else z,
+        z[len(inputs) :],
+        a_scalars,
+        b_scalars,
+        assignment.public_inputs,
+        tuple(buffers),
+    )
+    if timings is not None:
+        timings.record("stage", time.perf_counter() - t0)
+    return staged
+
+
+def _plain(n: int) -> fr.FrVec:
+    return np.empty((n, 4), dtype=np.uint64)
+
+
+def start(
+    inputs: Assignment | StagedInputs,
     shape: R1CSShape,
     params: Parameters,
     backend: Backend,
     circuit: Circuit | None = None,
     timings: Timings | None = None,
 ) -> PendingProof:
-    """Stage 2: evaluate, check, submit the MSMs, run the H pipeline.
+    """Stage 2b: evaluate, check, submit the MSMs, run the H pipeline (staging first if given
+    a bare assignment).
 
     Raises UnsatisfiedConstraint (naming the constraint, via a check-mode run of ``circuit``
     when given) if the witness does not satisfy the circuit — no proof is ever made for it.
     """
     timings = timings if timings is not None else Timings()
     check_compatible(params, shape)
+    staged = inputs if isinstance(inputs, StagedInputs) else stage(inputs, shape, backend,
+                                                                      timings=timings)
     domain = Domain.for_size(shape.num_constraints)
-    z = assignment.z
 
     t0 = time.perf_counter()
-    a, b, c = backend.evaluate_abc(shape, z)
+    a, b, c = backend.evaluate_abc(shape, staged.z)
     bad = np.flatnonzero(np.any(fr.mul(a, b) != c, axis=1))
     timings.record("abc", time.perf_counter() - t0)
     if len(bad):
@@ -152,14 +237,11 @@ def start(
 
     # MSMs over the witness go first so the pool works while the H pipeline runs here.
     t1 = time.perf_counter()
-    inputs, aux = assignment.inputs, assignment.aux
-    a_scalars = np.concatenate([inputs, aux[shape.a_aux_density]])
-    b_scalars = np.concatenate([inputs[shape.b_input_density], aux[shape.b_aux_density]])
     futures = {
-        "l": backend.split_msm(params.l, aux),
-        "a": backend.split_msm(params.a, a_scalars),
-        "b_g1": backend.split_msm(params.b_g1, b_scalars),
-        "b_g2": backend.split_msm(params.b_g2, b_scalars),
+        "l": backend.split_msm(params.l, staged.aux),
+        "a": backend.split_msm(params.a, staged.a_scalars),
+        "b_g1": backend.split_msm(params.b_g1, staged.b_scalars),
+        "b_g2": backend.split_msm(params.b_g2, staged.b_scalars),
     }
     for name, f in futures.items():
         timings.watch(f"msm_{name}", f, t1)
@@ -173,7 +255,7 @@ def start(
 
     return PendingProof(
         params=params,
-        public_inputs=assignment.public_inputs,
+        public_inputs=staged.public_inputs,
         r=secrets.randbelow(R - 1) + 1,
         s=secrets.randbelow(R - 1) + 1,
         timings=timings,
