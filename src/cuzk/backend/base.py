@@ -93,4 +93,10 @@ class Backend(Protocol):
         """The same sum, computed as batch addition over scalars equal to 1 plus a tail MSM
         over the others (zeros skipped) — far cheaper for bit-heavy witnesses."""
 
+    # -- key generation ------------------------------------------------------------------------
+    def fixed_base(self, group: Group, scalars: fr.FrVec) -> np.ndarray:
+        """scalars[i]·G for the generator G of ``group``: an (n, 96|192) uint8 array of
+        zcash-uncompressed points (what a ``.params`` file holds); scalar 0 gives the point at
+        infinity. Setup's bulk work (:func:`cuzk.groth16.setup.generate_parameters`)."""
+
     def close(self) -> None: ...

@@ -15,7 +15,8 @@ from concurrent.futures import Future
 
 import numpy as np
 
-from cuzk.backend.base import MsmPlan, PointSet
+from cuzk.backend.base import Group, MsmPlan, PointSet
+from cuzk.curve import g1_generator, g2_generator
 from cuzk.curve.pool import MsmPool
 from cuzk.field import fr
 from cuzk.poly import Domain, coset_intt, coset_ntt, h_quotient, intt, ntt
@@ -117,6 +118,17 @@ class CpuBackend:
         if len(plan.tail):
             parts.append(self._pool.msm(bases.key, fr.to_bytes_le(scalars[plan.tail]), plan.tail))
         return combine(parts, _add_all)
+
+    # -- key generation ------------------------------------------------------------------------
+    def fixed_base(self, group: Group, scalars: fr.FrVec) -> np.ndarray:
+        size = 96 if group == "g1" else 192
+        n = len(scalars)
+        if n == 0:
+            return np.empty((0, size), dtype=np.uint8)
+        base = g1_generator() if group == "g1" else g2_generator()
+        # One request: the pool splits it evenly over its workers, each with its own table.
+        data = self._pool.fixed_base(group, base, fr.to_bytes_le(scalars)).result()
+        return np.frombuffer(data, dtype=np.uint8).reshape(n, size)
 
     @staticmethod
     def _check_length(bases: PointSet, scalars: fr.FrVec) -> None:

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from cuzk.backend.base import PointSet
+from cuzk.backend.base import Group, PointSet
 from cuzk.backend.cuda.abc import GpuAbc
 from cuzk.backend.cuda.device import Gpu
 from cuzk.backend.cuda.ntt import GpuNtt
@@ -52,6 +52,7 @@ class CudaBackend:
         self._workers = workers
         self._msm_lock = threading.Lock()
         self._msm: Any = None
+        self._fixed: Any = None
 
     # -- transfers -------------------------------------------------------------------------------
     def upload(self, v: fr.FrVec) -> Any:
@@ -177,9 +178,23 @@ class CudaBackend:
     def split_msm(self, bases: PointSet, scalars: fr.FrVec) -> Future:
         return self._engine().split_msm(bases, scalars)
 
+    # -- key generation -------------------------------------------------------------------------
+    def fixed_base(self, group: Group, scalars: fr.FrVec) -> np.ndarray:
+        """k_i·G of the group's generator, (n, 96|192) uint8 zcash-uncompressed rows."""
+        from cuzk.backend.cuda.fixed_base import GpuFixedBase
+
+        with self._msm_lock:
+            if self._fixed is None:
+                self._fixed = GpuFixedBase(self.gpu)
+            fixed = self._fixed
+        return fixed.multiply(group, _host_vec(scalars, "scalars"))
+
     def close(self) -> None:
         with self._msm_lock:
             eng, self._msm = self._msm, None
+            fixed, self._fixed = self._fixed, None
+        if fixed is not None:
+            fixed.forget()
         if eng is not None and hasattr(eng, "close"):
             eng.close()
         self.abc.forget()

@@ -28,6 +28,26 @@ struct xyzz_t {
     FP_FN bool is_inf() const { return ZZ.is_zero(); }
 };
 
+// One affine point by 16-byte loads (points are 96 or 192 bytes, arrays 256-byte aligned).
+template <class F>
+__device__ __forceinline__ affine_t<F> load_affine(const affine_t<F>* __restrict__ pts, u32 idx) {
+    constexpr int N = (int)(sizeof(affine_t<F>) / 16);
+    const uint4* src = reinterpret_cast<const uint4*>(pts + idx);
+    uint4 v[N];
+#pragma unroll
+    for (int k = 0; k < N; k++) v[k] = src[k];
+    affine_t<F> q;
+    u32* dst = reinterpret_cast<u32*>(&q);
+#pragma unroll
+    for (int k = 0; k < N; k++) {
+        dst[4 * k] = v[k].x;
+        dst[4 * k + 1] = v[k].y;
+        dst[4 * k + 2] = v[k].z;
+        dst[4 * k + 3] = v[k].w;
+    }
+    return q;
+}
+
 template <class F>
 FP_FN affine_t<F> neg(const affine_t<F>& p) {
     return {p.x, -p.y};
@@ -92,9 +112,10 @@ FP_FN xyzz_t<F> add_affine(const xyzz_t<F>& p, const affine_t<F>& q) {
     return {X3, Y3, p.ZZ * PP, p.ZZZ * PPP};
 }
 
-// p + q, both XYZZ; add-2008-s.
+// p + q, both XYZZ; add-2008-s. add_inline is for the hot loops of the G1 bucket reduction
+// (operands stay in registers); add is the out-of-line copy everywhere else.
 template <class F>
-CURVE_NOINLINE xyzz_t<F> add(const xyzz_t<F>& p, const xyzz_t<F>& q) {
+FP_FN xyzz_t<F> add_inline(const xyzz_t<F>& p, const xyzz_t<F>& q) {
     if (q.is_inf()) return p;
     if (p.is_inf()) return q;
     F U1 = p.X * q.ZZ;
@@ -113,4 +134,9 @@ CURVE_NOINLINE xyzz_t<F> add(const xyzz_t<F>& p, const xyzz_t<F>& q) {
     F X3 = sqr(R) - PPP - fp_dbl(Q);
     F Y3 = R * (Q - X3) - S1 * PPP;
     return {X3, Y3, p.ZZ * q.ZZ * PP, p.ZZZ * q.ZZZ * PPP};
+}
+
+template <class F>
+CURVE_NOINLINE xyzz_t<F> add(const xyzz_t<F>& p, const xyzz_t<F>& q) {
+    return add_inline(p, q);
 }

@@ -19,6 +19,7 @@
 // The host adds the W window sums with weights 2^(c·w) (Horner).
 // msm_sum_affine adds gathered affine points (the scalars equal to one).
 #include "curve.cuh"
+#include "scalar.cuh"
 
 #ifndef MSM_G2
 #define MSM_G2 0
@@ -34,6 +35,27 @@ typedef xyzz_t<field_t> xyzz;
 
 #define SIGN_BIT 0x80000000u
 
+// REDUCE_INLINE=1: the segment tree, the bucket reduction and the row sums use the inlined full
+// addition (XYZZ operands in registers, 165 instead of 234 registers in msm_reduce_level).
+// Measured on the H200 (bench/NOTES.md, MSM v4): G1 2^20 30.3 → 30.0 ms, 2^24 245.4 → 249.1 ms,
+// i.e. no gain — the reduction is bound by its few long chains of dependent additions, not by
+// the call. Off by default; G2 with it on would take minutes to compile.
+#ifndef REDUCE_INLINE
+#define REDUCE_INLINE 0
+#endif
+#if REDUCE_INLINE
+#define ADD_FULL add_inline
+#else
+#define ADD_FULL add
+#endif
+
+// ACC_PREFETCH=1: the accumulation loads the next entry's point before adding the current one
+// (its load latency overlaps the addition, at 24 more live registers for G1). Measured: G1 2^24
+// 249 → 263 ms (spills at the 128-register cap), 256 ms with ACC_MIN_BLOCKS=3. Off.
+#ifndef ACC_PREFETCH
+#define ACC_PREFETCH 0
+#endif
+
 __device__ __forceinline__ u64 global_thread() { return (u64)blockIdx.x * blockDim.x + threadIdx.x; }
 
 // Field elements stored canonically -> Montgomery form, in place (count Fp elements).
@@ -46,61 +68,6 @@ extern "C" __global__ void msm_to_mont(u32* __restrict__ data, u64 count) {
     a = to_mont(a);
 #pragma unroll
     for (int k = 0; k < FP_LIMBS; k++) data[i * FP_LIMBS + k] = a.l[k];
-}
-
-// Fr (scalar field) constants, 64-bit limbs: r and -r^-1 mod 2^64.
-#define FR_R0 0xffffffff00000001ull
-#define FR_R1 0x53bda402fffe5bfeull
-#define FR_R2 0x3339d80809a1d805ull
-#define FR_R3 0x73eda753299d7d48ull
-#define FR_NINV 0xfffffffeffffffffull
-
-// a*b + c + carry -> low word; carry <- high word (never overflows 128 bits).
-__device__ __forceinline__ u64 mac64(u64 a, u64 b, u64 c, u64& carry) {
-    u64 lo = a * b, hi = __umul64hi(a, b);
-    lo += c;
-    hi += lo < c;
-    lo += carry;
-    hi += lo < carry;
-    carry = hi;
-    return lo;
-}
-
-// x·2^-256 mod r for a Montgomery-form x < r (REDC): the canonical scalar, in place.
-__device__ __forceinline__ void fr_from_mont(u64 t[4]) {
-#pragma unroll
-    for (int i = 0; i < 4; i++) {
-        const u64 m = t[0] * FR_NINV;
-        u64 carry = 0;
-        mac64(m, FR_R0, t[0], carry);  // low word is zero by the choice of m
-        t[0] = mac64(m, FR_R1, t[1], carry);
-        t[1] = mac64(m, FR_R2, t[2], carry);
-        t[2] = mac64(m, FR_R3, t[3], carry);
-        t[3] = carry;
-    }
-    // t < 2r: subtract r once if t >= r.
-    const u64 r[4] = {FR_R0, FR_R1, FR_R2, FR_R3};
-    u64 d[4], borrow = 0;
-#pragma unroll
-    for (int i = 0; i < 4; i++) {
-        u64 x = t[i] - r[i];
-        u64 b1 = t[i] < r[i];
-        d[i] = x - borrow;
-        borrow = b1 | (x < borrow);
-    }
-    if (!borrow) {
-#pragma unroll
-        for (int i = 0; i < 4; i++) t[i] = d[i];
-    }
-}
-
-// c bits of the 256-bit little-endian scalar s starting at bit `pos` (c <= 32).
-__device__ __forceinline__ u32 window_bits(const u32 s[8], u32 pos, u32 c) {
-    u32 limb = pos >> 5, off = pos & 31;
-    if (limb >= 8) return 0;
-    u64 v = s[limb];
-    if (limb + 1 < 8) v |= (u64)s[limb + 1] << 32;
-    return (u32)(v >> off) & ((1u << c) - 1);
 }
 
 // scatter == 0: counts[key] += 1 for every non-zero digit.
@@ -150,25 +117,6 @@ extern "C" __global__ void msm_digits(const u64* __restrict__ scalars, u32 m, u3
     }
 }
 
-// One affine point by 16-byte loads (points are 96 or 192 bytes, 256-byte aligned arrays).
-__device__ __forceinline__ affine load_affine(const affine* __restrict__ bases, u32 idx) {
-    constexpr int N = (int)(sizeof(affine) / 16);
-    const uint4* src = reinterpret_cast<const uint4*>(bases + idx);
-    uint4 v[N];
-#pragma unroll
-    for (int k = 0; k < N; k++) v[k] = src[k];
-    affine q;
-    u32* dst = reinterpret_cast<u32*>(&q);
-#pragma unroll
-    for (int k = 0; k < N; k++) {
-        dst[4 * k] = v[k].x;
-        dst[4 * k + 1] = v[k].y;
-        dst[4 * k + 2] = v[k].z;
-        dst[4 * k + 3] = v[k].w;
-    }
-    return q;
-}
-
 // Blocks of 128 the accumulation must fit per SM (caps its registers): 4 for G1 (128 registers,
 // a few bytes of spill, measured 3-5 % faster than 152 registers at 3 blocks); G2 needs ~255.
 #ifndef ACC_MIN_BLOCKS
@@ -201,6 +149,10 @@ extern "C" __global__ void __launch_bounds__(128, ACC_MIN_BLOCKS) msm_accumulate
     u32 k = lo;
     u32 bend = offsets[k + 1];
     xyzz acc = xyzz::inf();
+#if ACC_PREFETCH
+    u32 v_next = entries[start];
+    affine q_next = load_affine(bases, v_next & ~SIGN_BIT);
+#endif
     for (u32 e = (u32)start; e < end; e++) {
         if (e == bend) {
             const u32 slot = seg_base[k] + (u32)t - offsets[k] / L;
@@ -210,8 +162,17 @@ extern "C" __global__ void __launch_bounds__(128, ACC_MIN_BLOCKS) msm_accumulate
             do { k++; } while (offsets[k + 1] <= e);
             bend = offsets[k + 1];
         }
+#if ACC_PREFETCH
+        const u32 v = v_next;
+        affine q = q_next;
+        if (e + 1 < end) {
+            v_next = entries[e + 1];
+            q_next = load_affine(bases, v_next & ~SIGN_BIT);
+        }
+#else
         const u32 v = entries[e];
         affine q = load_affine(bases, v & ~SIGN_BIT);
+#endif
         if (q.is_inf()) continue;
         if (v & SIGN_BIT) q = neg(q);
         acc = add_affine(acc, q);
@@ -238,7 +199,7 @@ extern "C" __global__ void __launch_bounds__(128) msm_seg_reduce(
     for (u32 i = 1; i < F; i++) {
         const u32 jj = j + i * stride;
         if (jj >= n) break;
-        acc = add(acc, partials[base + jj]);
+        acc = ADD_FULL(acc, partials[base + jj]);
     }
     partials[s] = acc;
 }
@@ -263,11 +224,11 @@ extern "C" __global__ void __launch_bounds__(128) msm_reduce_level(
         if (use_seg) {
             const u32 k = w * nb + b;
             const u32 s0 = seg_base[k];
-            if (seg_base[k + 1] != s0) T = add(T, in[s0]);
+            if (seg_base[k + 1] != s0) T = ADD_FULL(T, in[s0]);
         } else {
-            T = add(T, in[(u64)w * row_stride + col_off + b]);
+            T = ADD_FULL(T, in[(u64)w * row_stride + col_off + b]);
         }
-        R = add(R, T);
+        R = ADD_FULL(R, T);
     }
     for (u32 i = 0; i < shift; i++) R = dbl(R);
     out_a[(u64)w * a_stride + a_off + g] = R;
@@ -285,7 +246,7 @@ extern "C" __global__ void __launch_bounds__(128) msm_sum_rows(
     for (u32 i = 0; i < K; i++) {
         u32 col = j * K + i;
         if (col >= cols_in) break;
-        acc = add(acc, in[(u64)r * cols_in + col]);
+        acc = ADD_FULL(acc, in[(u64)r * cols_in + col]);
     }
     out[t] = acc;
 }
