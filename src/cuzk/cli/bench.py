@@ -29,21 +29,27 @@ MATPLOTLIB_PIN = "matplotlib==3.11.2"
 
 
 def add_parser(sub: Any, common: Callable[[argparse.ArgumentParser], None]) -> None:
-    s = sub.add_parser("bench", help="run the proving engine in-process and report throughput")
-    s.add_argument("--circuit", required=True, help="circuit id, e.g. synthetic:65536")
+    s = sub.add_parser("bench", help="run the proving engine in-process (or load a daemon with "
+                       "--addr) and report throughput")
+    s.add_argument("--circuit", help="circuit id, e.g. synthetic:65536 (with --addr: default "
+                   "synthetic:65536)")
+    s.add_argument("--addr", help="bench the daemon at unix:///path or host:port over gRPC")
     s.add_argument("--backend", default="cpu", choices=["cpu", "cuda"])
     s.add_argument("--devices", type=int, default=1, help="devices (CPU: virtual devices)")
     s.add_argument("--workers-per-device", type=int, default=2)
     s.add_argument("--synthesis-workers", type=int, default=1)
     s.add_argument("--partitions", type=int, default=1, help="partitions per proof")
-    s.add_argument("--proofs", type=int, default=4, help="proofs (jobs) to make")
-    s.add_argument("--concurrency", type=int, default=2, help="jobs in flight at once")
+    s.add_argument("--proofs", "-c", type=int, default=4, help="proofs (jobs) to make")
+    s.add_argument("--concurrency", "-j", type=int, default=2, help="jobs in flight at once")
     s.add_argument("--inject-faults", type=float, default=0.0, metavar="RATE",
                    help="probability of each injected fault kind per partition")
     s.add_argument("--seed", type=int, default=1, help="first witness seed")
     s.add_argument("--param-dir", type=Path,
                    help="directory of <circuit>.params keys (default: the cache's params/)")
     s.add_argument("--memory-budget", type=int, help="bytes (default: available memory)")
+    s.add_argument("--staging", action=argparse.BooleanOptionalAction, default=True,
+                   help="stage inputs under a second per-device lock (the default; "
+                        "--no-staging: everything inside the compute lock)")
     s.add_argument("--json", type=Path, help="write per-job results here")
     s.add_argument("--timeline", type=Path, help="draw a Gantt chart (PNG; needs matplotlib)")
     common(s)
@@ -62,6 +68,12 @@ class Outcome:
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
+    if args.addr is not None:
+        from cuzk.cli.client_cmd import bench_daemon
+
+        return bench_daemon(args)
+    if args.circuit is None:
+        raise BadInput("--circuit is required (unless --addr names a daemon)")
     from cuzk.engine import Engine, EngineConfig, FaultInjection
     from cuzk.r1cs.cache import default_cache_dir
 
@@ -81,6 +93,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         synthesis_workers=args.synthesis_workers,
         msm_workers=args.workers,
         memory_budget=args.memory_budget,
+        staging=args.staging,
         shape_cache=args.shape_cache,
         max_partitions=max(64, args.partitions),
         faults=FaultInjection.uniform(args.inject_faults, seed=args.seed)
@@ -107,7 +120,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     if args.timeline is not None:
         draw_timeline(timelines, args.timeline, title=f"{args.circuit} × {args.partitions} on "
                       f"{args.devices} {args.backend} device(s), {args.workers_per_device} "
-                      "workers each")
+                      f"workers each{', staging' if args.staging else ''}")
     failed = sum(o.state != "succeeded" for o in outcomes)
     return 0 if failed == 0 or args.inject_faults > 0 else 3
 
@@ -182,6 +195,7 @@ def _summarize(args: argparse.Namespace, outcomes: list[Outcome], timelines: lis
         "backend": args.backend,
         "devices": args.devices,
         "workers_per_device": args.workers_per_device,
+        "staging": args.staging,
         "partitions": args.partitions,
         "proofs": len(outcomes),
         "succeeded": ok,

@@ -1,4 +1,5 @@
-"""The ``cuzk`` command line: setup, prove, verify, info, the demo and the engine bench.
+"""The ``cuzk`` command line: setup, prove, verify, info, the demo, the engine bench, the daemon
+(``serve``) and its client.
 
 Exit codes: 0 success (for ``verify``: the proof is valid), 1 ``verify`` found the proof
 invalid, 2 unusable input (one line on stderr says why), 3 an internal fault, 130 interrupted.
@@ -13,7 +14,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from cuzk.cli import filecoin_cmd, snarkjs_cmd
+from cuzk.cli import client_cmd, filecoin_cmd, serve_cmd, snarkjs_cmd
 from cuzk.cli.bench import add_parser as _add_bench_parser
 from cuzk.cli.bench import cmd_bench
 from cuzk.errors import BadInput, CuzkError
@@ -32,6 +33,9 @@ def _build_parser() -> argparse.ArgumentParser:
     s.add_argument("--circuit", required=True, help="circuit id, e.g. synthetic:65536")
     s.add_argument("--out", required=True, type=Path, help="directory for NAME.params/NAME.vk")
     s.add_argument("--seed", type=int, help="reproducible toxic waste (tests only)")
+    s.add_argument("--backend", default="cpu", choices=["cpu", "cuda"],
+                   help="where the fixed-base multiplications run (cuda: seconds at 2^24)")
+    s.add_argument("--device", type=int, default=0, help="CUDA device index (--backend cuda)")
     _common(s)
 
     s = sub.add_parser("prove", help="prove a circuit with its parameters")
@@ -55,13 +59,18 @@ def _build_parser() -> argparse.ArgumentParser:
     s.add_argument("file", type=Path)
     s.add_argument("--json", action="store_true")
 
-    s = sub.add_parser("demo", help="set up, prove and verify a default circuit; print timings")
+    s = sub.add_parser("demo", help="start the daemon, prove a default circuit over gRPC, "
+                       "verify, print throughput")
     s.add_argument("--circuit", default=DEFAULT_DEMO_CIRCUIT)
     s.add_argument("--dir", type=Path, help="where keys are kept (default: the cache)")
-    s.add_argument("--proofs", type=int, default=2, help="proofs to make (the first warms up)")
+    s.add_argument("--proofs", type=int, default=4, help="proofs to make (after a warm-up)")
+    s.add_argument("--in-process", action="store_true",
+                   help="prove in this process without a daemon (the old demo)")
     _common(s)
 
     _add_bench_parser(sub, _common)
+    serve_cmd.add_parser(sub)
+    client_cmd.add_parser(sub)
     snarkjs_cmd.add_parser(sub)
     filecoin_cmd.add_parsers(sub)
     return p
@@ -100,7 +109,8 @@ def cmd_setup(args: argparse.Namespace) -> int:
     from cuzk.cli.tasks import run_setup
 
     params_path, seconds = run_setup(
-        args.circuit, args.out, seed=args.seed, workers=args.workers, shape_cache=args.shape_cache
+        args.circuit, args.out, seed=args.seed, workers=args.workers,
+        shape_cache=args.shape_cache, backend=args.backend, device=args.device,
     )
     print(f"wrote {params_path} and {params_path.with_suffix('.vk')} in {seconds:.1f} s")
     return 0
@@ -170,10 +180,14 @@ def cmd_info(args: argparse.Namespace) -> int:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    from cuzk.cli.tasks import run_demo
+    if args.in_process:
+        from cuzk.cli.tasks import run_demo
 
-    run_demo(args.circuit, args.dir, proofs=args.proofs, workers=args.workers,
-             shape_cache=args.shape_cache)
+        run_demo(args.circuit, args.dir, proofs=args.proofs, workers=args.workers,
+                 shape_cache=args.shape_cache)
+        return 0
+    client_cmd.run_daemon_demo(args.circuit, args.dir, proofs=args.proofs,
+                               workers=args.workers, shape_cache=args.shape_cache)
     return 0
 
 
@@ -209,6 +223,8 @@ _COMMANDS = {
     "info": cmd_info,
     "demo": cmd_demo,
     "bench": cmd_bench,
+    "serve": serve_cmd.run,
+    "client": client_cmd.run,
     "snarkjs": snarkjs_cmd.run,
     **filecoin_cmd.COMMANDS,
 }

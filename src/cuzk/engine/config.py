@@ -92,7 +92,7 @@ class EngineConfig:
     memory_budget: int | None = None  # None: MemAvailable − memory_margin
     memory_margin: int = DEFAULT_MARGIN
     shape_cache: Path | None = None  # pre-compiled circuit directory; None: shapes in memory
-    staging: bool = False  # stage inputs under a second per-device lock (cuzk.engine.staging)
+    staging: bool = True  # stage inputs under a second per-device lock (cuzk.engine.staging)
     staging_budget: int | None = None  # bytes per device for staged partitions; None: auto
     pinned_pool_bytes: int = 2 << 30  # idle pinned host buffers kept per device
     max_partitions: int = 64  # per request

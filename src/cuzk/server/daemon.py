@@ -1,0 +1,233 @@
+"""``Daemon``: the engine, the journal, the gRPC listener and the HTTP status server, started
+and stopped in order.
+
+Start: open the journal (dropping results past retention), build the engine, re-submit what
+the journal holds unfinished, then listen. Stop: refuse new submissions, let the engine finish
+what runs (up to ``server.grace_seconds``; a job still running then is left *pending* in the
+journal and resumes on the next start), wait for the collectors to journal their results, then
+close the listeners. SIGINT and SIGTERM trigger that stop in :meth:`serve_forever`.
+
+Security: a gRPC address other than a unix socket or loopback needs a bearer token or TLS;
+:class:`~cuzk.server.config.DaemonConfig` refuses such a config, and :meth:`start` checks again
+so a hand-built config cannot slip past.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import socket
+import stat
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from types import FrameType, TracebackType
+
+import grpc
+
+from cuzk.engine import Engine, EngineConfig
+from cuzk.errors import BadInput
+from cuzk.server.auth import TokenInterceptor, server_credentials
+from cuzk.server.config import DaemonConfig, ListenAddress
+from cuzk.server.journal import Journal
+from cuzk.server.service import ProvingService
+
+log = logging.getLogger(__name__)
+
+RPC_THREADS = 64  # AwaitProof blocks a thread per waiting client
+_MAX_GRPC_LIMIT = (1 << 31) - 1
+
+
+class Daemon:
+    """One proving daemon. ``engine_config`` replaces the config's [engine] section (tests)."""
+
+    def __init__(self, config: DaemonConfig, *, engine_config: EngineConfig | None = None) -> None:
+        self.config = config
+        self.engine_config = engine_config or config.engine_config()
+        self.engine: Engine | None = None
+        self.journal: Journal | None = None
+        self.service: ProvingService | None = None
+        self.http = None
+        self._server: grpc.Server | None = None
+        self._address: str | None = None
+        self._stopped = threading.Event()
+        self._stop_lock = threading.Lock()
+
+    # -- start --------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        cfg = self.config
+        addr = cfg.server.address
+        _check_exposure(addr, cfg)
+        try:
+            self.journal = Journal(cfg.journal.path, cfg.journal.retention_hours * 3600)
+            purged = self.journal.purge()
+            if purged:
+                log.info("journal: dropped %d result(s) past retention", purged)
+            self.engine = Engine(self.engine_config)
+            metrics, status_doc = _metrics_and_status(self.engine)
+            self.service = ProvingService(self.engine, self.journal,
+                                          max_message_bytes=cfg.server.max_message_bytes,
+                                          metrics=metrics, status_doc=status_doc)
+            self.service.resume()
+            self._listen(addr)
+            if cfg.http.enabled and metrics is not None:
+                from cuzk.server.http import StatusServer
+
+                self.http = StatusServer(cfg.http.host, cfg.http.port, self._status_doc,
+                                         metrics, cfg.auth.token)
+                self.http.start()
+        except BaseException:
+            self.stop(graceful=False)
+            raise
+        log.info("cuzk daemon listening on %s", self.address)
+
+    def _listen(self, addr: ListenAddress) -> None:
+        cfg = self.config
+        limit = cfg.server.max_message_bytes
+        # The transport admits up to twice the limit so that a message just over it reaches
+        # the servicer, which refuses it with INVALID_ARGUMENT and a reason; beyond that gRPC
+        # itself answers RESOURCE_EXHAUSTED.
+        options = [("grpc.max_receive_message_length", min(_MAX_GRPC_LIMIT, 2 * limit)),
+                   ("grpc.max_send_message_length", min(_MAX_GRPC_LIMIT, 2 * limit)),
+                   ("grpc.so_reuseport", 0)]
+        interceptors = [TokenInterceptor(cfg.auth.token)] if cfg.auth.token else []
+        server = grpc.server(ThreadPoolExecutor(RPC_THREADS, thread_name_prefix="cuzk-rpc"),
+                             interceptors=interceptors, options=options)
+        assert self.service is not None
+        server.add_generic_rpc_handlers([self.service.handler()])
+        if addr.unix_path is not None:
+            _clear_stale_socket(Path(addr.unix_path))
+            target = f"unix:{addr.unix_path}"
+        else:
+            host = f"[{addr.host}]" if addr.host and ":" in addr.host else addr.host
+            target = f"{host}:{addr.port}"
+        try:
+            if cfg.auth.tls:
+                port = server.add_secure_port(
+                    target, server_credentials(cfg.auth.tls_cert, cfg.auth.tls_key))
+            else:
+                port = server.add_insecure_port(target)
+        except RuntimeError as e:
+            raise BadInput(f"server.listen: cannot listen on {cfg.server.listen} ({e})") from e
+        if addr.unix_path is None and port == 0:
+            raise BadInput(f"server.listen: cannot listen on {cfg.server.listen}")
+        server.start()
+        self._server = server
+        self._address = (f"unix://{addr.unix_path}" if addr.unix_path is not None
+                         else f"{target.rsplit(':', 1)[0]}:{port}")
+
+    @property
+    def address(self) -> str:
+        """Where clients connect (with the real port when the config asked for port 0)."""
+        if self._address is None:
+            raise RuntimeError("the daemon is not listening")
+        return self._address
+
+    @property
+    def http_port(self) -> int | None:
+        return None if self.http is None else self.http.port
+
+    def _status_doc(self) -> dict:
+        assert self.engine is not None and self.service is not None
+        from cuzk.server.http import status_json
+
+        doc = status_json(self.engine.status())
+        doc["daemon"] = {"grpc": self._address, "journal": str(self.config.journal.path),
+                         "journal_jobs": self.service.journal.counts(),
+                         "completed": self.service.completed, "failed": self.service.failed}
+        return doc
+
+    # -- stop ---------------------------------------------------------------------------------
+
+    def stop(self, graceful: bool = True, grace: float | None = None) -> None:
+        """Stop taking work, finish (graceful) or cancel what runs, journal results, close.
+        Idempotent."""
+        with self._stop_lock:
+            if self._stopped.is_set():
+                return
+            grace = self.config.server.grace_seconds if grace is None else grace
+            if self.service is not None:
+                self.service.stop_accepting()
+            if self.engine is not None:
+                self.engine.shutdown(graceful=graceful, timeout=grace)
+            if self.service is not None:
+                self.service.join(timeout=30.0)
+            if self._server is not None:
+                self._server.stop(grace=1.0).wait()
+            if self.http is not None:
+                try:
+                    self.http.stop()
+                except RuntimeError:
+                    log.exception("stopping the HTTP server")
+            if self.journal is not None:
+                self.journal.close()
+            addr = self.config.server.address
+            if addr.unix_path is not None and self._server is not None:
+                Path(addr.unix_path).unlink(missing_ok=True)
+            self._stopped.set()
+            log.info("cuzk daemon stopped")
+
+    def serve_forever(self) -> None:
+        """Start, then block until SIGINT/SIGTERM (or :meth:`stop` from another thread)."""
+        wake = threading.Event()
+
+        def on_signal(signum: int, _frame: FrameType | None) -> None:
+            log.info("received %s: shutting down", signal.Signals(signum).name)
+            wake.set()
+
+        previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+        try:
+            self.start()
+            while not wake.wait(0.5) and not self._stopped.is_set():
+                pass
+        finally:
+            self.stop(graceful=True)
+            for s, h in previous.items():
+                signal.signal(s, h)
+
+    def __enter__(self) -> Daemon:
+        self.start()
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.stop(graceful=exc_type is None)
+
+
+def _check_exposure(addr: ListenAddress, cfg: DaemonConfig) -> None:
+    if not addr.loopback and not cfg.auth.token and not cfg.auth.tls:
+        raise BadInput(f"server.listen: {cfg.server.listen} is reachable from other hosts; "
+                       "refusing to serve it without auth.token or TLS (auth.tls_cert/tls_key)")
+
+
+def _clear_stale_socket(path: Path) -> None:
+    """Remove a socket file a killed daemon left behind; refuse if a daemon still listens."""
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return
+    if not stat.S_ISSOCK(mode):
+        raise BadInput(f"server.listen: {path} exists and is not a socket")
+    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        probe.connect(str(path))
+    except OSError:
+        path.unlink(missing_ok=True)  # nobody answers: stale
+        return
+    finally:
+        probe.close()
+    raise BadInput(f"server.listen: another process is already listening on {path}")
+
+
+def _metrics_and_status(engine: Engine):  # noqa: ANN202 - (Metrics | None, fn | None)
+    """The HTTP helper's metrics and /status document, when that module is available."""
+    try:
+        from cuzk.server.http import status_json
+        from cuzk.server.metrics import Metrics
+    except ImportError:  # pragma: no cover - both ship with cuzk
+        log.warning("metrics/status modules unavailable; GetMetrics answers empty")
+        return None, None
+    return Metrics(engine.status), status_json

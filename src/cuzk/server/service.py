@@ -1,0 +1,421 @@
+"""The cuzk.v1 ProvingEngine servicer: the eight RPCs over the engine and the journal.
+
+Requests arrive as raw bytes (the handlers are registered without a deserializer) so that
+decoding is ours: a message too large, not protobuf, or with fields of the wrong wire type is
+answered with INVALID_ARGUMENT and a reason, like any other malformed request, and the daemon
+carries on. Errors map by category: BadInput → INVALID_ARGUMENT, ResourceExhausted →
+RESOURCE_EXHAUSTED, an unknown job → NOT_FOUND, shutting down → UNAVAILABLE, anything else →
+INTERNAL (logged with its traceback; the client sees one line).
+
+Every accepted job gets a collector thread that blocks on the engine's result and writes it to
+the journal; AwaitProof waits for that write, so what a client is told is always what a
+restarted daemon would tell it too.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+import logging
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+import grpc
+
+from cuzk.engine import Engine, JobCancelled, Priority
+from cuzk.engine.request import EngineStatus, JobResult, JobState, PartitionTimeline
+from cuzk.errors import BadInput, CuzkError, ResourceExhausted
+from cuzk.server import convert
+from cuzk.server.journal import Journal, JournalEntry
+from cuzk.server.proto import proving_pb2 as pb
+
+log = logging.getLogger(__name__)
+
+SERVICE = "cuzk.v1.ProvingEngine"
+_WAIT_SLICE_S = 0.5  # how often a blocked AwaitProof checks that its client is still there
+_PURGE_EVERY_S = 600.0  # how often finished results past retention are dropped
+
+
+class _Abort(Exception):
+    """Ends an RPC with a status code (raised inside handlers, turned into context.abort)."""
+
+    def __init__(self, code: grpc.StatusCode, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+class ProvingService:
+    """Jobs in flight, their collectors and the RPC handlers.
+
+    ``metrics`` (optional) has ``job_finished(circuit_id, state, seconds, stages)`` and
+    ``render() -> bytes``; ``status_doc`` (optional) turns an EngineStatus into the /status JSON.
+    """
+
+    def __init__(
+        self,
+        engine: Engine,
+        journal: Journal,
+        *,
+        max_message_bytes: int,
+        metrics: Any = None,
+        status_doc: Callable[[EngineStatus], dict] | None = None,
+    ) -> None:
+        self.engine = engine
+        self.journal = journal
+        self.max_message_bytes = max_message_bytes
+        self.metrics = metrics
+        self.status_doc = status_doc
+        self.started = time.time()
+        self.completed = 0
+        self.failed = 0
+        self._lock = threading.Lock()
+        self._submit_lock = threading.Lock()  # request-id check and insert are one step
+        self._engine_ids: dict[str, str] = {}  # daemon job id → engine job id
+        self._done: dict[str, threading.Event] = {}  # set once the journal has the result
+        self._collectors: dict[str, threading.Thread] = {}
+        self._client_cancelled: set[str] = set()
+        self._accepting = True
+        self._last_purge = time.monotonic()
+
+    # -- lifecycle --------------------------------------------------------------------------
+
+    def resume(self) -> int:
+        """Re-submit every journalled job without a result (after a restart); returns how
+        many. A job the engine now refuses (keys gone, …) is recorded as failed."""
+        n = 0
+        for entry in self.journal.pending():
+            request = convert.make_request(entry.circuit_id, entry.seeds, entry.payload,
+                                           Priority(entry.priority), entry.request_id)
+            try:
+                engine_id = self.engine.submit(request)
+            except CuzkError as e:
+                log.warning("journalled job %s cannot be resumed: %s", entry.id, e)
+                self.journal.finish(entry.id, "failed", error=f"after a restart: {e}")
+                continue
+            self._track(entry.id, engine_id, entry.circuit_id, entry.submitted_at)
+            n += 1
+        if n:
+            log.info("resumed %d journalled job(s)", n)
+        return n
+
+    def stop_accepting(self) -> None:
+        self._accepting = False
+
+    def join(self, timeout: float | None = None) -> None:
+        """Wait for the collectors (after the engine has shut down they all end quickly)."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        for t in list(self._collectors.values()):
+            t.join(None if deadline is None else max(0.0, deadline - time.monotonic()))
+
+    # -- the work behind the RPCs -------------------------------------------------------------
+
+    def submit(self, conv: convert.Converted) -> pb.SubmitProofResponse:
+        if not self._accepting:
+            raise _Abort(grpc.StatusCode.UNAVAILABLE, "the daemon is shutting down")
+        req = conv.request
+        payload = req.payload
+        digest = req.payload_digest()
+        guard = self._submit_lock if req.request_id else contextlib.nullcontext()
+        with guard:
+            if req.request_id is not None:
+                prior = self.journal.by_request_id(req.request_id)
+                if prior is not None:
+                    if prior.digest != digest:
+                        raise BadInput(f"request_id {req.request_id!r} was already used for "
+                                       "another payload")
+                    return pb.SubmitProofResponse(job_id=prior.id)
+            with self._lock:
+                ahead = len(self._engine_ids)
+            engine_id = self.engine.submit(req)
+            entry = JournalEntry(
+                self.journal.new_id(), req.request_id, digest, conv.kind, req.circuit_id,
+                tuple(req.seeds), payload, int(req.priority), "pending", time.time(),
+                None, None, None, None, None, None,
+            )
+            try:
+                self.journal.add(entry)
+            except Exception as e:
+                self.engine.cancel(engine_id)
+                log.exception("journal write failed")
+                raise _Abort(grpc.StatusCode.UNAVAILABLE,
+                             f"cannot journal the request ({e}); not accepted") from e
+            self._track(entry.id, engine_id, req.circuit_id, entry.submitted_at)
+        return pb.SubmitProofResponse(job_id=entry.id, queue_position=ahead)
+
+    def _track(self, job_id: str, engine_id: str, circuit_id: str, submitted_at: float) -> None:
+        with self._lock:
+            self._engine_ids[job_id] = engine_id
+            self._done[job_id] = threading.Event()
+            t = threading.Thread(target=self._collect,
+                                 args=(job_id, engine_id, circuit_id, submitted_at),
+                                 name=f"cuzk-collect-{job_id}", daemon=True)
+            self._collectors[job_id] = t
+        t.start()
+
+    def _collect(self, job_id: str, engine_id: str, circuit_id: str,
+                 submitted_at: float) -> None:
+        """Block on the engine's result and journal it."""
+        state, timelines = None, ()
+        try:
+            try:
+                result: JobResult = self.engine.result(engine_id)
+            except JobCancelled:
+                if job_id in self._client_cancelled:
+                    state = "cancelled"
+                    self.journal.finish(job_id, state, error="cancelled by the client")
+                # else a shutdown cancelled it: it stays pending and resumes after a restart
+                return
+            except CuzkError as e:
+                state = "failed"
+                self.journal.finish(job_id, state, error=str(e))
+                return
+            except Exception as e:  # noqa: BLE001 - recorded, never lost
+                log.exception("job %s: unexpected failure", job_id)
+                state = "failed"
+                self.journal.finish(job_id, state, error=f"internal error: {e}")
+                return
+            timelines = result.timelines
+            timings = convert.timing_ms(timelines)
+            timings["total_ms"] = max(0, round((time.time() - submitted_at) * 1000))
+            timings["timelines"] = [_timeline_dict(t) for t in timelines]
+            state = "succeeded"
+            self.journal.finish(job_id, state, proof=result.proof,
+                                public_inputs=result.public_inputs, vk_path=result.vk_path,
+                                timings=timings)
+        except Exception:  # noqa: BLE001 - the journal itself failed; keep the daemon up
+            log.exception("job %s: cannot journal its result", job_id)
+        finally:
+            with self._lock:
+                self._engine_ids.pop(job_id, None)
+                self._collectors.pop(job_id, None)
+                done = self._done.pop(job_id, None)
+                self._client_cancelled.discard(job_id)
+                if state == "succeeded":
+                    self.completed += 1
+                elif state == "failed":
+                    self.failed += 1
+            if done is not None:
+                done.set()
+            if state is not None and self.metrics is not None:
+                _report(self.metrics, circuit_id, state, time.time() - submitted_at, timelines)
+            self._maybe_purge()
+
+    def _maybe_purge(self) -> None:
+        """Drop results past retention now and then (a long-running daemon's journal would
+        otherwise only shrink at restarts)."""
+        with self._lock:
+            if time.monotonic() - self._last_purge < _PURGE_EVERY_S:
+                return
+            self._last_purge = time.monotonic()
+        try:
+            self.journal.purge()
+        except Exception:  # noqa: BLE001 - housekeeping never fails a job
+            log.exception("journal purge")
+
+    def await_(self, job_id: str, timeout_ms: int,
+               context: grpc.ServicerContext) -> pb.AwaitProofResponse:
+        entry = self._entry(job_id)
+        if not entry.terminal:
+            with self._lock:
+                done = self._done.get(job_id)
+            if done is not None:
+                deadline = None if timeout_ms == 0 else time.monotonic() + timeout_ms / 1000
+                while not done.is_set():
+                    left = _WAIT_SLICE_S if deadline is None else min(
+                        _WAIT_SLICE_S, deadline - time.monotonic())
+                    if left <= 0:
+                        return pb.AwaitProofResponse(job_id=job_id,
+                                                     status=pb.AwaitProofResponse.TIMEOUT)
+                    if done.wait(left):
+                        break
+                    if not context.is_active():
+                        raise _Abort(grpc.StatusCode.CANCELLED, "the client went away")
+            entry = self._entry(job_id)
+        if not entry.terminal:
+            raise _Abort(grpc.StatusCode.UNAVAILABLE, f"{job_id} is journalled but not running "
+                         "(the daemon is shutting down); it resumes when the daemon restarts")
+        return await_response(entry)
+
+    def cancel(self, job_id: str) -> bool:
+        entry = self._entry(job_id)
+        if entry.terminal:
+            return False
+        with self._lock:
+            engine_id = self._engine_ids.get(job_id)
+        if engine_id is None:
+            return False
+        self._client_cancelled.add(job_id)
+        try:
+            return self.engine.cancel(engine_id)
+        except BadInput:
+            return False  # the engine already forgot it (it finished)
+
+    def status(self) -> pb.GetStatusResponse:
+        st = self.engine.status()
+        with self._lock:
+            by_engine = {e: d for d, e in self._engine_ids.items()}
+        circuits = {j.job_id: j.circuit_id for j in st.jobs}
+        gpus = []
+        for d in st.devices:
+            busy = next((w.busy_with for w in st.workers
+                         if w.device == d.index and w.busy_with), None)
+            engine_job = busy.split("/")[0] if busy else ""
+            gpus.append(pb.GPUStatus(ordinal=d.index, name=d.backend,
+                                     current_job_id=by_engine.get(engine_job, engine_job),
+                                     current_proof_kind=circuits.get(engine_job, "")))
+        tiers = {"resident": pb.SRSStatus.HOT, "loading": pb.SRSStatus.WARM}
+        srs = [pb.SRSStatus(circuit_id=s.circuit_id, tier=tiers.get(s.state, pb.SRSStatus.COLD),
+                            size_bytes=s.bytes, ref_count=s.users) for s in st.srs]
+        queues: dict[str, list[int]] = {}
+        for j in st.jobs:
+            q = queues.setdefault(j.circuit_id, [0, 0])
+            if j.state is JobState.QUEUED:
+                q[0] += 1
+            elif j.state is JobState.RUNNING:
+                q[1] += 1
+        doc = ""
+        if self.status_doc is not None:
+            try:
+                doc = json.dumps(self.status_doc(st))
+            except Exception:  # noqa: BLE001 - the summary fields still answer
+                log.exception("status document")
+        return pb.GetStatusResponse(
+            gpus=gpus, loaded_srs=srs,
+            queues=[pb.QueueStatus(proof_kind=k, pending=p, in_progress=r)
+                    for k, (p, r) in sorted(queues.items())],
+            total_proofs_completed=self.completed, total_proofs_failed=self.failed,
+            uptime_seconds=int(time.time() - self.started),
+            pinned_memory_bytes=st.budget.reserved, pinned_memory_limit_bytes=st.budget.total,
+            status_json=doc,
+        )
+
+    def preload(self, circuit_id: str) -> pb.PreloadSrsResponse:
+        if not circuit_id:
+            raise BadInput("circuit_id is empty")
+        before = _srs(self.engine.status(), circuit_id)
+        already = before is not None and before.state == "resident"
+        t0 = time.perf_counter()
+        self.engine.preload(circuit_id)
+        return pb.PreloadSrsResponse(
+            already_loaded=already,
+            load_time_ms=0 if already else round((time.perf_counter() - t0) * 1000))
+
+    def evict(self, circuit_id: str) -> pb.EvictSrsResponse:
+        if not circuit_id:
+            raise BadInput("circuit_id is empty")
+        before = _srs(self.engine.status(), circuit_id)
+        evicted = self.engine.evict(circuit_id)
+        return pb.EvictSrsResponse(
+            was_loaded=evicted, freed_bytes=before.bytes if evicted and before else 0)
+
+    def metrics_text(self) -> str:
+        return "" if self.metrics is None else self.metrics.render().decode()
+
+    def _entry(self, job_id: str) -> JournalEntry:
+        if not job_id:
+            raise BadInput("job_id is empty")
+        entry = self.journal.get(job_id)
+        if entry is None:
+            raise _Abort(grpc.StatusCode.NOT_FOUND, f"no job {job_id!r} (unknown, or older than "
+                         "the journal's retention)")
+        return entry
+
+    # -- gRPC plumbing ---------------------------------------------------------------------------
+
+    def handler(self) -> grpc.GenericRpcHandler:
+        """Every RPC as a raw-bytes unary handler (see the module docstring for why)."""
+        rpcs: dict[str, tuple[type, Callable[[Any, grpc.ServicerContext], Any]]] = {
+            "SubmitProof": (pb.SubmitProofRequest,
+                            lambda r, c: self.submit(convert.to_engine(r))),
+            "AwaitProof": (pb.AwaitProofRequest,
+                           lambda r, c: self.await_(r.job_id, r.timeout_ms, c)),
+            "Prove": (pb.ProveRequest, self._prove),
+            "CancelProof": (pb.CancelProofRequest,
+                            lambda r, c: pb.CancelProofResponse(was_running=self.cancel(r.job_id))),
+            "GetStatus": (pb.GetStatusRequest, lambda r, c: self.status()),
+            "GetMetrics": (pb.GetMetricsRequest,
+                           lambda r, c: pb.GetMetricsResponse(prometheus_text=self.metrics_text())),
+            "PreloadSRS": (pb.PreloadSrsRequest, lambda r, c: self.preload(r.circuit_id)),
+            "EvictSRS": (pb.EvictSrsRequest, lambda r, c: self.evict(r.circuit_id)),
+        }
+        handlers = {
+            name: grpc.unary_unary_rpc_method_handler(
+                self._wrap(name, req_type, fn),
+                response_serializer=lambda m: m.SerializeToString())
+            for name, (req_type, fn) in rpcs.items()
+        }
+        return grpc.method_handlers_generic_handler(SERVICE, handlers)
+
+    def _prove(self, request: pb.ProveRequest, context: grpc.ServicerContext) -> pb.ProveResponse:
+        job_id = self.submit(convert.to_engine(request.submit)).job_id
+        return pb.ProveResponse(result=self.await_(job_id, 0, context))
+
+    def _wrap(self, name: str, req_type: type,
+              fn: Callable[[Any, grpc.ServicerContext], Any]) -> Callable[[bytes, Any], Any]:
+        limit = self.max_message_bytes
+
+        def handle(raw: bytes, context: grpc.ServicerContext) -> Any:
+            try:
+                if len(raw) > limit:
+                    raise BadInput(f"{name}: message of {len(raw):,} bytes exceeds the limit "
+                                   f"of {limit:,} (server.max_message_bytes)")
+                return fn(convert.decode(req_type, raw, name), context)
+            except _Abort as e:
+                code, message = e.code, str(e)
+            except BadInput as e:
+                code, message = grpc.StatusCode.INVALID_ARGUMENT, str(e)
+            except ResourceExhausted as e:
+                code, message = grpc.StatusCode.RESOURCE_EXHAUSTED, str(e)
+            except CuzkError as e:
+                code, message = grpc.StatusCode.INTERNAL, f"{type(e).__name__}: {e}"
+            except Exception as e:  # noqa: BLE001 - one bad call never takes the daemon down
+                log.exception("%s failed", name)
+                code, message = grpc.StatusCode.INTERNAL, f"internal error: {e}"
+            context.abort(code, message)
+
+        return handle
+
+
+def await_response(entry: JournalEntry) -> pb.AwaitProofResponse:
+    """The AwaitProof answer for a finished journal entry."""
+    status = {"succeeded": pb.AwaitProofResponse.COMPLETED,
+              "failed": pb.AwaitProofResponse.FAILED,
+              "cancelled": pb.AwaitProofResponse.CANCELLED}[entry.state]
+    resp = pb.AwaitProofResponse(job_id=entry.id, status=status, error_message=entry.error or "",
+                                 circuit_id=entry.circuit_id)
+    if entry.state == "succeeded":
+        t = entry.timings or {}
+        resp.proof = entry.proof or b""
+        resp.public_inputs.extend(convert.public_inputs_message(entry.public_inputs or ()))
+        resp.vk_path = entry.vk_path or ""
+        resp.queue_wait_ms = t.get("queue_wait_ms", 0)
+        resp.synthesis_ms = t.get("synthesis_ms", 0)
+        resp.gpu_compute_ms = t.get("gpu_compute_ms", 0)
+        resp.total_ms = t.get("total_ms", 0)
+        # The engine loads parameters inside admission and does not time it per job; it is
+        # part of the queue wait, so 0 here means "not measured separately".
+        resp.srs_load_ms = 0
+        resp.timelines.extend(convert.timeline_message(PartitionTimeline(**d))
+                              for d in t.get("timelines", ()))
+    return resp
+
+
+def _timeline_dict(t: PartitionTimeline) -> dict:
+    return dataclasses.asdict(t)
+
+
+def _srs(st: EngineStatus, circuit_id: str) -> Any:
+    return next((s for s in st.srs if s.circuit_id == circuit_id), None)
+
+
+def _report(metrics: Any, circuit_id: str, state: str, seconds: float,
+            timelines: tuple[PartitionTimeline, ...]) -> None:
+    try:
+        from cuzk.server.metrics import stage_seconds
+
+        metrics.job_finished(circuit_id, state, seconds, stage_seconds(timelines))
+    except Exception:  # noqa: BLE001 - metrics never fail a job
+        log.exception("metrics")

@@ -1,0 +1,217 @@
+"""SubmitProofRequest → engine request: proof kinds and registered proof numbers to circuit
+ids, priorities, the PoSt envelope (from JSON and from bincode vanilla proofs), and a fuzz test
+that decoding anything at all ends in a request or BadInput, never another exception."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from cuzk.circuits.filecoin.post import post_params
+from cuzk.circuits.filecoin.vanilla import random_sector
+from cuzk.circuits.filecoin.vanilla_json import generate, read_request, sector_vanilla_json
+from cuzk.engine import Priority
+from cuzk.errors import BadInput
+from cuzk.field import fr
+from cuzk.server import convert
+from cuzk.server.proto import proving_pb2 as pb
+
+SIZES = [2 << 10, 8 << 20, 512 << 20, 32 << 30, 64 << 30]
+NAMES = ["2k", "8m", "512m", "32g", "64g"]
+
+
+@pytest.mark.parametrize("i", range(5))
+def test_registered_proofs_name_circuits(i):
+    """filecoin-ffi numbering: seal 0–19 (four groups of five sizes), update 0–4, PoSt winning
+    0–4 and window V1_1 10–14."""
+    for group in range(4):
+        msg = pb.SubmitProofRequest(proof_kind=pb.POREP_SEAL_COMMIT, registered_proof=5 * group + i,
+                                    vanilla_proof=b"{}", sector_size=SIZES[i])
+        assert convert.to_engine(msg).request.circuit_id == f"porep-{NAMES[i]}"
+    msg = pb.SubmitProofRequest(proof_kind=pb.SNAP_DEALS_UPDATE, registered_proof=i,
+                                vanilla_proofs=[b"x"], comm_r_old=bytes(32), comm_r_new=bytes(32),
+                                comm_d_new=bytes(32))
+    conv = convert.to_engine(msg)
+    assert conv.request.circuit_id == f"snap-{NAMES[i]}" and conv.kind == "snap"
+    doc = json.loads(conv.request.payload)
+    assert doc["vanilla_proofs"] == ["eA=="] and doc["comm_d_new"] == [0] * 32
+
+
+def test_sector_size_must_agree_and_window_v1_is_refused():
+    with pytest.raises(BadInput, match="does not match"):
+        convert.to_engine(pb.SubmitProofRequest(proof_kind=pb.POREP_SEAL_COMMIT,
+                                                registered_proof=3, sector_size=2048,
+                                                vanilla_proof=b"{}"))
+    with pytest.raises(BadInput, match="retired"):
+        convert.to_engine(pb.SubmitProofRequest(proof_kind=pb.WINDOW_POST_PARTITION,
+                                                registered_proof=8, vanilla_proofs=[b"{}"],
+                                                randomness=bytes(32)))
+    with pytest.raises(BadInput, match="unknown value 9"):
+        convert.to_engine(pb.SubmitProofRequest(proof_kind=9))
+    with pytest.raises(BadInput, match="unspecified"):
+        convert.to_engine(pb.SubmitProofRequest())
+
+
+def test_priorities_map_both_ways():
+    want = {pb.PRIORITY_UNSPECIFIED: Priority.NORMAL, pb.LOW: Priority.LOW,
+            pb.NORMAL: Priority.NORMAL, pb.HIGH: Priority.HIGH, pb.CRITICAL: Priority.CRITICAL}
+    for wire, engine in want.items():
+        msg = pb.SubmitProofRequest(circuit_id="synthetic:64", seeds=[1], priority=wire)
+        assert convert.to_engine(msg).request.priority is engine
+        if wire:
+            assert convert.wire_priority(engine) == wire
+    with pytest.raises(BadInput, match="priority"):
+        convert.to_engine(pb.SubmitProofRequest(circuit_id="synthetic:64", seeds=[1],
+                                                priority=7))
+
+
+def test_direct_circuit_requests(rng):
+    seeds = [int(x) for x in rng.integers(0, 1 << 62, size=3)]
+    conv = convert.to_engine(pb.SubmitProofRequest(circuit_id="synthetic:64", seeds=seeds,
+                                                   request_id="r"))
+    assert conv.request.seeds == tuple(seeds) and conv.request.request_id == "r"
+    for bad in (pb.SubmitProofRequest(circuit_id="synthetic:64"),
+                pb.SubmitProofRequest(circuit_id="synthetic:64", seeds=[1], vanilla_proof=b"x"),
+                pb.SubmitProofRequest(circuit_id="synthetic:64", vanilla_proofs=[b"x"]),
+                pb.SubmitProofRequest(circuit_id="synthetic:64", seeds=[1],
+                                      request_id="x" * 257)):
+        with pytest.raises(BadInput):
+            convert.to_engine(bad)
+
+
+def test_prover_id_is_the_id_address_payload():
+    # f01000's address payload is the uvarint of 1000: e8 07 (Filecoin address spec).
+    assert convert.prover_id(1000) == int.from_bytes(bytes([0xE8, 0x07]), "little")
+    assert convert.prover_id(0) == 0 and convert.prover_id(127) == 127
+    assert convert.prover_id(128) == int.from_bytes(bytes([0x80, 0x01]), "little")
+
+
+def _bincode_path(path: dict) -> bytes:
+    out = len(path["path"]).to_bytes(8, "little")
+    for e in path["path"]:
+        out += len(e["hashes"]).to_bytes(8, "little") + b"".join(bytes(h) for h in e["hashes"])
+        out += e["index"].to_bytes(8, "little")
+    return out
+
+
+def _bincode(doc: dict) -> bytes:
+    """An independent bincode encoder of the serde layout (test side)."""
+    out = doc["sector_id"].to_bytes(8, "little") + bytes(doc["comm_r"])
+    sectors = doc["vanilla_proof"]["sectors"]
+    out += len(sectors).to_bytes(8, "little")
+    for s in sectors:
+        out += len(s["inclusion_proofs"]).to_bytes(8, "little")
+        for m in s["inclusion_proofs"]:
+            (kind, body), = m["data"].items()
+            out += ["Single", "Sub", "Top"].index(kind).to_bytes(4, "little")
+            if kind == "Single":
+                out += bytes(body["root"]) + bytes(body["leaf"]) + _bincode_path(body["path"])
+            else:
+                for part in ("base_proof", "sub_proof", "top_proof")[:2 if kind == "Sub" else 3]:
+                    out += _bincode_path(body[part])
+                out += bytes(body["root"]) + bytes(body["leaf"])
+        out += bytes(s["comm_c"]) + bytes(s["comm_r_last"])
+    return out
+
+
+@pytest.mark.parametrize("encoding", ["json", "bincode"])
+def test_winning_post_envelope_round_trip(encoding, rng):
+    p = post_params("winning-2k")
+    sector = random_sector(p, int(rng.integers(1 << 40)), rng)
+    randomness = fr.to_int(fr.random(1, rng)[0])
+    docs = [sector_vanilla_json(s, p) for s in generate(p, [sector], randomness)]
+    blobs = [json.dumps(d).encode() if encoding == "json" else _bincode(d) for d in docs]
+    miner = int(rng.integers(1000, 1 << 40))
+    msg = pb.SubmitProofRequest(proof_kind=pb.WINNING_POST, registered_proof=0,
+                                sector_size=2048, vanilla_proofs=blobs, miner_id=miner,
+                                randomness=randomness.to_bytes(32, "little"), priority=pb.CRITICAL)
+    conv = convert.to_engine(msg)
+    assert conv.kind == "winning" and conv.request.circuit_id == "winning-2k"
+    assert conv.request.priority is Priority.CRITICAL
+    env = json.loads(conv.request.payload)
+    assert env["vanilla_proofs"] == docs
+    assert int.from_bytes(bytes(env["prover_id"]), "little") == convert.prover_id(miner)
+    cid, _circuit, inputs = read_request(conv.request.payload)
+    assert cid == "winning-2k" and len(inputs) == 132
+
+
+def test_bincode_starting_with_a_brace_is_still_bincode(rng):
+    p = post_params("winning-2k")
+    sector = random_sector(p, 256 * int(rng.integers(1 << 30)) + ord("{"), rng)
+    doc = sector_vanilla_json(generate(p, [sector], 3)[0], p)
+    raw = _bincode(doc)
+    assert raw[:1] == b"{"
+    msg = pb.SubmitProofRequest(proof_kind=pb.WINNING_POST, registered_proof=0,
+                                vanilla_proofs=[raw], randomness=(3).to_bytes(32, "little"))
+    assert json.loads(convert.to_engine(msg).request.payload)["vanilla_proofs"] == [doc]
+
+
+def test_bad_post_inputs_are_refused(rng):
+    p = post_params("winning-2k")
+    sector = random_sector(p, 5, rng)
+    doc = sector_vanilla_json(generate(p, [sector], 1)[0], p)
+    good = _bincode(doc)
+    base = dict(proof_kind=pb.WINNING_POST, registered_proof=0, randomness=bytes(32))
+    cases = {
+        "truncated bincode": [good[: len(good) // 2]],
+        "left over": [good + b"\0"],
+        "not JSON": [b'{"sector_id": '],
+        "expected a JSON object": [b"{}"[:1]],
+    }
+    for what, blobs in cases.items():
+        try:
+            convert.to_engine(pb.SubmitProofRequest(vanilla_proofs=blobs, **base))
+        except BadInput:
+            continue
+        pytest.fail(f"{what}: accepted")
+    with pytest.raises(BadInput, match="32 bytes"):
+        convert.to_engine(pb.SubmitProofRequest(proof_kind=pb.WINNING_POST, registered_proof=0,
+                                                vanilla_proofs=[good], randomness=b"\1" * 31))
+    with pytest.raises(BadInput, match="canonical"):
+        convert.to_engine(pb.SubmitProofRequest(proof_kind=pb.WINNING_POST, registered_proof=0,
+                                                vanilla_proofs=[good], randomness=b"\xff" * 32))
+
+
+def _valid_messages() -> list[bytes]:
+    return [
+        pb.SubmitProofRequest(circuit_id="synthetic:64", seeds=[1, 2]).SerializeToString(),
+        pb.SubmitProofRequest(proof_kind=pb.POREP_SEAL_COMMIT, registered_proof=8,
+                              vanilla_proof=b'{"SectorNum": 1}').SerializeToString(),
+        pb.SubmitProofRequest(proof_kind=pb.WINNING_POST, registered_proof=0,
+                              randomness=bytes(32), miner_id=1000,
+                              vanilla_proofs=[b'{"sector_id": 1}', bytes(80)]).SerializeToString(),
+    ]
+
+
+@st.composite
+def garbled(draw) -> bytes:
+    """Random bytes, or a valid message with bytes flipped, cut, inserted or repeated."""
+    if draw(st.booleans()):
+        return draw(st.binary(max_size=400))
+    raw = bytearray(draw(st.sampled_from(_valid_messages())))
+    for _ in range(draw(st.integers(1, 6))):
+        op = draw(st.sampled_from(["flip", "cut", "insert", "dup"]))
+        pos = draw(st.integers(0, max(0, len(raw) - 1)))
+        if op == "flip" and raw:
+            raw[pos] ^= draw(st.integers(1, 255))
+        elif op == "cut":
+            del raw[pos:]
+        elif op == "insert":
+            raw[pos:pos] = draw(st.binary(min_size=1, max_size=12))
+        else:
+            raw += raw[pos:]
+    return bytes(raw)
+
+
+@settings(max_examples=1500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(garbled())
+def test_fuzz_decoding_never_raises_anything_but_bad_input(raw):
+    try:
+        conv = convert.submit_from_bytes(raw)
+    except BadInput as e:
+        assert str(e)  # a message for the client
+        return
+    assert conv.request.circuit_id  # decoded into a well-formed engine request
