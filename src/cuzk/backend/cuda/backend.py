@@ -132,6 +132,14 @@ class CudaBackend:
             z = self.upload(z)
         return self.abc.evaluate(shape, z)
 
+    def unsatisfied_rows_device(self, a: Any, b: Any, c: Any) -> np.ndarray:
+        """Rows where a·b ≠ c, as a host array (empty when the witness satisfies every
+        constraint): the prover's check without downloading a, b and c."""
+        cp = self.gpu.cp
+        with self.gpu.context(), self.gpu.guard("a·b = c check"):
+            bad = cp.any(self.fr.mul_sub(a, b, c) != 0, axis=1)
+            return cp.asnumpy(cp.flatnonzero(bad)[:16], stream=self.gpu.stream)
+
     def evaluate_abc(self, shape: R1CSShape, z: fr.FrVec) -> tuple[fr.FrVec, fr.FrVec, fr.FrVec]:
         a, b, c = self.evaluate_abc_device(shape, z)
         return self.download(a), self.download(b), self.download(c)
@@ -172,8 +180,13 @@ class CudaBackend:
         if hasattr(eng, "evict"):
             eng.evict(bases)
 
-    def msm(self, bases: PointSet, scalars: fr.FrVec) -> Future:
-        return self._engine().msm(bases, scalars)
+    def msm(self, bases: PointSet, scalars: Any) -> Future:
+        """``scalars``: a host FrVec or a device array of this backend (the device's work
+        queued before this call must be complete: see :meth:`synchronize`)."""
+        eng = self._engine()
+        if not isinstance(scalars, np.ndarray) and not hasattr(eng, "enqueue_windows"):
+            scalars = self.download(scalars)  # the CPU fallback reads host memory
+        return eng.msm(bases, scalars)
 
     def split_msm(self, bases: PointSet, scalars: fr.FrVec) -> Future:
         return self._engine().split_msm(bases, scalars)

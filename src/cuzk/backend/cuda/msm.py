@@ -351,8 +351,10 @@ class GpuMsm:
                 d_scalars = scalars if not isinstance(scalars, np.ndarray) else cp.asarray(scalars)
                 gather = None
             else:
-                d_scalars = cp.asarray(np.ascontiguousarray(scalars[tail]))
+                # Upload all rows (one DMA when the caller's buffer is page-locked) and
+                # gather the tail on the device, not on the host.
                 gather = cp.asarray(tail.astype(np.uint32))
+                d_scalars = cp.asarray(scalars)[gather]
             if len(d_scalars):
                 terms, exps = self.enqueue_windows(res, d_scalars, gather, window)
                 parts.append(terms)
