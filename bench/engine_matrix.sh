@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Issue 4's engine matrix: 10-partition proofs of synthetic:SIZE with 1, 2 and 3 workers per
-# device, single-lock vs staging, on one device — then the same on every device of the host.
+# device, single-lock vs staging (MODES), on one device — then every device of the host.
 # Writes cuzk bench JSON, logs and timelines to $OUT. Usage (H200 host, CUDA):
 #   OUT=/tmp/out SIZE=4194304 BACKEND=cuda DEVICES_ALL=2 bash bench/engine_matrix.sh
 # Dry run here: OUT=/tmp/m SIZE=2048 BACKEND=cpu PROOFS=2 bash bench/engine_matrix.sh
@@ -11,6 +11,7 @@ BACKEND=${BACKEND:-cuda}
 PARTS=${PARTS:-10}
 PROOFS=${PROOFS:-3}
 WORKERS=${WORKERS:-"1 2 3"}
+MODES=${MODES:-"single staging"}
 DEVICES_ALL=${DEVICES_ALL:-1}
 KEYS=${KEYS:-/tmp/cuzk-keys}
 SHAPES=${SHAPES:-/tmp/cuzk-shapes}
@@ -31,11 +32,13 @@ run() {  # name, extra args
     --shape-cache "$SHAPES" --json "$OUT/$name.json" "$@" 2>&1 | tail -25
 }
 for w in $WORKERS; do
-  run "w${w}_single" --devices 1 --workers-per-device "$w"
-  run "w${w}_staging" --devices 1 --workers-per-device "$w" --staging
+  for mode in $MODES; do
+    if [ "$mode" = single ]; then flag=--no-staging; else flag=--staging; fi
+    run "w${w}_${mode}" --devices 1 --workers-per-device "$w" "$flag"
+  done
 done
 if [ "$DEVICES_ALL" -gt 1 ]; then
   run "d${DEVICES_ALL}_w2" --devices "$DEVICES_ALL" --workers-per-device 2 \
-    --proofs $((PROOFS * DEVICES_ALL)) --concurrency $((2 * DEVICES_ALL)) \
+    --proofs $((PROOFS * DEVICES_ALL)) --concurrency $((2 * DEVICES_ALL)) --staging \
     --timeline "$OUT/d${DEVICES_ALL}_timeline.png"
 fi
