@@ -1,0 +1,114 @@
+"""The SDR parent graph (storage-proofs-porep ``StackedBucketGraph``): 6 DRG parents from
+bucket sampling plus 8 expander parents from a Feistel permutation, 14 per node.
+
+Both are keyed by the porep_id: the DRG by the first 28 bytes of SHA-256("Filecoin_DRSample" ‖
+porep_id) (with the node index appended as a ChaCha8 key), the expander by the four u64 LE
+words of SHA-256("Filecoin_Feistel" ‖ porep_id) (three Feistel rounds use the first three).
+The whole table is computed at once (numba); upstream's parent-cache file is this table as
+u32 LE, and its SHA-256 digest is published per size and version — the tests check it.
+
+Api 1.0.0 differs in two places: the DRG's immediate predecessor is the last base parent
+(first from 1.1.0), and the expander truncated the permuted index to u32 before dividing by 8,
+which changes nothing below 2^29 nodes (all sizes built here).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+
+import numpy as np
+
+from cuzk.circuits.filecoin.seal import _kernels as K
+from cuzk.circuits.filecoin.seal.proof_types import (
+    API_V1_0,
+    BASE_DEGREE,
+    EXP_DEGREE,
+    SealProof,
+)
+from cuzk.errors import BadInput
+
+
+def domain_seed(tag: str, porep_id: bytes) -> bytes:
+    """Upstream ``derive_porep_domain_seed``: SHA-256(tag ‖ porep_id)."""
+    return hashlib.sha256(tag.encode() + porep_id).digest()
+
+
+def drg_seed(porep_id: bytes) -> bytes:
+    """The 28-byte bucket-graph seed."""
+    return domain_seed("Filecoin_DRSample", porep_id)[:28]
+
+
+def feistel_keys(porep_id: bytes) -> list[int]:
+    """The four expander Feistel keys."""
+    s = domain_seed("Filecoin_Feistel", porep_id)
+    return [int.from_bytes(s[8 * i : 8 * i + 8], "little") for i in range(4)]
+
+
+def feistel_precompute(num_elements: int) -> tuple[int, int, int]:
+    """(left mask, right mask, half bits): the smallest even bit width ≥ 4 covering the range."""
+    pow4, log4 = 4, 1
+    while pow4 < num_elements:
+        pow4 *= 4
+        log4 += 1
+    return ((1 << log4) - 1) << log4, (1 << log4) - 1, log4
+
+
+@dataclass(frozen=True, eq=False)
+class Graph:
+    """A sector's parent table: ``parents[v]`` = 6 DRG parents then 8 expander parents."""
+
+    nodes: int
+    porep_id: bytes
+    api_version: str
+    parents: np.ndarray  # (nodes, 14) uint32
+
+    def base(self, v: int) -> list[int]:
+        return [int(p) for p in self.parents[v, :BASE_DEGREE]]
+
+    def expander(self, v: int) -> list[int]:
+        return [int(p) for p in self.parents[v, BASE_DEGREE:]]
+
+    def cache_digest(self) -> str:
+        """SHA-256 (hex) of the table as upstream's parent-cache file stores it (u32 LE)."""
+        return hashlib.sha256(self.parents.astype("<u4").tobytes()).hexdigest()
+
+    def cache_id(self) -> str:
+        """Upstream's parent-cache file stem (``cache_path``): it commits to the graph's
+        identifier string, the Feistel keys and the node count."""
+        ident = (
+            "stacked_graph::StackedGraph{expansion_degree: 8 base_graph: "
+            f"drgraph::BucketGraph{{size: {self.nodes}; degree: {BASE_DEGREE}; "
+            "hasher: poseidon_hasher} }"
+        )
+        h = hashlib.sha256(b"poseidon_hasher" + ident.encode())
+        for k in feistel_keys(self.porep_id):
+            h.update(k.to_bytes(8, "little"))
+        h.update(self.nodes.to_bytes(4, "little"))
+        return f"v28-sdr-parent-{h.hexdigest()}"
+
+
+def build_graph(nodes: int, porep_id: bytes, api_version: str) -> Graph:
+    """The parent table of a ``nodes``-node sector.
+
+    Raises:
+        BadInput: a node count that is not a power of two ≥ 2, or a porep_id not 32 bytes.
+    """
+    if nodes < 2 or nodes & (nodes - 1) or nodes > 1 << 31:
+        raise BadInput(f"graph node count must be a power of two in [2, 2^31], got {nodes}")
+    if len(porep_id) != 32:
+        raise BadInput(f"porep_id must be 32 bytes, got {len(porep_id)}")
+    seed = np.frombuffer(drg_seed(porep_id), dtype="<u4").astype(np.uint64)
+    base = np.zeros((nodes, BASE_DEGREE), dtype=np.uint32)
+    K.k_bucket_parents(seed, nodes, BASE_DEGREE, api_version != API_V1_0, base)
+    exp = np.zeros((nodes, EXP_DEGREE), dtype=np.uint32)
+    lm, rm, hb = feistel_precompute(nodes * EXP_DEGREE)
+    keys = np.array(feistel_keys(porep_id), dtype=np.uint64)
+    K.k_expander_parents(keys, nodes, EXP_DEGREE, np.uint64(lm), np.uint64(rm), np.uint64(hb),
+                         exp)  # fmt: skip
+    return Graph(nodes, porep_id, api_version, np.concatenate([base, exp], axis=1))
+
+
+def proof_graph(proof: SealProof) -> Graph:
+    """The parent table a registered proof's sectors use."""
+    return build_graph(proof.nodes, proof.porep_id, proof.api_version)
