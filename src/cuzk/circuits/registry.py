@@ -1,5 +1,5 @@
-"""Circuit ids → circuit objects: ``synthetic:N`` and Filecoin's PoSt circuits
-(``winning-2k`` … ``winning-64g``, ``wpost-2k`` … ``wpost-64g``).
+"""Circuit ids → circuit objects: ``synthetic:N`` and Filecoin's circuits (``winning-``,
+``wpost-``, ``porep-`` and ``snap-`` followed by ``2k``, ``8m``, ``512m``, ``32g`` or ``64g``).
 
 ``snarkjs:NAME`` names a snarkjs key (``NAME.zkey``) proved from a circom witness. It has no
 circuit object here: its constraints live in the key and its witness arrives whole, so the
@@ -40,10 +40,12 @@ def snarkjs_name(circuit_id: str) -> str | None:
 
 def circuit_ids() -> list[str]:
     """Id patterns accepted by :func:`get_circuit`, for help texts and errors."""
+    from cuzk.circuits.filecoin.porep import porep_circuit_ids
     from cuzk.circuits.filecoin.post import post_circuit_ids
     from cuzk.circuits.filecoin.snap import snap_circuit_ids
 
-    return ["synthetic:N", *post_circuit_ids(), *snap_circuit_ids(), "snarkjs:NAME"]
+    return ["synthetic:N", *post_circuit_ids(), *porep_circuit_ids(), *snap_circuit_ids(),
+            "snarkjs:NAME"]  # fmt: skip
 
 
 def get_circuit(circuit_id: str, seed: int = 0) -> Circuit:
@@ -65,6 +67,11 @@ def get_circuit(circuit_id: str, seed: int = 0) -> Circuit:
         from cuzk.circuits.filecoin.vanilla import SeededPoStCircuit
 
         return SeededPoStCircuit(post_params(circuit_id), seed)
+    if circuit_id.startswith("porep-"):
+        from cuzk.circuits.filecoin.porep import porep_params
+        from cuzk.circuits.filecoin.porep_c1 import SeededPoRepCircuit
+
+        return SeededPoRepCircuit(porep_params(circuit_id), seed)
     if circuit_id.startswith("snap-"):
         from cuzk.circuits.filecoin.snap import snap_params
         from cuzk.circuits.filecoin.snap_vanilla import SeededSnapCircuit
@@ -86,6 +93,10 @@ def key_file_stem(circuit_id: str) -> str:
         from cuzk.circuits.filecoin.post import param_file_stem, post_params
 
         return param_file_stem(post_params(circuit_id))
+    if circuit_id.startswith("porep-"):
+        from cuzk.circuits.filecoin import porep
+
+        return porep.param_file_stem(porep.porep_params(circuit_id))
     if circuit_id.startswith("snap-"):
         from cuzk.circuits.filecoin import snap
 
@@ -128,6 +139,10 @@ def open_statement(circuit_id: str, seeds: Sequence[int] = (), payload: bytes = 
         if vanilla_id != circuit_id:
             raise BadInput(f"the PoSt request is for {vanilla_id}, not {circuit_id}")
         return Statement(circuit_id, 1, lambda _i: circuit, digest, (tuple(inputs),))
+    if circuit_id.startswith("porep-"):
+        from cuzk.circuits.filecoin import porep_c1
+
+        return porep_c1.open_statement(circuit_id, payload)
     if circuit_id.startswith("snap-"):
         from cuzk.circuits.filecoin import snap_vanilla
 
