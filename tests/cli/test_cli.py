@@ -121,3 +121,36 @@ def test_prove_from_vanilla_request(tmp_path, capsys):
     prove[2] = "winning-2k"
     assert main(prove) == 2
     assert "is for wpost-2k" in capsys.readouterr().err
+
+
+def test_verify_takes_several_partitions(keys, proof_files, tmp_path):
+    """A proof file of P partitions verifies against P input lists, in order."""
+    d, cache = keys
+    proof, inputs, vk = proof_files
+    other, other_inputs = tmp_path / "p2.bin", tmp_path / "i2.json"
+    assert main(["prove", "--circuit", CIRCUIT, "--params", str(d / "synthetic-300.params"),
+                 "--out", str(other), "--inputs-out", str(other_inputs), "--seed", "9",
+                 "--workers", "2", "--shape-cache", str(cache)]) == 0
+    both = _write(tmp_path / "both.bin", proof.read_bytes() + other.read_bytes())
+    lists = [json.loads(inputs.read_text()), json.loads(other_inputs.read_text())]
+    assert lists[0] != lists[1]
+    good = tmp_path / "both.json"
+    good.write_text(json.dumps(lists))
+    assert _verify(both, good, vk) == 0
+    swapped = tmp_path / "swapped.json"
+    swapped.write_text(json.dumps(lists[::-1]))
+    assert _verify(both, swapped, vk) == 1
+    assert _verify(both, inputs, vk) == 2  # two proofs, one input list
+
+
+@pytest.mark.parametrize("kind, circuit, inputs", [("porep", "porep-2k", 39),
+                                                    ("snap", "snap-2k", 4)])
+def test_gen_vanilla_porep_and_snap_open_as_requests(kind, circuit, inputs, tmp_path, seed):
+    from cuzk.circuits import open_statement
+
+    out = tmp_path / f"{kind}.json"
+    assert main(["gen-vanilla", kind, "--sector-size", "2KiB", "--seed", str(seed),
+                 "--out", str(out)]) == 0
+    statement = open_statement(circuit, payload=out.read_bytes())
+    assert statement.partitions == 1 and len(statement.expected(0)) == inputs
+    assert main(["gen-vanilla", kind, "--partition", "1", "--out", str(out)]) == 2

@@ -51,9 +51,15 @@ def add_parsers(sub: Any) -> None:
 
     g = sub.add_parser(
         "gen-vanilla",
-        help="random small sectors' PoSt vanilla proofs (upstream JSON layout) for proving",
+        help="vanilla proofs (upstream JSON layouts) from random small sectors, for proving",
+        description="winning-post / window-post: a PoSt request for random sectors; porep: "
+        "seal a random sector and write its C1 output; snap: a SnapDeals update of a random "
+        "sector (our envelope around upstream's PartitionProofs).",
     )
-    g.add_argument("post", choices=["winning-post", "window-post"])
+    g.add_argument("post", metavar="KIND", choices=["winning-post", "window-post", "porep", "snap"],
+                   help="winning-post, window-post, porep or snap")
+    g.add_argument("--api", default="1.1.0", choices=["1.0.0", "1.1.0"],
+                   help="porep: StackedDrg…V1 (1.0.0) or …V1_1 (1.1.0, default)")
     g.add_argument("--sector-size", default="2KiB", choices=["2KiB", "8MiB"])
     g.add_argument("--sectors", type=int, help="WindowPoSt sectors (default: a full partition)")
     g.add_argument("--partition", type=int, default=0, help="WindowPoSt partition index")
@@ -64,11 +70,14 @@ def add_parsers(sub: Any) -> None:
 def cmd_gen_vanilla(args: argparse.Namespace) -> int:
     import numpy as np
 
+    if args.post in ("porep", "snap"):
+        return _gen_sealed(args)
+
     from cuzk.circuits.filecoin.post import post_params
     from cuzk.circuits.filecoin.vanilla_json import random_request
 
-    size = {"2KiB": "2k", "8MiB": "8m"}[args.sector_size]
-    params = post_params(f"{'winning' if args.post == 'winning-post' else 'wpost'}-{size}")
+    suffix = SIZES[args.sector_size][1]
+    params = post_params(f"{'winning' if args.post == 'winning-post' else 'wpost'}-{suffix}")
     t = time.perf_counter()
     text, vanilla = random_request(params, np.random.default_rng(args.seed), args.sectors,
                                    args.partition)  # fmt: skip
@@ -76,6 +85,37 @@ def cmd_gen_vanilla(args: argparse.Namespace) -> int:
     args.out.write_text(text + "\n")
     print(f"wrote {args.out}: {params.circuit_id}, {count} sector(s), "
           f"{sum(len(v.proof.inclusion_proofs) for v in vanilla)} inclusion proofs "
+          f"({time.perf_counter() - t:.2f} s)")  # fmt: skip
+    return 0
+
+
+SIZES = {"2KiB": (2 << 10, "2k"), "8MiB": (8 << 20, "8m")}  # --sector-size → bytes, id suffix
+
+
+def _gen_sealed(args: argparse.Namespace) -> int:
+    """``gen-vanilla porep|snap``: a C1 output of a freshly sealed random sector, or a SnapDeals
+    update request; the document is read back through the engine's parser before it is kept."""
+    import secrets
+
+    from cuzk.circuits import open_statement
+
+    if args.sectors is not None or args.partition:
+        raise BadInput(f"--sectors and --partition are PoSt options, not {args.post}'s")
+    seed = args.seed if args.seed is not None else secrets.randbits(63)
+    size, suffix = SIZES[args.sector_size]
+    circuit_id = f"{args.post}-{suffix}"
+    t = time.perf_counter()
+    if args.post == "porep":
+        from cuzk.circuits.filecoin.seal import generate_c1
+
+        text = generate_c1(size, seed, api=args.api)
+    else:
+        from cuzk.circuits.filecoin.snap_vanilla import generate_update
+
+        text = generate_update(size, seed)
+    statement = open_statement(circuit_id, payload=text.encode())
+    args.out.write_text(text + "\n")
+    print(f"wrote {args.out}: {circuit_id}, {statement.partitions} partition(s) "
           f"({time.perf_counter() - t:.2f} s)")  # fmt: skip
     return 0
 
@@ -108,9 +148,22 @@ def circuit_info(circuit_id: str, method: str = "auto") -> dict[str, Any]:
             identifier=params.identifier,
             param_file=param_file_stem(params) + ".params",
         )
+    elif circuit_id.startswith(("porep-", "snap-")):
+        import importlib
+
+        family = importlib.import_module(
+            "cuzk.circuits.filecoin." + ("porep" if circuit_id.startswith("porep-") else "snap")
+        )
+        params = getattr(family, f"{circuit_id.split('-')[0]}_params")(circuit_id)
+        if method == "auto":
+            method = "structural"  # even 2 KiB PoRep is 2.7M constraints (a 3 GB shape)
+        count = family.shape_counts if method == "shape" else family.structural_counts
+        info = {"circuit": circuit_id, **count(params).as_dict(),
+                "sector_size": params.sector_size, "identifier": params.identifier,
+                "param_file": family.param_file_stem(params) + ".params"}  # fmt: skip
     else:
         if method == "structural":
-            raise BadInput(f"{circuit_id}: structural counts exist only for PoSt circuits")
+            raise BadInput(f"{circuit_id}: structural counts exist only for Filecoin circuits")
         from cuzk.circuits import get_circuit
         from cuzk.r1cs import ShapeCS
 
@@ -148,11 +201,12 @@ def cmd_circuit_info(args: argparse.Namespace) -> int:
     print(f"{info['circuit']}  ({info['method']} count, {info['seconds']:.1f} s)")
     for key, label in labels:
         print(f"  {label:34} {info[key]:>14,}")
-    if "identifier" in info:
+    if "sectors" in info:
         print(
             f"  {'sectors × challenges':34} {info['sectors']:>8} × {info['challenges_per_sector']}"
         )
         print(f"  {'TreeR arities (bottom-up)':34} {info['tree_arities']}")
+    if "param_file" in info:
         print(f"  {'official parameters':34} {info['param_file']}")
     return 0
 
