@@ -34,7 +34,15 @@ import hashlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from cuzk.circuits.filecoin.post import GIB, KIB, MIB, NODE_SIZE, SIZE_NAMES, CircuitCounts
+from cuzk.circuits.filecoin.post import (
+    GIB,
+    KIB,
+    MIB,
+    NODE_SIZE,
+    SIZE_NAMES,
+    CircuitCounts,
+    counts_of,
+)
 from cuzk.errors import BadInput
 from cuzk.field.constants import R
 from cuzk.gadgets.boolean import FALSE, AllocatedBit, Boolean
@@ -46,7 +54,7 @@ from cuzk.gadgets.poseidon.circuit import poseidon_hash
 from cuzk.gadgets.sha256 import sha256
 from cuzk.gadgets.sha256_node import sha256_node
 from cuzk.gadgets.uint32 import UInt32
-from cuzk.r1cs import ONE, ConstraintSystem, ShapeCS, Variable
+from cuzk.r1cs import ONE, ConstraintSystem, Variable
 from cuzk.r1cs.lc import resolve
 
 BASE_DEGREE = 6  # DRG parents per node (storage-proofs-core drgraph BASE_DEGREE)
@@ -570,19 +578,7 @@ def _with_challenges(params: PoRepParams, n: int) -> PoRepParams:
 def shape_counts(params: PoRepParams) -> CircuitCounts:
     """Counts from a real shape-mode synthesis of the whole (blank) circuit (every matrix in
     memory: small circuits only)."""
-    cs = ShapeCS()
-    StackedCircuit(params).synthesize(cs)
-    n = len(cs.names)
-    shape = cs.finish(params.circuit_id)
-    return CircuitCounts(
-        num_constraints=n,
-        num_inputs=shape.num_inputs - 1,
-        num_aux=shape.num_aux,
-        a_aux_density=int(shape.a_aux_density.sum()),
-        b_input_density=int(shape.b_input_density.sum()),
-        b_aux_density=int(shape.b_aux_density.sum()),
-        method="shape",
-    )
+    return counts_of(StackedCircuit(params), params.circuit_id)[1]
 
 
 def counted(params: PoRepParams) -> CircuitCounts:

@@ -26,7 +26,7 @@ from cuzk.gadgets.merkle import MerklePath, TreeShape
 from cuzk.gadgets.num import AllocatedNum
 from cuzk.gadgets.por import PathLevel, por
 from cuzk.gadgets.poseidon.circuit import poseidon_hash
-from cuzk.r1cs import ONE, ConstraintSystem, R1CSShape, ShapeCS
+from cuzk.r1cs import ONE, Circuit, ConstraintSystem, R1CSShape, ShapeCS
 
 NODE_SIZE = 32  # bytes per tree leaf
 
@@ -228,11 +228,15 @@ class CircuitCounts:
         return dict(self.__dict__)
 
 
-def _shape_and_counts(params: PoStParams, method: str) -> tuple[R1CSShape, CircuitCounts]:
+def counts_of(
+    circuit: Circuit, circuit_id: str, method: str = "shape"
+) -> tuple[R1CSShape, CircuitCounts]:
+    """Synthesize ``circuit`` in shape mode (every matrix in memory: small circuits only) and
+    read its counts; every Filecoin family's ``shape_counts`` goes through here."""
     cs = ShapeCS()
-    FallbackPoStCircuit(params).synthesize(cs)
+    circuit.synthesize(cs)
     num_constraints = len(cs.names)
-    shape = cs.finish(params.circuit_id)
+    shape = cs.finish(circuit_id)
     return shape, CircuitCounts(
         num_constraints=num_constraints,
         num_inputs=shape.num_inputs - 1,
@@ -242,6 +246,10 @@ def _shape_and_counts(params: PoStParams, method: str) -> tuple[R1CSShape, Circu
         b_aux_density=int(shape.b_aux_density.sum()),
         method=method,
     )
+
+
+def _shape_and_counts(params: PoStParams, method: str) -> tuple[R1CSShape, CircuitCounts]:
+    return counts_of(FallbackPoStCircuit(params), params.circuit_id, method)
 
 
 def shape_counts(params: PoStParams) -> CircuitCounts:

@@ -37,6 +37,7 @@ from cuzk.circuits.filecoin.post import (
     PARAMS_VERSION,
     SIZE_NAMES,
     CircuitCounts,
+    counts_of,
     tree_shape,
 )
 from cuzk.errors import BadInput
@@ -50,7 +51,7 @@ from cuzk.gadgets.por import por_no_challenge_input
 from cuzk.gadgets.poseidon.circuit import poseidon_hash
 from cuzk.gadgets.poseidon.constants import custom_tag
 from cuzk.gadgets.sha256_node import sha256_hash2, sha256_node
-from cuzk.r1cs import ONE, ConstraintSystem, LinearCombination, ShapeCS, Variable
+from cuzk.r1cs import ONE, ConstraintSystem, LinearCombination, Variable
 from cuzk.r1cs.lc import LcSpec, resolve
 from cuzk.r1cs.system import NameSpec, ValueSpec
 
@@ -593,19 +594,7 @@ class CountingCS(ConstraintSystem):
 def shape_counts(params: SnapParams) -> CircuitCounts:
     """Counts from a real shape-mode synthesis of the whole blank circuit (small sizes only:
     ShapeCS keeps every row)."""
-    cs = ShapeCS()
-    SnapCircuit(params).synthesize(cs)
-    num_constraints = len(cs.names)
-    shape = cs.finish(params.circuit_id)
-    return CircuitCounts(
-        num_constraints=num_constraints,
-        num_inputs=shape.num_inputs - 1,
-        num_aux=shape.num_aux,
-        a_aux_density=int(shape.a_aux_density.sum()),
-        b_input_density=int(shape.b_input_density.sum()),
-        b_aux_density=int(shape.b_aux_density.sum()),
-        method="shape",
-    )
+    return counts_of(SnapCircuit(params), params.circuit_id)[1]
 
 
 def structural_counts(params: SnapParams) -> CircuitCounts:
