@@ -19,9 +19,11 @@ import random
 from dataclasses import dataclass
 
 import numpy as np
+from numba import njit
 
 from cuzk.errors import BadInput
 from cuzk.field import fr
+from cuzk.field._arith import add, load, mul, square, store
 from cuzk.field.constants import R
 from cuzk.r1cs import ONE, ConstraintSystem, LinearCombination, Variable
 
@@ -80,7 +82,7 @@ class SyntheticCircuit:
         per-bit Python of witness mode while the GPU needs well under one; here the random
         stream is drawn in bulk from the same Mersenne Twister state (Python's
         ``getrandbits(32)`` takes one 32-bit output, ``getrandbits(255)`` eight, the last
-        shifted right by one) and only the sequential field chain stays a Python loop.
+        shifted right by one) and the sequential field chain runs in a GIL-free numba loop.
         """
         rng = random.Random(self.seed)
         x = rng.getrandbits(255) % R
@@ -95,26 +97,21 @@ class SyntheticCircuit:
         y_words = raw[:, 1:].copy()
         y_words[:, 7] >>= np.uint64(1)
         y_limbs = y_words[:, 0::2] | (y_words[:, 1::2] << np.uint64(32))
-        ys = [int.from_bytes(b, "little") % R for b in _rows_as_bytes(y_limbs)]
-        checkpoints = {blocks * k // (NUM_PUBLIC - 1) for k in range(1, NUM_PUBLIC)}
-        ts, xs = [], []
-        for i, (w, y) in enumerate(zip(words.tolist(), ys, strict=True)):
-            s = (x + w) % R
-            t = s * s % R
-            x = t * y % R
-            ts.append(t)
-            xs.append(x)
-            if i + 1 in checkpoints:
-                inputs.append(x)
-        dense = np.zeros((blocks, 4, 4), dtype=np.uint64)  # word, t, y, x' (canonical)
-        dense[:, 0, 0] = words
-        for k, values in enumerate((ts, ys, xs), start=1):
-            dense[:, k, :] = _ints_as_limbs(values)
-        # Bits are 0 or Montgomery one; only the four full values per block need converting.
+        # Montgomery forms (k_to_mont reduces the 255-bit y mod r on the way in).
+        word_limbs = np.zeros((blocks, 4), dtype=np.uint64)
+        word_limbs[:, 0] = words
+        w_mont = fr.from_canonical_limbs(word_limbs)
+        y_mont = fr.from_canonical_limbs(np.ascontiguousarray(y_limbs))
+        t_mont, x_mont = fr.zeros(blocks), fr.zeros(blocks)
+        _chain(fr.from_int(x).reshape(1, 4), w_mont, y_mont, t_mont, x_mont)
+        checkpoints = sorted({blocks * k // (NUM_PUBLIC - 1) for k in range(1, NUM_PUBLIC)})
+        inputs += [fr.to_int(x_mont[i - 1]) for i in checkpoints]
+        dense = np.stack([w_mont, t_mont, y_mont, x_mont], axis=1)  # word, t, y, x' per block
+        # Bits are 0 or Montgomery one; only the four full values per block needed converting.
         aux = np.zeros((blocks, BLOCK_CONSTRAINTS + 1, 4), dtype=np.uint64)
         bits = (words[:, None] >> np.arange(WORD_BITS, dtype=np.uint64)) & np.uint64(1)
         aux[:, :WORD_BITS, :] = bits[:, :, None] * fr.ones(1)[0]
-        aux[:, WORD_BITS:, :] = fr.from_canonical_limbs(dense.reshape(-1, 4)).reshape(-1, 4, 4)
+        aux[:, WORD_BITS:, :] = dense
         return inputs, aux.reshape(-1, 4)
 
     @staticmethod
@@ -148,12 +145,14 @@ class SyntheticCircuit:
         return nxt, nxt_val
 
 
-def _rows_as_bytes(limbs: np.ndarray) -> list[bytes]:
-    flat = np.ascontiguousarray(limbs, dtype="<u8").tobytes()
-    width = 8 * limbs.shape[1]
-    return [flat[i : i + width] for i in range(0, len(flat), width)]
 
-
-def _ints_as_limbs(values: list[int]) -> np.ndarray:
-    data = b"".join(v.to_bytes(32, "little") for v in values)
-    return np.frombuffer(data, dtype="<u8").reshape(-1, 4)
+@njit(cache=True, nogil=True)
+def _chain(x0, words, ys, t_out, x_out):  # noqa: ANN001, ANN202 - numba kernel
+    """The field chain t = (x + w)², x' = t·y in Montgomery form, GIL-free (the only
+    sequential part of the witness)."""
+    x = load(x0, 0)
+    for i in range(words.shape[0]):
+        t = square(add(x, load(words, i)))
+        x = mul(t, load(ys, i))
+        store(t_out, i, t)
+        store(x_out, i, x)
