@@ -137,7 +137,7 @@ def test_sector_counts(cid: str) -> None:
     assert (c.num_constraints, c.num_inputs) == PINNED[cid]
 
 
-@pytest.mark.slow
+@pytest.mark.heavy
 def test_counters_agree_with_a_real_shape() -> None:
     """The matrix-free counter equals a real ShapeCS shape (densities included), and the
     structural count (one challenge, label layers after the second replayed) equals a fully

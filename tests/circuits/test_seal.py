@@ -61,7 +61,7 @@ def test_parent_graph_matches_upstream_cache_digest_2k(api):
     assert g.cache_digest() == digest  # every DRG and expander parent of every node
 
 
-@pytest.mark.slow
+@pytest.mark.heavy
 @pytest.mark.parametrize("api", ["1.0.0", "1.1.0"])
 def test_parent_graph_matches_upstream_cache_digest_8m(api):
     stem, digest = PARENT_CACHE[(8 * MIB, api)]
@@ -292,7 +292,7 @@ def test_bad_inputs_are_refused(rng):
         commit_phase1(s, bytes(16))
 
 
-@pytest.mark.slow
+@pytest.mark.heavy
 def test_seal_8m_c1_verifies_independently(rng):
     s = seal_sector(8 * MIB, prover_id=5, sector_id=9, ticket=_random_bytes(rng), rng=rng)
     doc = json.loads(c1_json(s, _random_bytes(rng)))

@@ -105,7 +105,7 @@ def test_counts_big(cid: str) -> None:
     assert (c.num_constraints, c.num_inputs) == (PINNED[cid], 4)
 
 
-@pytest.mark.slow
+@pytest.mark.heavy
 def test_structural_matches_full_shape_2k() -> None:
     """The extrapolation (header + two challenge blocks, one apex hash) against a real shape:
     every count a .params header fixes."""
@@ -246,7 +246,7 @@ def test_2k_witness_satisfies(doc_2k: str) -> None:
     assert tuple(cs.inputs[1:]) == st.expected(0)
 
 
-@pytest.mark.slow
+@pytest.mark.heavy
 def test_8m_update_and_one_partition(seed, rng) -> None:
     t = time.time()
     doc = generate_update(8 * MIB, seed)

@@ -2,7 +2,7 @@
 2 KiB SnapDeals update, each proved from its payload and verified against keys from setup.
 
 Setup for these 2^21–2^22-domain circuits takes minutes on two cores (seconds with
-``cuzk setup --backend cuda``), hence ``slow``.
+``cuzk setup --backend cuda``), hence ``heavy`` (run with ``pytest -m heavy``).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from cuzk.groth16 import proofs_from_bytes, read_vk, verify
 from cuzk.groth16.setup import generate_parameters
 from cuzk.r1cs import synthesize_shape
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.heavy
 
 
 def _payload(kind: str, seed: int) -> bytes:
