@@ -129,3 +129,19 @@ def test_non_frvec_inputs_are_bad_input() -> None:
         fr.neg([1, 2, 3])  # type: ignore[arg-type]
     with pytest.raises(BadInput):
         fr.add_inplace(fr.zeros(8)[::2], fr.zeros(4))
+
+
+def test_take_into_gathers_rows_by_mask_and_index(rng):
+    v = fr.random(1000, rng)
+    mask = rng.random(1000) < 0.3
+    idx = rng.integers(0, 1000, size=77)
+    out = np.zeros((20 + int(mask.sum()) + 77, 4), dtype=np.uint64)
+    fr.take_into(v, mask, out, 20)
+    fr.take_into(v, idx, out, 20 + int(mask.sum()))
+    assert np.array_equal(out[20 : 20 + mask.sum()], v[mask])
+    assert np.array_equal(out[20 + mask.sum() :], v[idx])
+    assert not out[:20].any()
+    with pytest.raises(IndexError):
+        fr.take_into(v, np.array([1000]), out)
+    with pytest.raises(ValueError):
+        fr.take_into(v, mask, out, len(out) - 1)

@@ -84,6 +84,13 @@ def k_first_zero(src):
 
 
 @njit(**_PAR)
+def k_take_rows(src, idx, out, offset):
+    """out[offset + i] = src[idx[i]]: the prover's scalar gathers, on every core, GIL-free."""
+    for i in prange(idx.shape[0]):
+        store(out, offset + i, load(src, idx[i]))
+
+
+@njit(**_PAR)
 def k_classify(src, out):
     for i in prange(src.shape[0]):
         x = load(src, i)

@@ -155,6 +155,23 @@ def from_ints(values: Sequence[int] | np.ndarray) -> FrVec:
     return from_canonical_limbs(words)
 
 
+def take_into(v: FrVec, rows: np.ndarray, out: FrVec, offset: int = 0) -> FrVec:
+    """``out[offset : offset + len(rows)] = v[rows]`` in parallel without the GIL (``rows``:
+    int64 indices, or a boolean mask over ``v``). Returns ``out``."""
+    v = _vec(v)
+    idx = np.flatnonzero(rows) if rows.dtype == np.bool_ else np.asarray(rows, dtype=np.int64)
+    if rows.dtype == np.bool_ and len(rows) != len(v):
+        raise ValueError(f"mask of {len(rows)} for {len(v)} rows")
+    if len(idx) and (idx.min() < 0 or idx.max() >= len(v)):
+        raise IndexError("row index out of range")
+    if out.dtype != np.uint64 or out.ndim != 2 or out.shape[1] != 4 or not out.flags.c_contiguous:
+        raise ValueError("out must be a C-contiguous (n, 4) uint64 array")
+    if not 0 <= offset <= len(out) - len(idx):
+        raise ValueError(f"{len(idx)} rows at {offset} do not fit {len(out)}")
+    K.k_take_rows(v, idx, out, offset)
+    return out
+
+
 def to_ints(v: FrVec) -> list[int]:
     """FrVec → canonical Python ints (vectorised through an object array)."""
     w = to_canonical_limbs(v).astype(object)

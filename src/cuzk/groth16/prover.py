@@ -178,18 +178,23 @@ def stage(
         )
     buffers = []
 
-    def gather(parts: list[fr.FrVec]) -> fr.FrVec:
-        out = allocate(sum(len(p) for p in parts))
+    def gather(parts: list[tuple[fr.FrVec, np.ndarray | None]]) -> fr.FrVec:
+        """Concatenate (vector, rows-or-None) parts into one allocated buffer."""
+        sizes = [len(v) if rows is None else int(np.count_nonzero(rows)) for v, rows in parts]
+        out = allocate(sum(sizes))
         at = 0
-        for p in parts:
-            out[at : at + len(p)] = p
-            at += len(p)
+        for (v, rows), n in zip(parts, sizes, strict=True):
+            if rows is None:
+                out[at : at + n] = v
+            else:
+                fr.take_into(v, rows, out, at)
+            at += n
         buffers.append(out)
         return out
 
-    z = gather([inputs, aux])
-    a_scalars = gather([inputs, aux[shape.a_aux_density]])
-    b_scalars = gather([inputs[shape.b_input_density], aux[shape.b_aux_density]])
+    z = gather([(inputs, None), (aux, None)])
+    a_scalars = gather([(inputs, None), (aux, shape.a_aux_density)])
+    b_scalars = gather([(inputs, shape.b_input_density), (aux, shape.b_aux_density)])
     upload = getattr(backend, "upload", None)
     staged = StagedInputs(
         upload(z) if upload is not None else z,
