@@ -67,3 +67,16 @@ def test_prove_bad_input_exit_2(fixtures, tmp_path, capsys):
     assert rc == 2
     assert "not a .zkey file" in capsys.readouterr().err
     assert not (tmp_path / "p.json").exists()
+
+
+def test_prove_with_a_bases_cache(fixtures, tmp_path):
+    cache = tmp_path / "cache"
+    for run in range(2):  # translate, then reuse
+        out = tmp_path / str(run)
+        out.mkdir()
+        rc = main(["snarkjs", "prove", str(fixtures / "fixture.zkey"),
+                   str(fixtures / "fixture.wtns"), str(out / "proof.json"),
+                   str(out / "public.json"), "--workers", "1", "--bases-cache", str(cache)])
+        assert rc == 0
+        assert _verify(fixtures, out / "public.json", out / "proof.json") == 0
+        assert len(list(cache.glob("*.bases"))) == 1

@@ -35,6 +35,9 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--workers", type=int, help="MSM worker processes (default: CPU count)")
     p.add_argument("--r1cs", type=Path, help="the circuit's .r1cs: name a failing constraint")
     p.add_argument("--timings", action="store_true", help="print per-stage seconds to stderr")
+    p.add_argument("--bases-cache", type=Path, metavar="DIR",
+                   help="keep the key's translated bases in DIR (by the key's SHA-256) and "
+                   "reuse them next time")
 
     v = cmds.add_parser("verify", help="verify (exit 0 valid, 1 invalid, 2 bad input)")
     v.add_argument("vk", type=Path, metavar="VK.json")
@@ -60,7 +63,7 @@ def cmd_prove(args: argparse.Namespace) -> int:
     zkey = read_zkey(args.zkey)
     witness = read_wtns(args.wtns)
     r1cs = read_r1cs(args.r1cs) if args.r1cs is not None else None
-    key = prepare(zkey)
+    key = prepare(zkey, cache_dir=args.bases_cache)
     timings.record("load", time.perf_counter() - t0)
     try:
         backend = get_backend(args.backend, workers=args.workers, device=args.device)

@@ -8,7 +8,7 @@ are dropped — a bad proof is never returned.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from cuzk.errors import BadInput, InternalError
@@ -27,11 +27,15 @@ class PartitionProof:
 
 
 def assemble_job(
-    vk: VerifyingKey, parts: Sequence[PartitionProof | None]
+    vk: VerifyingKey,
+    parts: Sequence[PartitionProof | None],
+    unverified: Callable[[int], Exception] | None = None,
 ) -> tuple[bytes, tuple[tuple[int, ...], ...]]:
     """Verify every partition and return (concatenated proof bytes, inputs per partition).
 
-    Raises InternalError naming the first partition that is missing or does not verify.
+    Raises InternalError naming the first partition that is missing or does not verify, or
+    for a proof that does not verify, ``unverified(index)`` when given (the prover family
+    knows whether that means a fault or a client's bad witness).
     """
     missing = [i for i, p in enumerate(parts) if p is None]
     if missing:
@@ -57,6 +61,8 @@ def assemble_job(
                     "the proof was discarded"
                 ) from e
             if not good:
+                if unverified is not None:
+                    raise unverified(p.index)
                 raise InternalError(
                     f"partition {p.index}: the proof did not verify (prover, device or key "
                     "fault); it was discarded"

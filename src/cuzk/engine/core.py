@@ -3,12 +3,13 @@
 Layering (after vLLM's engine core → scheduler → executor → worker): :mod:`~cuzk.engine.api`
 is the facade that owns devices and threads; this core owns the job table and the lock;
 :mod:`~cuzk.engine.scheduler` orders work; the budget and the SRS table do the memory
-accounting; :mod:`~cuzk.engine.workers` computes. One lock guards all engine state. Its
-critical sections are short (no I/O, no compute), partitions pass at most a few hundred per
-second, and a single lock makes the admission decision — head of the queue, memory budget,
-look-ahead, residency — atomic. Every change that can make a waiter's predicate true is
-followed by ``notify_all`` under that lock, and every wait is a predicate loop, so no
-wake-up can be missed.
+accounting; :mod:`~cuzk.engine.workers` computes; :mod:`~cuzk.engine.family` holds what
+differs between key formats (bellperson ``.params``, snarkjs ``.zkey``). One lock guards
+all engine state. Its critical sections are short (no I/O, no compute), partitions pass at
+most a few hundred per second, and a single lock makes the admission decision — head of the
+queue, memory budget, look-ahead, residency — atomic. Every change that can make a waiter's
+predicate true is followed by ``notify_all`` under that lock, and every wait is a predicate
+loop, so no wake-up can be missed.
 
 A partition's path: QUEUED → (admitted: memory reserved, residency pinned) SYNTHESIZING → READY
 → DEVICE_WAIT → KERNELS → (kernel memory released) FINALIZING → (the rest released) DONE. Any
@@ -28,10 +29,10 @@ import time
 from collections import Counter, deque
 from collections.abc import Sequence
 
-from cuzk.circuits import open_statement
 from cuzk.engine.assembler import PartitionProof, assemble_job
 from cuzk.engine.budget import MemoryBudget, detect_total
 from cuzk.engine.config import EngineConfig
+from cuzk.engine.family import family_for, family_of
 from cuzk.engine.job import ACTIVE, Job, Partition
 from cuzk.engine.request import (
     BudgetStatus,
@@ -47,7 +48,7 @@ from cuzk.engine.request import (
     WorkerStatus,
 )
 from cuzk.engine.scheduler import Scheduler, WorkKey
-from cuzk.engine.srs import LOADING, RESIDENT, CircuitInfo, Resident, SrsManager, circuit_info
+from cuzk.engine.srs import LOADING, RESIDENT, CircuitInfo, Resident, SrsManager
 from cuzk.engine.timeline import Clock
 from cuzk.engine.workers import Device, DeviceWorker, Worker, staged_bytes_for
 from cuzk.errors import (
@@ -106,13 +107,12 @@ class EngineCore:
             if existing is not None:
                 return existing.id
         # Parsing a payload (a C1 output can be tens of MB) happens outside the lock.
-        statement = open_statement(request.circuit_id, request.seeds, request.payload)
+        statement, info = family_for(request.circuit_id).open(request, self.config)
         if statement.partitions > self.config.max_partitions:
             raise BadInput(
                 f"{statement.partitions} partitions exceed the limit of "
                 f"{self.config.max_partitions} per request"
             )
-        info = self._info(request.circuit_id)
         with self._cv:
             self._check_accepting()
             existing = self._dedup(request, digest)  # a twin may have won the race
@@ -124,7 +124,7 @@ class EngineCore:
             )
             seq = next(self._seq)
             for d in self._devices:
-                if d.staging is not None:
+                if d.staging is not None and staged_bytes_for(info):
                     d.staging.check_can_fit(
                         staged_bytes_for(info), f"a partition of {request.circuit_id}"
                     )
@@ -278,9 +278,7 @@ class EngineCore:
         return job
 
     def _info(self, circuit_id: str) -> CircuitInfo:
-        cfg = self.config
-        return circuit_info(circuit_id, cfg.params_path(circuit_id), cfg.backend, cfg.devices,
-                            cfg.shape_cache)
+        return family_for(circuit_id).info(circuit_id, self.config)
 
     def _check_accepting(self) -> None:
         if not self._accepting:
@@ -413,7 +411,7 @@ class EngineCore:
     def load_circuit(self, entry: Resident) -> None:
         """Load a LOADING entry (outside the lock) and publish the outcome."""
         try:
-            loaded: tuple | BaseException = self._srs.load(entry.info)
+            loaded: tuple | BaseException = family_of(entry.info).load(self._srs, entry.info)
         except Exception as e:  # noqa: BLE001 - reported to every user of the entry
             loaded = e
         with self._cv:
@@ -515,7 +513,8 @@ class EngineCore:
         try:
             if vk is None:
                 raise InternalError("no verifying key was recorded for the job")
-            proof, inputs = assemble_job(vk, [p.output for p in job.parts])
+            proof, inputs = assemble_job(vk, [p.output for p in job.parts],
+                                         family_of(job.info).unverified)
         except Exception as e:  # noqa: BLE001 - the job fails, nothing is returned
             with self._cv:
                 if not job.terminal:

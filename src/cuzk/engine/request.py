@@ -83,15 +83,17 @@ class ProofRequest:
     ``len(seeds)`` partitions) drive the synthetic benchmark circuits and the seeded Filecoin
     test circuits. ``payload`` is bytes in the circuit family's own format — a PoSt request
     with vanilla proofs (``winning-*``, ``wpost-*``), a PoRep C1 output (``porep-*``), a
-    SnapDeals update (``snap-*``) — and the engine learns the partition count by parsing it
-    at submit (:func:`cuzk.circuits.open_statement`).
+    SnapDeals update (``snap-*``), a circom ``.wtns`` witness for a snarkjs key
+    (``snarkjs:NAME`` proves with ``<param_dir>/NAME.zkey``; one partition) — and the engine
+    learns the partition count by parsing it at submit (its prover family's ``open``,
+    :mod:`cuzk.engine.family`).
 
     ``request_id`` is the client's idempotency key: resubmitting the same id with the same
     payload (circuit, seeds and payload bytes) returns the original job; the same id with
     another payload is refused. Priority is not part of the payload.
     """
 
-    circuit_id: str  # a registered circuit id, e.g. "synthetic:400" or "wpost-2k"
+    circuit_id: str  # a registered circuit id, e.g. "synthetic:400", "wpost-2k", "snarkjs:NAME"
     seeds: tuple[int, ...] = ()  # one witness seed per partition, 0 ≤ seed < 2⁶⁴
     priority: Priority = Priority.NORMAL
     request_id: str | None = None  # client idempotency key (≤ 256 characters)
@@ -183,7 +185,8 @@ class JobResult:
     circuit_id: str
     proof: bytes  # 192 bytes per partition, concatenated in partition order
     public_inputs: tuple[tuple[int, ...], ...]  # per partition, without ONE
-    vk_path: str  # the verifying key the proof checks against
+    vk_path: str  # the verifying key the proof checks against (snarkjs:NAME: the .zkey,
+    # which holds it; cuzk.interop.read_zkey(path).vk, or `snarkjs zkey export verificationkey`)
     timelines: tuple[PartitionTimeline, ...]
 
 

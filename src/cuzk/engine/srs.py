@@ -58,6 +58,8 @@ class CircuitInfo:
     domain_size: int  # m
     srs_bytes: int  # host bytes to keep its points resident on every device
     shape_bytes: int  # estimate until the shape is loaded
+    family: str = "bellperson"  # the prover family (:mod:`cuzk.engine.family`) that proves it
+    vk_file: Path | None = None  # where its verifying key is, when not beside the params
 
     @property
     def partition_parts(self) -> dict[str, int]:
@@ -65,7 +67,9 @@ class CircuitInfo:
 
     @property
     def vk_path(self) -> Path:
-        return self.params_path.with_suffix(".vk")
+        """The file results point clients to: ``.vk`` beside bellperson params; the
+        ``.zkey`` itself for snarkjs keys (it carries the verifying key)."""
+        return self.vk_file if self.vk_file is not None else self.params_path.with_suffix(".vk")
 
 
 def circuit_info(
@@ -250,10 +254,19 @@ class SrsManager:
         else:
             shape = synthesize_shape(circuit, info.circuit_id)
         check_compatible(params, shape)
+        self.preload(params.vectors)
+        return params, shape
+
+    @property
+    def shape_cache_dir(self) -> Path | None:
+        return self._shape_cache.directory if self._shape_cache is not None else None
+
+    def preload(self, vectors: Sequence[PointSet]) -> None:
+        """Make ``vectors`` resident on every device, all or none."""
         done: list[tuple[Backend, PointSet]] = []
         try:
             for backend in self._backends:
-                for vector in params.vectors:
+                for vector in vectors:
                     backend.preload(vector)
                     done.append((backend, vector))
         except BaseException:
@@ -263,4 +276,3 @@ class SrsManager:
                 except Exception:  # noqa: BLE001 - best effort on an error path
                     pass
             raise
-        return params, shape

@@ -3,8 +3,9 @@
 A worker only computes; every decision (what runs next, whether memory fits, whether a job is
 still wanted) is the core's, taken under its lock through the :class:`Pipeline` methods. A
 worker never holds the engine lock while computing, and holds a device's compute lock only
-around the kernel region (prover.start + prover.wait_kernels); assembly of A, B, C runs
-outside it so the device's next partition can start meanwhile.
+around the kernel region (the family's start + wait); assembly of A, B, C runs outside it so
+the device's next partition can start meanwhile. What differs between key formats (staging,
+the prover's calls) is the job's :class:`~cuzk.engine.family.ProverFamily`'s.
 
 Why synthesis runs on threads, not processes — measured on this 2-core machine (another
 benchmark was running, so expect ±30%), witnesses of the synthetic circuit per second
@@ -40,15 +41,15 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
 from cuzk.backend.base import Backend
 from cuzk.engine.assembler import PartitionProof
-from cuzk.engine.budget import KERNEL_BYTES_PER_DOMAIN
+from cuzk.engine.family import ProverFamily, family_of
 from cuzk.engine.staging import PinnedPool, StagingArea
-from cuzk.errors import BadInput, DeviceFault, InternalError
+from cuzk.errors import DeviceFault, InternalError
 from cuzk.groth16 import prover
 from cuzk.groth16.proof import Proof
 
@@ -147,14 +148,7 @@ class SynthesisWorker(Worker):
                 return True
             if self.core.fault("synthesis", part):
                 raise InternalError("injected fault: synthesis failed")
-            circuit = part.job.statement.circuit(part.index)
-            assignment = prover.synthesize(circuit, part.timings)
-            expected = part.job.statement.expected(part.index)
-            if expected is not None and tuple(assignment.public_inputs) != expected:
-                raise BadInput(
-                    f"the witness proves other public inputs than the request states "
-                    f"(input {_first_difference(assignment.public_inputs, expected)} differs)"
-                )
+            circuit, assignment = family_of(part.job.info).synthesize(part)
             part.circuit = circuit
         except Exception as e:  # noqa: BLE001 - isolated to this job
             self.core.fail(part, e, stage)
@@ -174,20 +168,21 @@ class DeviceWorker(Worker):
         self.busy_with = part.label
         stage = "loading parameters"
         device = self.device
+        family = family_of(part.job.info)
         held = 0
-        staged: prover.StagedInputs | None = None
+        staged: Any = None
         try:
             entry = self.core.wait_resident(part)
             assert entry.params is not None and entry.shape is not None
-            if device.staging is not None:
+            if device.staging is not None and family.stages:
                 stage = "staging"
-                need = staged_bytes_for(part.job.info)
+                need = family.staged_bytes(part.job.info)
                 if not device.staging.reserve(need, lambda: part.job.terminal):
                     self.core.abandon(part)
                     return True
                 held = need
                 with device.staging_lock:
-                    staged = self._stage(part, entry)
+                    staged = family.stage(part, entry, device)
             stage = "kernels"
             with device.lock:
                 if not self.core.begin_kernels(part):
@@ -195,62 +190,47 @@ class DeviceWorker(Worker):
                 t0 = time.perf_counter()
                 try:
                     if staged is None:
-                        staged = self._stage(part, entry)
-                    sums, pending = self._kernels(part, entry, staged)
+                        staged = family.stage(part, entry, device)
+                    sums, pending = self._kernels(family, part, entry, staged)
                 finally:
                     self.core.end_kernels(part, device, time.perf_counter() - t0)
             time.sleep(0)  # hand the GIL to the worker now waking on the compute lock
-            self._give_back(staged, held)
+            self._give_back(family, staged, held)
             staged, held = None, 0
             if not self.core.kernels_done(part):
                 return True
             stage = "finalize"
-            proof = prover.assemble(pending, sums)
+            proof, public_inputs = family.assemble(pending, sums)
             if self.core.fault("bad_proof", part):
                 proof = Proof(proof.a, proof.b, proof.a)  # well-formed, does not verify
         except Exception as e:  # noqa: BLE001 - isolated to this job
             self.core.fail(part, e, stage)
             return True
         finally:
-            self._give_back(staged, held)
-        self.core.partition_done(
-            part, PartitionProof(part.index, proof, pending.public_inputs)
-        )
+            self._give_back(family, staged, held)
+        self.core.partition_done(part, PartitionProof(part.index, proof, public_inputs))
         return True
 
-    def _stage(self, part: Partition, entry: Resident) -> prover.StagedInputs:
-        assert self.device is not None and part.assignment is not None
-        return prover.stage(part.assignment, entry.shape, self.device.backend,  # type: ignore[arg-type]
-                            self.device.pinned.take, part.timings)  # fmt: skip
-
-    def _give_back(self, staged: prover.StagedInputs | None, held: int) -> None:
+    def _give_back(self, family: ProverFamily, staged: Any, held: int) -> None:
         """Return pinned buffers and staged bytes (idempotent through the caller's resets)."""
         assert self.device is not None
         if staged is not None:
-            for buf in staged.host_buffers:
-                self.device.pinned.give(buf)
+            family.release_staged(staged, self.device)
         if held and self.device.staging is not None:
             self.device.staging.release(held)
 
     def _kernels(
-        self, part: Partition, entry: Resident, staged: prover.StagedInputs
-    ) -> tuple[prover.MsmSums, prover.PendingProof]:
+        self, family: ProverFamily, part: Partition, entry: Resident, staged: Any
+    ) -> tuple[Any, Any]:
         """The region under the compute lock: a/b/c, H, the five MSMs, and the wait for them."""
         assert self.device is not None
         if self.core.fault("slow_kernel", part):
             time.sleep(self.core.slow_kernel_s)
-        pending = prover.start(
-            staged,
-            entry.shape,  # type: ignore[arg-type]
-            entry.params,  # type: ignore[arg-type]
-            self.device.backend,
-            part.circuit,
-            part.timings,
-        )
+        pending = family.start(part, entry, self.device, staged)
         try:
-            sums = prover.wait_kernels(pending)
+            sums = family.wait(pending)
         except BaseException:
-            _drain(pending)  # the device's work ends here, not in the next partition's turn
+            family.drain(pending)  # the device's work ends here, not in the next partition's
             raise
         if self.core.fault("kernel", part):
             raise DeviceFault(f"injected fault: kernel failed on device {self.device.index}")
@@ -259,23 +239,11 @@ class DeviceWorker(Worker):
 
 def staged_bytes_for(info: CircuitInfo) -> int:
     """What a staged partition holds on its device until its kernels end: the assignment's
-    copy, the uploaded MSM scalars and the kernels' working set."""
-    device, host = prover.staged_bytes(info.num_variables)
-    return device + host + KERNEL_BYTES_PER_DOMAIN * info.domain_size
+    copy, the uploaded MSM scalars and the kernels' working set (0 for a family that does
+    not stage)."""
+    family = family_of(info)
+    return family.staged_bytes(info) if family.stages else 0
 
 
 def _plain_rows(n: int) -> np.ndarray:
     return np.empty((n, 4), dtype=np.uint64)
-
-
-def _first_difference(got: tuple[int, ...], want: tuple[int, ...]) -> int:
-    return next((i for i, (a, b) in enumerate(zip(got, want, strict=False)) if a != b),
-                min(len(got), len(want)))  # fmt: skip
-
-
-def _drain(pending: prover.PendingProof) -> None:
-    for f in (pending.h, pending.l, pending.a, pending.b_g1, pending.b_g2):
-        try:
-            f.result()
-        except BaseException:  # noqa: BLE001, S110 - the first failure is already reported
-            pass

@@ -39,6 +39,7 @@ class ZkeyBases:
     c: PointSet  # [(β·A_j + α·B_j + C_j)(τ)/δ]₁ per private wire
     h: PointSet  # odd Lagrange basis of the 2m-domain, over δ
     owns_directory: bool  # remove the file's directory on close (a temporary one)
+    persistent: bool = False  # a cached translation (:mod:`.bases_cache`): never removed
 
     def sets(self) -> dict[str, PointSet]:
         return {"a": self.a, "b1": self.b1, "b2": self.b2, "c": self.c, "h": self.h}
@@ -46,6 +47,8 @@ class ZkeyBases:
     def remove(self) -> None:
         """Delete the translated file (and its temporary directory)."""
         p = Path(self.path)
+        if self.persistent:
+            return
         if self.owns_directory:
             shutil.rmtree(p.parent, ignore_errors=True)
         else:
@@ -83,6 +86,17 @@ def translate_bases(zkey: Zkey, out: str | os.PathLike[str] | None = None) -> Zk
             path.unlink(missing_ok=True)
         raise
     return ZkeyBases(str(path), owns_directory=owns, **sets)
+
+
+def bases_layout(zkey: Zkey, path: str | os.PathLike[str]) -> dict[str, PointSet]:
+    """Where each vector lies in the translated file :func:`translate_bases` writes."""
+    sets, offset = {}, 0
+    for name, group in _GROUPS.items():
+        size = G1_LEM_SIZE if group == "g1" else G2_LEM_SIZE
+        count = zkey.vectors[name].size // size
+        sets[name] = PointSet(group, str(path), offset, count)  # type: ignore[arg-type]
+        offset += count * size
+    return sets
 
 
 def _translate(

@@ -47,14 +47,16 @@ class BinFile:
         magic: str,
         max_version: int,
         names: dict[int, str],
+        data: bytes | None = None,
     ) -> None:
-        """Open ``path`` and index its sections.
+        """Open ``path`` (or index ``data``, then ``path`` only names it) and index its sections.
 
         Args:
-            path: the file.
+            path: the file, or the name to use in messages when ``data`` is given.
             magic: the expected 4-character type (``"zkey"`` etc.).
             max_version: the newest format version this reader understands.
             names: section id → meaning, used in error messages.
+            data: the container's bytes, when they are not in a file.
         Raises:
             BadInput: unreadable file, wrong magic, unsupported version, or a section table
                 that runs past the end of the file.
@@ -62,6 +64,12 @@ class BinFile:
         self.path = str(path)
         self.names = names
         self._mm: mmap.mmap | None = None
+        if data is not None:  # bytes handed over a wire (an engine payload), not a file
+            self.size = len(data)
+            self.buf = memoryview(data)
+            self.magic = magic
+            self.version, self.sections = self._index(magic, max_version)
+            return
         try:
             with open(path, "rb") as f:
                 size = os.fstat(f.fileno()).st_size

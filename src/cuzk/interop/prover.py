@@ -16,6 +16,7 @@ while they do, and the proof is verified before it is returned.
 
 from __future__ import annotations
 
+import os
 import secrets
 import time
 from collections.abc import Callable
@@ -24,15 +25,17 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from cuzk.backend.base import Backend
+from cuzk.backend.base import Backend, PointSet
 from cuzk.curve import g1_mul, g2_mul
 from cuzk.errors import BadInput, UnsatisfiedConstraint
 from cuzk.field import fr
 from cuzk.field.constants import R
+from cuzk.groth16.keys import VerifyingKey
 from cuzk.groth16.proof import Proof
 from cuzk.groth16.prover import Timings
 from cuzk.groth16.verifier import verify
 from cuzk.interop.bases import ZkeyBases, section_error, translate_bases
+from cuzk.interop.bases_cache import cached_bases
 from cuzk.interop.kernels import odd_coset_h
 from cuzk.interop.r1cs import CircomR1cs
 from cuzk.interop.wtns import Witness
@@ -52,6 +55,16 @@ class PreparedKey:
     a_wires: np.ndarray  # bool per wire: has an A entry (other A points are infinity)
     b_wires: np.ndarray  # bool per wire: has a B entry
 
+    @property
+    def vk(self) -> VerifyingKey:
+        """The key's own verifying key (what every proof made with it is checked against)."""
+        return self.zkey.vk
+
+    @property
+    def vectors(self) -> tuple[PointSet, ...]:
+        """The five bases a backend keeps resident (the engine preloads and evicts these)."""
+        return tuple(self.bases.sets().values())
+
     def evict_from(self, backend: Backend) -> None:
         """Drop this key's bases from ``backend`` (before :meth:`close`, when the backend
         lives on)."""
@@ -63,8 +76,12 @@ class PreparedKey:
         self.bases.remove()
 
 
-def prepare(zkey: Zkey, bases_path: str | None = None) -> PreparedKey:
-    """Translate ``zkey``'s bases (into a temporary file unless ``bases_path`` is given).
+def prepare(
+    zkey: Zkey, bases_path: str | None = None, cache_dir: str | os.PathLike[str] | None = None
+) -> PreparedKey:
+    """Translate ``zkey``'s bases (into a temporary file unless ``bases_path`` is given), or
+    with ``cache_dir`` reuse the translation stored there by an earlier call
+    (:mod:`.bases_cache`; the file outlives :meth:`PreparedKey.close`).
 
     Raises:
         BadInput: a point coordinate in the key is not reduced.
@@ -79,7 +96,10 @@ def prepare(zkey: Zkey, bases_path: str | None = None) -> PreparedKey:
     shape = R1CSShape(
         f"snarkjs:{zkey.path}", n_in, zkey.n_vars - n_in, zkey.a, zkey.b, empty, names=None
     )
-    bases = translate_bases(zkey, bases_path)
+    if cache_dir is not None:
+        bases, _ = cached_bases(zkey, cache_dir)
+    else:
+        bases = translate_bases(zkey, bases_path)
     return PreparedKey(
         zkey, shape, bases, Domain(zkey.domain_size), zkey.a.column_mask(), zkey.b.column_mask()
     )
@@ -177,6 +197,26 @@ def finalize(pending: PendingSnarkjsProof) -> Proof:
             not satisfy the circuit (the key has no C matrix to name the constraint: pass
             the ``.r1cs`` to :func:`start` for that).
     """
+    key = pending.key
+    proof = assemble(pending, wait_msms(pending))
+    t2 = time.perf_counter()
+    ok = verify(key.vk, pending.public, proof)
+    pending.timings.record("verify", time.perf_counter() - t2)
+    if not ok:
+        raise BadInput(
+            f"the proof did not verify against {key.zkey.path}: the witness does not satisfy "
+            "the key's circuit (or the key is inconsistent); give the .r1cs to find the "
+            "failing constraint"
+        )
+    return proof
+
+
+def wait_msms(pending: PendingSnarkjsProof) -> dict[str, object]:
+    """Join the five MSMs (the end of the device's work for this proof).
+
+    Raises:
+        BadInput: a point section of the key failed to load, naming the key's section.
+    """
     key, t0 = pending.key, time.perf_counter()
     sums = {}
     for name, f in pending.msms.items():
@@ -185,9 +225,22 @@ def finalize(pending: PendingSnarkjsProof) -> Proof:
         except BadInput as e:
             raise section_error(key.zkey, key.bases, getattr(key.bases, name).key, e) from e
     pending.timings.record("wait_msm", time.perf_counter() - t0)
+    return sums
 
+
+def drain(pending: PendingSnarkjsProof) -> None:
+    """Wait for every MSM, ignoring failures (after the first one was reported)."""
+    for f in pending.msms.values():
+        try:
+            f.result()
+        except BaseException:  # noqa: BLE001, S110 - the first failure is already reported
+            pass
+
+
+def assemble(pending: PendingSnarkjsProof, sums: dict[str, object]) -> Proof:
+    """A, B, C from the MSM sums and the blinding r, s (unverified: callers verify)."""
     t1 = time.perf_counter()
-    vk, r, s = key.zkey.vk, pending.r, pending.s
+    vk, r, s = pending.key.vk, pending.r, pending.s
     proof_a = vk.alpha_g1 + sums["a"] + g1_mul(vk.delta_g1, r)
     proof_b = vk.beta_g2 + sums["b2"] + g2_mul(vk.delta_g2, s)
     b1 = vk.beta_g1 + sums["b1"] + g1_mul(vk.delta_g1, s)
@@ -197,16 +250,6 @@ def finalize(pending: PendingSnarkjsProof) -> Proof:
     )
     proof = Proof(proof_a, proof_b, proof_c)
     pending.timings.record("assemble", time.perf_counter() - t1)
-
-    t2 = time.perf_counter()
-    ok = verify(vk, pending.public, proof)
-    pending.timings.record("verify", time.perf_counter() - t2)
-    if not ok:
-        raise BadInput(
-            f"the proof did not verify against {key.zkey.path}: the witness does not satisfy "
-            "the key's circuit (or the key is inconsistent); give the .r1cs to find the "
-            "failing constraint"
-        )
     return proof
 
 

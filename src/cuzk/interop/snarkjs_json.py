@@ -21,7 +21,7 @@ from cuzk.curve.encoding import g1_from_bytes, g1_to_bytes, g2_from_bytes, g2_to
 from cuzk.errors import BadInput
 from cuzk.field.constants import FP_BYTES, P, R
 from cuzk.groth16.keys import VerifyingKey
-from cuzk.groth16.proof import Proof
+from cuzk.groth16.proof import Proof, proofs_from_bytes
 from cuzk.interop.curves import CURVE_NAME
 
 _NUMBER = re.compile(r"^(?:[0-9]+|0x[0-9a-fA-F]+)$")
@@ -75,6 +75,36 @@ def proof_to_json(proof: Proof) -> dict[str, Any]:
 
 def public_to_json(values: Sequence[int]) -> list[str]:
     return [str(int(v)) for v in values]
+
+
+def result_to_json(
+    proof: bytes, public_inputs: Sequence[Sequence[int]]
+) -> tuple[dict[str, Any], list[str]]:
+    """proof.json's and public.json's objects for an engine result of a snarkjs key (its
+    192-byte proof encoding and per-partition public inputs; snarkjs jobs have one partition).
+
+    Raises:
+        BadInput: not exactly one proof, or public inputs for another number of partitions.
+    """
+    proofs = proofs_from_bytes(proof)
+    if len(proofs) != 1 or len(public_inputs) != 1:
+        raise BadInput(
+            f"a snarkjs result holds one proof and one public-input list; got "
+            f"{len(proofs)} and {len(public_inputs)}"
+        )
+    return proof_to_json(proofs[0]), public_to_json(public_inputs[0])
+
+
+def write_result(
+    proof: bytes,
+    public_inputs: Sequence[Sequence[int]],
+    proof_path: str | os.PathLike[str],
+    public_path: str | os.PathLike[str],
+) -> None:
+    """Write an engine result as snarkjs's proof.json and public.json."""
+    proof_obj, public_obj = result_to_json(proof, public_inputs)
+    write_json(proof_path, proof_obj)
+    write_json(public_path, public_obj)
 
 
 # -- reading ---------------------------------------------------------------------------------

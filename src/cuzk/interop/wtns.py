@@ -36,15 +36,18 @@ class Witness:
         return fr.to_ints(self.values[1 : 1 + num_public])
 
 
-def read_wtns(path: str | os.PathLike[str]) -> Witness:
+def read_wtns(path: str | os.PathLike[str], data: bytes | None = None) -> Witness:
     """Read and validate a ``.wtns`` file.
 
     Raises:
         BadInput: naming the file and section: wrong magic/version, a prime other than
             BLS12-381's r, a values section whose size disagrees with the header, a value
             ≥ r, or wire 0 ≠ 1.
+
+    With ``data`` the witness is parsed from those bytes (an engine request's payload) and
+    ``path`` only names it in messages.
     """
-    with BinFile(path, "wtns", 2, WTNS_SECTIONS) as f:
+    with BinFile(path, "wtns", 2, WTNS_SECTIONS, data) as f:
         cur = Cursor(f, 1)
         n8 = cur.u32("the field size n8")
         prime = cur.bigint(n8, "the prime")

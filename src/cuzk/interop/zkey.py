@@ -72,6 +72,45 @@ class Zkey:
         return self.domain_size.bit_length() - 1
 
 
+@dataclass(frozen=True)
+class ZkeyHeader:
+    """A key's sizes, read without touching its points or coefficients (cheap: the engine
+    reads it at every submit to size the job)."""
+
+    path: str
+    n_vars: int
+    n_public: int
+    domain_size: int
+    coefficient_entries: int  # A and B entries of section 4
+    point_bytes: int  # sections 5–9 together (the bases a prover keeps resident)
+
+
+def read_zkey_header(path: str | os.PathLike[str]) -> ZkeyHeader:
+    """The sizes of a Groth16 ``.zkey``; BadInput naming the file and section as
+    :func:`read_zkey` does for the framing, protocol, curve and header checks."""
+    with BinFile(path, "zkey", 2, ZKEY_SECTIONS) as f:
+        protocol = int.from_bytes(f.body(1, 4), "little")
+        if protocol != GROTH16_PROTOCOL:
+            kind = _PROTOCOLS.get(protocol, f"protocol {protocol}")
+            raise f.error(1, f"this is a {kind} key; cuzk proves Groth16 keys only")
+        cur = Cursor(f, 2)
+        q = cur.bigint(cur.u32("n8q"), "the base field prime q")
+        r = cur.bigint(cur.u32("n8r"), "the scalar field prime r")
+        if q != P or r != R:
+            wrong = q if q != P else r
+            raise f.error(
+                2, f"the key is for {describe_prime(wrong)}; cuzk proves over BLS12-381 only"
+            )
+        n_vars, n_public, m = cur.u32("nVars"), cur.u32("nPublic"), cur.u32("domainSize")
+        if m < 1 or m & (m - 1) or m.bit_length() - 1 > FR_TWO_ADICITY:
+            raise f.error(2, f"domainSize {m} is not a power of two ≤ 2^{FR_TWO_ADICITY}")
+        if n_vars < n_public + 1:
+            raise f.error(2, f"nVars {n_vars} cannot hold ONE and {n_public} public signals")
+        entries = Cursor(f, 4).u32("the number of entries")
+        point_bytes = sum(f.section(sid).size for sid in range(5, 10))
+    return ZkeyHeader(str(path), n_vars, n_public, m, entries, point_bytes)
+
+
 def read_zkey(path: str | os.PathLike[str]) -> Zkey:
     """Read and validate a Groth16 ``.zkey`` file.
 
