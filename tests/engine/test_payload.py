@@ -27,8 +27,11 @@ def engine(tmp_path_factory, pool):
     d = tmp_path_factory.mktemp("wpost-keys")
     shape = synthesize_shape(get_circuit(WPOST), WPOST)
     generate_parameters(shape, d, key_file_stem(WPOST), seed=7, pool=pool)
+    # One synthesis process: PoSt witnesses are built in a worker process here (the daemon's
+    # PoSt test covers the in-thread path).
     cfg = EngineConfig(param_dir=d, devices=1, workers_per_device=1, msm_workers=1,
-                       memory_budget=1 << 30, join_timeout_s=10.0)  # fmt: skip
+                       memory_budget=1 << 30, join_timeout_s=10.0,
+                       synthesis_processes=1)  # fmt: skip
     with Engine(cfg) as e:
         yield e
 

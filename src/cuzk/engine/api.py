@@ -17,6 +17,7 @@ from cuzk.engine.config import EngineConfig
 from cuzk.engine.core import EngineCore
 from cuzk.engine.request import EngineStatus, JobResult, ProofRequest
 from cuzk.engine.staging import StagingArea
+from cuzk.engine.synth_pool import SynthesisPool
 from cuzk.engine.timeline import Clock
 from cuzk.engine.workers import Device, DeviceWorker, SynthesisWorker, Worker
 
@@ -30,14 +31,18 @@ class Engine:
         self.config = config
         self._clock = Clock()
         self.devices = _make_devices(config)
+        processes = config.processes_for_synthesis
+        self._synth_pool = SynthesisPool(processes) if processes else None
         try:
-            self._core = EngineCore(config, self._clock, self.devices)
+            self._core = EngineCore(config, self._clock, self.devices, self._synth_pool)
         except BaseException:
             _close_backends(self.devices)
+            if self._synth_pool is not None:
+                self._synth_pool.close()
             raise
         self._workers: list[Worker] = [
             SynthesisWorker(self._core, f"cuzk-synth-{i}")
-            for i in range(config.synthesis_workers)
+            for i in range(config.synthesis_threads)
         ]
         for d in self.devices:
             self._workers += [
@@ -102,6 +107,8 @@ class Engine:
                 log.error("shutdown: worker %s did not stop", w.name)
         self._core.drop_residency()
         _close_backends(self.devices)
+        if self._synth_pool is not None:
+            self._synth_pool.close()
 
     def __enter__(self) -> Engine:
         return self

@@ -87,7 +87,10 @@ class EngineConfig:
     devices: int = 1  # K
     workers_per_device: int = 2  # N device workers share one compute lock per device
     synthesis_workers: int = 1  # threads (see cuzk.engine.workers for why threads)
-    synthesis_lookahead: int | None = None  # partitions synthesizing or ready; None: K·N
+    # Processes for Python-heavy witnesses (Filecoin circuits; cuzk.engine.synth_pool);
+    # None: half the cores (at most 8) on machines of 4+ cores, else 0 (in-thread).
+    synthesis_processes: int | None = None
+    synthesis_lookahead: int | None = None  # partitions synthesizing or ready; None: see below
     msm_workers: int | None = None  # CPU: MSM processes per device; None: cores / K
     memory_budget: int | None = None  # None: MemAvailable − memory_margin
     memory_margin: int = DEFAULT_MARGIN
@@ -112,6 +115,8 @@ class EngineConfig:
                      "retain_jobs"):
             if getattr(self, name) < 1:
                 raise BadInput(f"{name} must be at least 1, got {getattr(self, name)}")
+        if self.synthesis_processes is not None and self.synthesis_processes < 0:
+            raise BadInput("synthesis_processes must be non-negative")
         if self.synthesis_lookahead is not None and self.synthesis_lookahead < 1:
             raise BadInput("synthesis_lookahead must be at least 1")
         if self.msm_workers is not None and self.msm_workers < 1:
@@ -125,7 +130,23 @@ class EngineConfig:
 
     @property
     def lookahead(self) -> int:
-        return self.synthesis_lookahead or self.devices * self.workers_per_device
+        """Partitions synthesizing or synthesized but not yet on a device: enough to keep every
+        device worker and every synthesis process busy."""
+        return self.synthesis_lookahead or max(
+            self.devices * self.workers_per_device, self.synthesis_threads
+        )
+
+    @property
+    def processes_for_synthesis(self) -> int:
+        if self.synthesis_processes is not None:
+            return self.synthesis_processes
+        cores = os.cpu_count() or 1
+        return min(8, cores // 2) if cores >= 4 else 0
+
+    @property
+    def synthesis_threads(self) -> int:
+        """One thread per process at least: a thread waits on each remote witness."""
+        return max(self.synthesis_workers, self.processes_for_synthesis)
 
     @property
     def msm_workers_per_device(self) -> int:

@@ -49,6 +49,7 @@ from cuzk.engine.request import (
 )
 from cuzk.engine.scheduler import Scheduler, WorkKey
 from cuzk.engine.srs import LOADING, RESIDENT, CircuitInfo, Resident, SrsManager
+from cuzk.engine.synth_pool import SynthesisPool
 from cuzk.engine.timeline import Clock
 from cuzk.engine.workers import Device, DeviceWorker, Worker, staged_bytes_for
 from cuzk.errors import (
@@ -70,8 +71,15 @@ class EngineCore:
     """Engine state and its transitions; :class:`cuzk.engine.api.Engine` is the facade that
     owns the devices and threads and calls in here."""
 
-    def __init__(self, config: EngineConfig, clock: Clock, devices: list[Device]) -> None:
+    def __init__(
+        self,
+        config: EngineConfig,
+        clock: Clock,
+        devices: list[Device],
+        synth_pool: SynthesisPool | None = None,
+    ) -> None:
         self.config = config
+        self.synth_pool = synth_pool  # witnesses of Python-heavy circuits, in processes
         self._clock = clock
         self._devices = devices
         self._cv = threading.Condition()

@@ -26,6 +26,7 @@ staging area; the lock still serialises its kernels with every other partition's
 from __future__ import annotations
 
 import logging
+import time
 import weakref
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -36,15 +37,17 @@ from cuzk.circuits.statement import payload_digest
 from cuzk.engine.budget import KERNEL_BYTES_PER_DOMAIN, SRS_RESIDENT_FACTOR
 from cuzk.engine.srs import CircuitInfo, circuit_info
 from cuzk.errors import BadInput, InternalError
+from cuzk.field import fr
 from cuzk.groth16 import prover
 from cuzk.groth16.proof import Proof
-from cuzk.r1cs import R1CSShape
+from cuzk.r1cs import BulkWitness, R1CSShape
 
 if TYPE_CHECKING:
     from cuzk.engine.config import EngineConfig
     from cuzk.engine.job import Partition
     from cuzk.engine.request import ProofRequest
     from cuzk.engine.srs import Resident, SrsManager
+    from cuzk.engine.synth_pool import SynthesisPool
     from cuzk.engine.workers import Device
 
 log = logging.getLogger(__name__)
@@ -69,7 +72,7 @@ class ProverFamily:
         has ``vk`` and ``vectors`` (what residency evicts)."""
         raise NotImplementedError
 
-    def synthesize(self, part: Partition) -> tuple[Any, Any]:
+    def synthesize(self, part: Partition, pool: SynthesisPool | None = None) -> tuple[Any, Any]:
         """(circuit, assignment) of a partition; BadInput if the witness is not acceptable."""
         raise NotImplementedError
 
@@ -125,10 +128,17 @@ class BellpersonFamily(ProverFamily):
     def load(self, srs: SrsManager, info: CircuitInfo) -> tuple[Any, R1CSShape]:
         return srs.load(info)
 
-    def synthesize(self, part: Partition) -> tuple[Any, Any]:
+    def synthesize(self, part: Partition, pool: SynthesisPool | None = None) -> tuple[Any, Any]:
         statement = part.job.statement
         circuit = statement.circuit(part.index)
-        assignment = prover.synthesize(circuit, part.timings)
+        if pool is None or isinstance(circuit, BulkWitness):
+            assignment = prover.synthesize(circuit, part.timings)
+        else:  # Python gadget code: build the witness in a worker process, off this GIL
+            t0 = time.perf_counter()
+            req = part.job.request
+            inputs, aux = pool.synthesize(req.circuit_id, req.seeds, req.payload, part.index)
+            assignment = prover.Assignment(fr.from_ints(inputs), aux, tuple(inputs[1:]))
+            part.timings.record("synthesis", time.perf_counter() - t0)
         expected = statement.expected(part.index)
         if expected is not None and tuple(assignment.public_inputs) != expected:
             raise BadInput(
@@ -247,7 +257,7 @@ class SnarkjsFamily(ProverFamily):
         srs.preload(key.vectors)
         return key, key.shape
 
-    def synthesize(self, part: Partition) -> tuple[Any, Any]:
+    def synthesize(self, part: Partition, pool: SynthesisPool | None = None) -> tuple[Any, Any]:
         witness = part.job.statement.circuit(part.index)  # a Witness for this family
         return None, witness
 

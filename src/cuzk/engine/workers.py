@@ -21,7 +21,14 @@ has already started OpenMP, so fork is unsafe), and on a small machine they comp
 MSM worker processes for the same cores. Threads cost nothing, share the parsed circuit and
 keep the pipeline overlapped (numba kernels and the MSM pipes release the GIL while a
 synthesis thread runs). The way to scale synthesis is GIL-free witness code and the
-pre-compiled shape (a/b/c by sparse products on the device), not more processes.
+pre-compiled shape (a/b/c by sparse products on the device): the synthetic circuit builds its
+witness in bulk (``r1cs.BulkWitness``: numpy and a ``nogil`` numba loop) in these threads.
+
+Filecoin's circuits are the other case: their witnesses come from gadget code running SHA-256
+and Poseidon in Python (15 s for a 2 KiB PoRep partition, minutes at 32 GiB), which no amount
+of threads parallelises and which would starve the device workers of the GIL. Those partitions
+go to a pool of spawned processes (:mod:`cuzk.engine.synth_pool`, ``synthesis_processes``; a
+synthesis thread waits on each), which returns the witness through shared memory.
 
 The hand-off between two workers of one device: the worker leaving the compute lock calls
 ``time.sleep(0)`` so the worker waking on the lock gets the GIL at once instead of after the
@@ -56,6 +63,7 @@ from cuzk.groth16.proof import Proof
 if TYPE_CHECKING:
     from cuzk.engine.job import Partition
     from cuzk.engine.srs import CircuitInfo, Resident
+    from cuzk.engine.synth_pool import SynthesisPool
 
 log = logging.getLogger(__name__)
 
@@ -86,6 +94,8 @@ class Device:
 
 class Pipeline(Protocol):
     """What workers ask of the core; each call takes the engine lock briefly."""
+
+    synth_pool: SynthesisPool | None
 
     def next_synthesis(self, worker: Worker) -> tuple[Partition, Resident | None] | None: ...
     def load_circuit(self, entry: Resident) -> None: ...
@@ -148,7 +158,7 @@ class SynthesisWorker(Worker):
                 return True
             if self.core.fault("synthesis", part):
                 raise InternalError("injected fault: synthesis failed")
-            circuit, assignment = family_of(part.job.info).synthesize(part)
+            circuit, assignment = family_of(part.job.info).synthesize(part, self.core.synth_pool)
             part.circuit = circuit
         except Exception as e:  # noqa: BLE001 - isolated to this job
             self.core.fail(part, e, stage)

@@ -54,8 +54,11 @@ def _show(value: object) -> str:
 
 # --- converters -----------------------------------------------------------------------------
 
-def _integer(lo: int | None = None, hi: int | None = None, auto: bool = False) -> Converter:
-    """An int in [lo, hi]; with ``auto``, 0, "auto" and None mean None (the engine decides)."""
+def _integer(
+    lo: int | None = None, hi: int | None = None, auto: bool = False, zero_is_auto: bool = True
+) -> Converter:
+    """An int in [lo, hi]; with ``auto``, "auto" and None (and 0, unless ``zero_is_auto`` is
+    False) mean None (the engine decides)."""
     if lo is not None and hi is not None:
         what = f"an integer in [{lo}, {hi}]"
     elif lo is not None:
@@ -63,10 +66,10 @@ def _integer(lo: int | None = None, hi: int | None = None, auto: bool = False) -
     else:
         what = "an integer"
     if auto:
-        what += ' (or 0 / "auto")'
+        what += ' (or 0 / "auto")' if zero_is_auto else ' (or "auto")'
 
     def conv(v: Any) -> int | None:
-        if auto and (v is None or v == "auto" or (type(v) is int and v == 0)):
+        if auto and (v is None or v == "auto" or (zero_is_auto and type(v) is int and v == 0)):
             return None
         if type(v) is not int or (lo is not None and v < lo) or (hi is not None and v > hi):
             raise _Expected(what)
@@ -355,6 +358,9 @@ class EngineSection(_Section):
     devices: int = _setting(1, _integer(1), "K devices")
     workers_per_device: int = _setting(2, _integer(1), "device workers per device")
     synthesis_workers: int = _setting(1, _integer(1), "synthesis threads")
+    synthesis_processes: int | None = _setting(
+        None, _integer(0, auto=True, zero_is_auto=False), "None: half the cores (≤ 8) on 4+ cores"
+    )
     synthesis_lookahead: int | None = _setting(None, _integer(1, auto=True), "None: K·N")
     msm_workers: int | None = _setting(None, _integer(1, auto=True), "None: cores / K")
     memory_budget: int | None = _setting(None, _size(auto=True), "None: MemAvailable − margin")

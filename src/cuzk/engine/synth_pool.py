@@ -1,0 +1,108 @@
+"""Witnesses built in worker processes, for circuits whose witness code is Python.
+
+The synthetic benchmark circuit builds its witness in bulk (numpy and a GIL-free numba loop),
+so threads suffice for it (see :mod:`cuzk.engine.workers`). Filecoin's circuits do not: their
+witness comes from gadget code that runs SHA-256 and Poseidon one variable at a time in Python
+(a 2 KiB PoRep partition is ~15 s of one core, a 32 GiB one ~10 minutes), and in threads that
+code holds the GIL the device workers need for staging and MSM bookkeeping. In processes, the
+partitions of a PoRep job are synthesized side by side on as many cores as the pool has.
+
+Each task carries the request (circuit id, seeds, payload) and a partition index; a worker
+opens the statement (keeping the last few, keyed by payload digest, so the partitions of one
+job parse their payload once per worker), builds the partition's witness, converts it to the
+Montgomery vector and hands it back through shared memory — a 2 KiB PoRep witness is 86 MB,
+a 32 GiB one 4 GB, too much to pickle through a pipe.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import multiprocessing
+from collections import OrderedDict
+from collections.abc import Sequence
+from multiprocessing import resource_tracker, shared_memory
+
+import numpy as np
+
+from cuzk.errors import InternalError
+
+_STATEMENTS: OrderedDict[str, object] = OrderedDict()  # worker side: digest → Statement
+_KEEP_STATEMENTS = 4
+
+
+class SynthesisPool:
+    """``processes`` spawned workers (spawn, not fork: numba's threads are already running)."""
+
+    def __init__(self, processes: int) -> None:
+        if processes < 1:
+            raise ValueError("a synthesis pool needs at least one process")
+        self.processes = processes
+        self._pool = cf.ProcessPoolExecutor(
+            processes, mp_context=multiprocessing.get_context("spawn"), initializer=_init_worker
+        )
+
+    def synthesize(
+        self, circuit_id: str, seeds: Sequence[int], payload: bytes, index: int
+    ) -> tuple[list[int], np.ndarray]:
+        """Partition ``index``'s witness: (inputs with ONE first, canonical ints; aux as a
+        Montgomery (n, 4) vector). Raises what the worker raised (BadInput for a witness the
+        payload cannot give); InternalError if the worker process died."""
+        future = self._pool.submit(_remote, circuit_id, tuple(seeds), payload, index)
+        try:
+            inputs, name, rows = future.result()
+        except cf.process.BrokenProcessPool as e:
+            raise InternalError(f"a synthesis worker process died: {e}") from e
+        return inputs, _take(name, rows)
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _take(name: str, rows: int) -> np.ndarray:
+    """Copy the worker's shared block into this process and free it."""
+    shm = shared_memory.SharedMemory(name=name)
+    try:
+        aux = np.ndarray((rows, 4), dtype=np.uint64, buffer=shm.buf).copy()
+    finally:
+        shm.close()
+        shm.unlink()
+    return aux
+
+
+def _init_worker() -> None:
+    import numba
+
+    numba.set_num_threads(1)  # the pool is the parallelism; keep each worker on one core
+
+
+def _remote(
+    circuit_id: str, seeds: tuple[int, ...], payload: bytes, index: int
+) -> tuple[list[int], str, int]:
+    from cuzk.circuits import open_statement
+    from cuzk.circuits.statement import payload_digest
+    from cuzk.field import fr
+    from cuzk.r1cs import BulkWitness, synthesize_witness
+
+    digest = payload_digest(circuit_id, seeds, payload)
+    statement = _STATEMENTS.pop(digest, None) or open_statement(circuit_id, seeds, payload)
+    _STATEMENTS[digest] = statement
+    while len(_STATEMENTS) > _KEEP_STATEMENTS:
+        _STATEMENTS.popitem(last=False)
+    circuit = statement.circuit(index)  # type: ignore[attr-defined]
+    if isinstance(circuit, BulkWitness):
+        inputs, aux = circuit.assignment()
+    else:
+        cs = synthesize_witness(circuit)
+        inputs, aux = cs.inputs, fr.from_ints(cs.aux)
+    shm = shared_memory.SharedMemory(create=True, size=max(1, aux.nbytes))
+    try:
+        np.ndarray(aux.shape, dtype=np.uint64, buffer=shm.buf)[:] = aux
+        # The parent unlinks it; stop this process's tracker from "cleaning up" after us.
+        resource_tracker.unregister(shm._name, "shared_memory")  # type: ignore[attr-defined]
+        return list(inputs), shm.name, len(aux)
+    except BaseException:
+        shm.unlink()
+        raise
+    finally:
+        shm.close()
+
