@@ -62,6 +62,7 @@ from cuzk.circuits.filecoin.porep import (
     public_inputs,
 )
 from cuzk.circuits.filecoin.post import GIB, KIB, MIB, SIZE_NAMES
+from cuzk.circuits.filecoin.vanilla_json import merkle_proof_json
 from cuzk.errors import BadInput
 from cuzk.field import fr
 from cuzk.field.constants import R
@@ -707,27 +708,6 @@ class SeededPoRepCircuit:
 
 def _enc(x: int) -> list[int]:
     return list(int(x).to_bytes(32, "little"))
-
-
-def _path_json(siblings: Sequence[Sequence[int]], positions: Sequence[int]) -> dict[str, Any]:
-    return {"path": [{"hashes": [_enc(h) for h in s], "index": q}
-                     for s, q in zip(siblings, positions, strict=True)]}  # fmt: skip
-
-
-def merkle_proof_json(mp: MerklePath, shape: TreeShape) -> dict[str, Any]:
-    """A MerkleProof in upstream's serde layout (Single, Sub or Top by the shape)."""
-    nb = shape.base_levels
-    base = _path_json(mp.siblings[:nb], mp.positions[:nb])
-    root, leaf = _enc(mp.root), _enc(mp.leaf)
-    if not shape.sub_arity:
-        return {"data": {"Single": {"root": root, "leaf": leaf, "path": base}}}
-    sub = _path_json(mp.siblings[nb : nb + 1], mp.positions[nb : nb + 1])
-    if not shape.top_arity:
-        return {"data": {"Sub": {"base_proof": base, "sub_proof": sub, "root": root,
-                                 "leaf": leaf}}}  # fmt: skip
-    top = _path_json(mp.siblings[nb + 1 :], mp.positions[nb + 1 :])
-    return {"data": {"Top": {"base_proof": base, "sub_proof": sub, "top_proof": top,
-                             "root": root, "leaf": leaf}}}  # fmt: skip
 
 
 def challenge_proof_json(

@@ -38,7 +38,7 @@ from cuzk.circuits.filecoin.vanilla import (
 )
 from cuzk.errors import BadInput
 from cuzk.field.constants import R
-from cuzk.gadgets.merkle import MerklePath
+from cuzk.gadgets.merkle import MerklePath, TreeShape
 from cuzk.gadgets.poseidon.native import hash_one
 
 
@@ -73,9 +73,9 @@ def _path_json(siblings: Sequence[Sequence[int]], positions: Sequence[int]) -> d
     }
 
 
-def merkle_proof_json(mp: MerklePath, params: PoStParams) -> dict[str, Any]:
-    """A MerkleProof in upstream's layout (Single, Sub or Top by the tree's shape)."""
-    t = params.tree
+def merkle_proof_json(mp: MerklePath, t: TreeShape) -> dict[str, Any]:
+    """A MerkleProof in upstream's serde layout (Single, Sub or Top by the tree's shape); every
+    family's vanilla proofs (PoSt, PoRep C1, SnapDeals) write their paths with it."""
     nb = t.base_levels
     base = _path_json(mp.siblings[:nb], mp.positions[:nb])
     root, leaf = _enc(mp.root), _enc(mp.leaf)
@@ -97,7 +97,9 @@ def sector_vanilla_json(sv: SectorVanilla, params: PoStParams) -> dict[str, Any]
         "vanilla_proof": {
             "sectors": [
                 {
-                    "inclusion_proofs": [merkle_proof_json(m, params) for m in p.inclusion_proofs],
+                    "inclusion_proofs": [
+                        merkle_proof_json(m, params.tree) for m in p.inclusion_proofs
+                    ],
                     "comm_c": _enc(p.comm_c),
                     "comm_r_last": _enc(p.comm_r_last),
                 }

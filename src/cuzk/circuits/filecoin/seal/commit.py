@@ -34,7 +34,6 @@ from typing import Any
 
 import numpy as np
 
-from cuzk.circuits.filecoin.post import PoStParams
 from cuzk.circuits.filecoin.seal.proof_types import API_V1_1, seal_proof
 from cuzk.circuits.filecoin.seal.sdr import label_parents
 from cuzk.circuits.filecoin.seal.sealer import SealedSector, seal_sector
@@ -59,11 +58,6 @@ def _b32(v: int | bytes) -> list[int]:
     return list(v if isinstance(v, bytes) else int(v).to_bytes(32, "little"))
 
 
-def _shape_params(shape: TreeShape, sector_size: int) -> PoStParams:
-    # merkle_proof_json reads only the tree shape from its PoStParams argument.
-    return PoStParams("window", sector_size, shape, 1, 1)
-
-
 def tree_d_path(sealed: SealedSector, index: int) -> MerklePath:
     """TreeD inclusion path of data node ``index`` (SHA-256 nodes as ints)."""
     siblings, positions = [], []
@@ -81,18 +75,18 @@ def tree_d_path(sealed: SealedSector, index: int) -> MerklePath:
     )
 
 
-def _column_proof(sealed: SealedSector, node: int, params: PoStParams) -> dict[str, Any]:
+def _column_proof(sealed: SealedSector, node: int, tree: TreeShape) -> dict[str, Any]:
     return {
         "column": {"index": node, "rows": [_b32(r) for r in sealed.column(node)], "_h": None},
-        "inclusion_proof": merkle_proof_json(prove(sealed.tree_c, params.tree, node), params),
+        "inclusion_proof": merkle_proof_json(prove(sealed.tree_c, tree, node), tree),
     }
 
 
 def challenge_proof(sealed: SealedSector, c: int) -> dict[str, Any]:
     """Upstream ``Proof`` for challenge ``c`` (see the module docstring)."""
     p = sealed.proof
-    tree = _shape_params(p.tree, p.sector_size)
-    tree_d = _shape_params(TreeShape(p.nodes, 2), p.sector_size)
+    tree = p.tree
+    tree_d = TreeShape(p.nodes, 2)
     layers = p.layers
     labeling = [
         {"parents": [_b32(x) for x in label_parents(sealed.graph, sealed.labels, layer, c)],
