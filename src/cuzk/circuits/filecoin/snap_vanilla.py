@@ -44,7 +44,14 @@ from cuzk.circuits.filecoin.snap import (
     snap_params,
     snap_params_for_size,
 )
-from cuzk.circuits.filecoin.vanilla_json import SIZE_LABELS, _dec, _enc, _field, _read_path
+from cuzk.circuits.filecoin.vanilla_json import (
+    SIZE_LABELS,
+    _dec,
+    _enc,
+    _field,
+    _read_path,
+    merkle_proof_json,
+)
 from cuzk.circuits.statement import Statement, payload_digest
 from cuzk.errors import BadInput
 from cuzk.field import fr
@@ -165,24 +172,8 @@ def random_update(params: SnapParams, seed: int, h: int | None = None) -> Sector
 # -- upstream's JSON layout -----------------------------------------------------------------
 
 
-def _path_json(siblings: list[list[int]], positions: list[int]) -> dict[str, Any]:
-    return {"path": [{"hashes": [_enc(x) for x in s], "index": p}
-                     for s, p in zip(siblings, positions, strict=True)]}  # fmt: skip
-
-
 def _tree_r_proof_json(levels: list[np.ndarray], tree: TreeShape, c: int) -> dict[str, Any]:
-    mp = prove(levels, tree, c)
-    nb = tree.base_levels
-    root, leaf = _enc(mp.root), _enc(mp.leaf)
-    base = _path_json(mp.siblings[:nb], mp.positions[:nb])
-    if not tree.sub_arity:
-        return {"data": {"Single": {"root": root, "leaf": leaf, "path": base}}}
-    sub = _path_json(mp.siblings[nb : nb + 1], mp.positions[nb : nb + 1])
-    if not tree.top_arity:
-        return {"data": {"Sub": {"base_proof": base, "sub_proof": sub, "root": root, "leaf": leaf}}}
-    top = _path_json(mp.siblings[nb + 1 :], mp.positions[nb + 1 :])
-    return {"data": {"Top": {"base_proof": base, "sub_proof": sub, "top_proof": top,
-                             "root": root, "leaf": leaf}}}  # fmt: skip
+    return merkle_proof_json(prove(levels, tree, c), tree)
 
 
 def tree_d_proof_json(levels: list[list[bytes]], c: int) -> dict[str, Any]:
