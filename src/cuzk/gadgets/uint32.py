@@ -14,7 +14,7 @@ from cuzk.field.constants import R
 from cuzk.gadgets._names import Name, leaf
 from cuzk.gadgets.boolean import FALSE, AllocatedBit, Boolean, sha256_ch, sha256_maj, xor
 from cuzk.gadgets.multieq import MultiEq
-from cuzk.r1cs import ConstraintSystem
+from cuzk.r1cs import ConstraintSystem, WitnessCS
 
 _MASK32 = 0xFFFFFFFF
 
@@ -85,17 +85,21 @@ class UInt32:
 
     def xor(self, cs: ConstraintSystem, other: UInt32, ns: Name = None) -> UInt32:
         """Bitwise xor: one constraint per bit position where both bits are variables."""
-        bits = [
-            xor(cs, a, b, leaf(ns, f"xor of bit {i}"))
-            for i, (a, b) in enumerate(zip(self.bits, other.bits, strict=True))
-        ]
+        if type(cs) is WitnessCS:  # names are never read in witness mode
+            bits = [xor(cs, a, b) for a, b in zip(self.bits, other.bits, strict=True)]
+        else:
+            bits = [
+                xor(cs, a, b, leaf(ns, f"xor of bit {i}"))
+                for i, (a, b) in enumerate(zip(self.bits, other.bits, strict=True))
+            ]
         v = None if self.value is None or other.value is None else self.value ^ other.value
         return UInt32(bits, v)
 
     @staticmethod
     def sha256_ch(cs: ConstraintSystem, a: UInt32, b: UInt32, c: UInt32, ns: Name = None) -> UInt32:
+        witness = type(cs) is WitnessCS
         bits = [
-            sha256_ch(cs, x, y, z, leaf(ns, f"ch {i}"))
+            sha256_ch(cs, x, y, z, None if witness else leaf(ns, f"ch {i}"))
             for i, (x, y, z) in enumerate(zip(a.bits, b.bits, c.bits, strict=True))
         ]
         v = None
@@ -107,8 +111,9 @@ class UInt32:
     def sha256_maj(
         cs: ConstraintSystem, a: UInt32, b: UInt32, c: UInt32, ns: Name = None
     ) -> UInt32:
+        witness = type(cs) is WitnessCS
         bits = [
-            sha256_maj(cs, x, y, z, leaf(ns, f"maj {i}"))
+            sha256_maj(cs, x, y, z, None if witness else leaf(ns, f"maj {i}"))
             for i, (x, y, z) in enumerate(zip(a.bits, b.bits, c.bits, strict=True))
         ]
         v = None
@@ -133,11 +138,12 @@ class UInt32:
         if total is not None and all(b.bit is None for op in operands for b in op.bits):
             return UInt32.constant(total & _MASK32)
         num_bits = (n * _MASK32).bit_length()
+        witness = type(cs) is WitnessCS
         result = [
             AllocatedBit.alloc(
                 cs,
                 None if total is None else bool((total >> i) & 1),
-                leaf(ns, f"result bit {i}"),
+                None if witness else leaf(ns, f"result bit {i}"),
             )
             for i in range(num_bits)
         ]
