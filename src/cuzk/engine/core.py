@@ -131,11 +131,10 @@ class EngineCore:
                 f"a partition of {request.circuit_id} (with its parameters resident)",
             )
             seq = next(self._seq)
+            staged = staged_bytes_for(info)
             for d in self._devices:
-                if d.staging is not None and staged_bytes_for(info):
-                    d.staging.check_can_fit(
-                        staged_bytes_for(info), f"a partition of {request.circuit_id}"
-                    )
+                if d.staging is not None and staged:
+                    d.staging.check_can_fit(staged, f"a partition of {request.circuit_id}")
             job = Job(f"job-{seq}", seq, request, digest, info, statement)
             now = self._clock()
             for i in range(statement.partitions):

@@ -251,8 +251,7 @@ def staged_bytes_for(info: CircuitInfo) -> int:
     """What a staged partition holds on its device until its kernels end: the assignment's
     copy, the uploaded MSM scalars and the kernels' working set (0 for a family that does
     not stage)."""
-    family = family_of(info)
-    return family.staged_bytes(info) if family.stages else 0
+    return family_of(info).staged_bytes(info)  # a family that does not stage says 0
 
 
 def _plain_rows(n: int) -> np.ndarray:
