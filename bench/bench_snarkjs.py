@@ -52,6 +52,8 @@ sys.path.insert(0, str(REPO))
 
 from tests.interop import toolchain  # noqa: E402
 
+from cuzk.backend import get_backend  # noqa: E402
+from cuzk.backend.base import Backend  # noqa: E402
 from cuzk.curve.pool import MsmPool  # noqa: E402
 from cuzk.engine import Engine, EngineConfig, ProofRequest  # noqa: E402
 from cuzk.field import fr  # noqa: E402
@@ -267,15 +269,16 @@ def _witness(kind: str, units: int, circuit: toolchain.Circuit, out: Path) -> No
     toolchain.snarkjs("wtns", "calculate", circuit.wasm, inputs, out, cwd=out.parent)
 
 
-def build(kind: str, log: int, work: Path, pool: MsmPool) -> dict:
-    """Compile, compute the witness and write the key for ``kind`` at 2^log (cached)."""
+def build(kind: str, log: int, work: Path, pool: MsmPool, backend: Backend | None) -> dict:
+    """Compile, compute the witness and write the key for ``kind`` at 2^log (cached); the
+    key's fixed-base work runs on ``backend`` when given (CUDA), else on ``pool``."""
     d = work / f"{kind}_{log}"
     zkey, wtns = d / "circuit.zkey", d / "circuit.wtns"
     if not (d / "meta.json").exists() and (d / "circuit.r1cs").exists() and wtns.exists():
         # Copied here without node (a GPU host): the key is reproducible from the .r1cs.
         r1cs = read_r1cs(d / "circuit.r1cs")
         t0 = time.perf_counter()
-        write_test_zkey(r1cs, zkey, pool, seed=log)
+        write_test_zkey(r1cs, zkey, pool, seed=log, backend=backend)
         meta = {"units": None, "compile_s": None, "witness_s": None,
                 "setup_s": time.perf_counter() - t0, "constraints": r1cs.num_constraints,
                 "wires": r1cs.num_wires, "public": r1cs.num_public}
@@ -290,7 +293,7 @@ def build(kind: str, log: int, work: Path, pool: MsmPool) -> dict:
         witness_s = time.perf_counter() - t0
         r1cs = read_r1cs(circuit.r1cs)
         t0 = time.perf_counter()
-        write_test_zkey(r1cs, zkey, pool, seed=log)
+        write_test_zkey(r1cs, zkey, pool, seed=log, backend=backend)
         setup_s = time.perf_counter() - t0
         toolchain.snarkjs("zkey", "export", "verificationkey", zkey, d / "vk.json", cwd=d)
         meta = {"units": units, "compile_s": compile_s, "witness_s": witness_s,
@@ -405,7 +408,9 @@ def measure(case: dict, runs: int, workers: int | None, backend: str, snarkjs: b
             for _ in range(once)
         ]
         ok["snarkjs"] = _verified(case, d / "sj_public.json", d / "sj_proof.json", True)
-    cuzk_cli = [str(REPO / ".venv" / "bin" / "cuzk"), "snarkjs", "prove", str(case["zkey"]),
+    venv_cli = REPO / ".venv" / "bin" / "cuzk"
+    cli = [str(venv_cli)] if venv_cli.exists() else [sys.executable, "-m", "cuzk.cli.main"]
+    cuzk_cli = [*cli, "snarkjs", "prove", str(case["zkey"]),
                 str(case["wtns"]), "cz_proof.json", "cz_public.json", "--backend", backend]
     if workers:
         cuzk_cli += ["--workers", str(workers)]
@@ -448,9 +453,14 @@ def main() -> None:
     args = ap.parse_args()
     out = args.out or REPO / "bench" / "results" / f"snarkjs_{args.backend}.json"
 
-    with MsmPool(args.workers) as pool:
-        cases = [(k, log, {**build(k, log, args.work, pool), "log": log})
-                 for k in args.circuits for log in args.logs]
+    setup_backend = get_backend("cuda") if args.backend == "cuda" else None
+    try:
+        with MsmPool(args.workers) as pool:
+            cases = [(k, log, {**build(k, log, args.work, pool, setup_backend), "log": log})
+                     for k in args.circuits for log in args.logs]
+    finally:
+        if setup_backend is not None:
+            setup_backend.close()
     if args.build_only:
         for kind, log, case in cases:
             print(f"{kind} 2^{log}: {case['constraints']} constraints, {case['wires']} wires, "

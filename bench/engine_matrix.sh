@@ -10,9 +10,10 @@ SIZE=${SIZE:-4194304}
 BACKEND=${BACKEND:-cuda}
 PARTS=${PARTS:-10}
 PROOFS=${PROOFS:-3}
-WORKERS=${WORKERS:-"1 2 3"}
+WORKERS=${WORKERS-"1 2 3"}  # empty: only the all-devices run
 MODES=${MODES:-"single staging"}
 DEVICES_ALL=${DEVICES_ALL:-1}
+PROOFS_ALL=${PROOFS_ALL:-$((PROOFS * DEVICES_ALL))}
 KEYS=${KEYS:-/tmp/cuzk-keys}
 SHAPES=${SHAPES:-/tmp/cuzk-shapes}
 CUZK="python3 -m cuzk.cli.main"
@@ -39,6 +40,6 @@ for w in $WORKERS; do
 done
 if [ "$DEVICES_ALL" -gt 1 ]; then
   run "d${DEVICES_ALL}_w2" --devices "$DEVICES_ALL" --workers-per-device 2 \
-    --proofs $((PROOFS * DEVICES_ALL)) --concurrency $((2 * DEVICES_ALL)) --staging \
+    --proofs "$PROOFS_ALL" --concurrency $((2 * DEVICES_ALL)) --staging \
     --timeline "$OUT/d${DEVICES_ALL}_timeline.png"
 fi

@@ -28,6 +28,9 @@ def test_bench_json(param_dir, tmp_path, capsys):
     vk = read_vk(doc["vk"])
     assert doc["summary"]["succeeded"] == 3 and doc["summary"]["proofs_per_minute"] > 0
     assert len(doc["summary"]["device_busy"]) == 2
+    for whole, steady in zip(doc["summary"]["device_busy"], doc["summary"]["device_busy_steady"],
+                             strict=True):
+        assert 0 < whole <= steady <= 1  # the steady window lies inside the measured one
     assert len(doc["jobs"]) == 3
     for job in doc["jobs"]:
         assert job["state"] == "succeeded" and job["error"] is None

@@ -9,7 +9,13 @@ from cuzk.engine.budget import MemoryBudget, detect_total, partition_bytes
 from cuzk.engine.config import EngineConfig, FaultInjection
 from cuzk.engine.request import PartitionTimeline, Priority, ProofRequest
 from cuzk.engine.scheduler import Scheduler, WorkKey
-from cuzk.engine.timeline import busy_fraction, handoff_gaps, stage_medians, union_seconds
+from cuzk.engine.timeline import (
+    busy_fraction,
+    handoff_gaps,
+    stage_medians,
+    steady_busy_fraction,
+    union_seconds,
+)
 from cuzk.errors import BadInput, InternalError, ResourceExhausted
 
 # -- scheduler ---------------------------------------------------------------------------------
@@ -149,6 +155,11 @@ def test_union_and_busy_fraction():
     assert busy_fraction(tl, 0, (0.0, 4.0)) == pytest.approx(0.5)
     assert busy_fraction(tl, 1, (2.0, 4.0)) == pytest.approx(1.0)
     assert busy_fraction(tl, 0, (1.0, 1.0)) == 0.0
+    # steady state: from the first kernel start (1.0) to the last end (3.0), all busy
+    assert steady_busy_fraction(tl, 0) == pytest.approx(1.0)
+    gap = [_t(0, 0.0, 1.0, 2.0), _t(0, 0.0, 3.0, 4.0)]
+    assert steady_busy_fraction(gap, 0) == pytest.approx(2 / 3)
+    assert steady_busy_fraction(tl, 2) == 0.0  # a device that ran nothing
 
 
 def test_handoff_gaps_count_only_waiting_partitions():

@@ -65,3 +65,10 @@ def test_snarkjs_proves_and_verifies_with_it(npm_bin, our_zkey, cpu_backend, fix
     write_json(tmp_path / "ours.json", proof_to_json(proof))
     write_json(tmp_path / "our_public.json", public_to_json(public))
     assert toolchain.snarkjs_verifies(vk, tmp_path / "our_public.json", tmp_path / "ours.json")
+
+
+def test_backend_fixed_base_writes_the_same_key(our_zkey, pool, cpu_backend, fixtures, tmp_path):
+    """The backend path (CUDA in benchmarks) must write the pool path's bytes exactly."""
+    path = write_test_zkey(read_r1cs(fixtures / "fixture.r1cs"), tmp_path / "b.zkey", pool,
+                           seed=7, backend=cpu_backend)
+    assert path.read_bytes() == our_zkey.read_bytes()

@@ -1,9 +1,11 @@
 """``cuzk bench``: run the in-process engine on one circuit and report what it achieved.
 
 Prints proofs per minute, seconds per proof, device busy % (the union of kernel regions over
-the measured window), the engine's hand-off overhead and per-stage medians; ``--json`` writes
-every job's outcome (state, error, proof hex, public inputs per partition) and the verifying
-key's path under ``vk``; ``--timeline`` draws a Gantt chart of every partition's stages.
+the measured window, and over the steady state between a device's first kernel start and its
+last kernel end, which leaves out the pipeline's fill and drain), the engine's hand-off
+overhead and per-stage medians; ``--json`` writes every job's outcome (state, error, proof
+hex, public inputs per partition) and the verifying key's path under ``vk``; ``--timeline``
+draws a Gantt chart of every partition's stages.
 
 The circuit's parameters are preloaded and one warm-up proof per device worker runs before
 the clock starts (CPU MSM processes start and load their points on first use), so the figures
@@ -186,7 +188,12 @@ def _run_jobs(engine: Any, args: argparse.Namespace) -> tuple[list[Outcome], flo
 
 def _summarize(args: argparse.Namespace, outcomes: list[Outcome], timelines: list,
                window: tuple[float, float], wall: float, load_s: float) -> dict:
-    from cuzk.engine.timeline import busy_fraction, handoff_gaps, stage_medians
+    from cuzk.engine.timeline import (
+        busy_fraction,
+        handoff_gaps,
+        stage_medians,
+        steady_busy_fraction,
+    )
 
     ok = sum(o.state == "succeeded" for o in outcomes)
     gaps = [g for d in range(args.devices) for g in handoff_gaps(timelines, d)]
@@ -206,6 +213,7 @@ def _summarize(args: argparse.Namespace, outcomes: list[Outcome], timelines: lis
         "proofs_per_minute": 60.0 * ok / wall if wall > 0 else 0.0,
         "s_per_proof": wall / ok if ok else None,
         "device_busy": [busy_fraction(timelines, d, window) for d in range(args.devices)],
+        "device_busy_steady": [steady_busy_fraction(timelines, d) for d in range(args.devices)],
         "handoff_gap_median_s": statistics.median(gaps) if gaps else None,
         "stage_medians_s": stage_medians(timelines),
     }
@@ -228,7 +236,9 @@ def _print_report(args: argparse.Namespace, report: dict) -> None:
         ("wall time", f"{report['wall_s']:.2f} s (+ {report['load_s']:.2f} s loading)"),
         ("proofs per minute", f"{report['proofs_per_minute']:.1f}"),
         ("seconds per proof", "—" if spp is None else f"{spp:.3f}"),
-        *((f"device {d} busy", f"{100 * b:.1f} %") for d, b in enumerate(report["device_busy"])),
+        *((f"device {d} busy (whole run / steady)", f"{100 * b:.1f} % / {100 * s:.1f} %")
+          for d, (b, s) in enumerate(zip(report["device_busy"], report["device_busy_steady"],
+                                         strict=True))),
         ("hand-off gap (median)", "—" if gap is None else f"{gap * 1e3:.2f} ms"),
     ]
     for k, v in rows:

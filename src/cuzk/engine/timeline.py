@@ -72,6 +72,16 @@ def busy_fraction(
     return union_seconds((a, b) for a, b in clipped if b > a) / (hi - lo)
 
 
+def steady_busy_fraction(timelines: Sequence[PartitionTimeline], device: int) -> float:
+    """Busy share between ``device``'s first kernel start and its last kernel end: the steady
+    state, without the pipeline's fill (the first partition's synthesis and staging, when no
+    device can have work yet) and drain (the last proof's assembly)."""
+    spans = kernel_intervals(timelines, device)
+    if not spans:
+        return 0.0
+    return busy_fraction(timelines, device, (spans[0][0], max(b for _, b in spans)))
+
+
 def stage_medians(timelines: Iterable[PartitionTimeline]) -> dict[str, float]:
     """Median seconds per engine stage and per prover stage, over partitions that ran it."""
     samples: dict[str, list[float]] = {}

@@ -26,6 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
+from cuzk.backend.base import Backend
 from cuzk.curve import g1_generator, g1_mul, g2_generator, g2_mul
 from cuzk.curve.encoding import g1_to_bytes, g2_to_bytes
 from cuzk.curve.pool import MsmPool
@@ -55,7 +56,12 @@ def _lagrange(tau: int, points: fr.FrVec, m: int) -> fr.FrVec:
 
 
 def write_test_zkey(
-    r1cs: CircomR1cs, path: str | Path, pool: MsmPool, *, seed: int | None = None
+    r1cs: CircomR1cs,
+    path: str | Path,
+    pool: MsmPool,
+    *,
+    seed: int | None = None,
+    backend: Backend | None = None,
 ) -> Path:
     """Write an (insecure) snarkjs Groth16 key for ``r1cs`` to ``path``.
 
@@ -64,6 +70,8 @@ def write_test_zkey(
         path: the .zkey to write.
         pool: worker pool for the fixed-base multiplications.
         seed: reproducible toxic waste (tests, benchmarks).
+        backend: runs the fixed-base multiplications instead of ``pool`` when given (the
+            CUDA backend turns minutes at 2^20 into a second).
     Raises:
         BadInput: the circuit needs a domain beyond 2^31 (snarkjs's limit for Groth16).
     """
@@ -93,15 +101,20 @@ def write_test_zkey(
     g1, g2 = g1_generator(), g2_generator()
     jobs = {"ic": ("g1", ic), "a": ("g1", u), "b1": ("g1", v), "b2": ("g2", v),
             "c": ("g1", c), "h": ("g1", h)}
-    pending = {name: _fixed_base(pool, group, g1 if group == "g1" else g2, scalars)
-               for name, (group, scalars) in jobs.items()}
     points = {}
-    for name, futures in pending.items():
-        group = jobs[name][0]
-        size = 96 if group == "g1" else 192
-        raw = b"".join(f.result() for f in futures)
-        rows = np.frombuffer(raw, dtype=np.uint8).reshape(-1, size)
-        points[name] = zcash_to_lem(rows, group).tobytes()
+    if backend is not None:
+        for name, (group, scalars) in jobs.items():
+            rows = backend.fixed_base(group, scalars)  # type: ignore[arg-type]
+            points[name] = zcash_to_lem(rows, group).tobytes()
+    else:
+        pending = {name: _fixed_base(pool, group, g1 if group == "g1" else g2, scalars)
+                   for name, (group, scalars) in jobs.items()}
+        for name, futures in pending.items():
+            group = jobs[name][0]
+            size = 96 if group == "g1" else 192
+            raw = b"".join(f.result() for f in futures)
+            rows = np.frombuffer(raw, dtype=np.uint8).reshape(-1, size)
+            points[name] = zcash_to_lem(rows, group).tobytes()
 
     header = b"".join([
         struct.pack("<I", FP_BYTES), P.to_bytes(FP_BYTES, "little"),
