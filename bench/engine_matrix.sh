@@ -16,7 +16,7 @@ DEVICES_ALL=${DEVICES_ALL:-1}
 PROOFS_ALL=${PROOFS_ALL:-$((PROOFS * DEVICES_ALL))}
 KEYS=${KEYS:-/tmp/cuzk-keys}
 SHAPES=${SHAPES:-/tmp/cuzk-shapes}
-CUZK="python3 -m cuzk.cli.main"
+CUZK=${CUZK:-python3 -m cuzk.cli.main}
 mkdir -p "$OUT" "$KEYS" "$SHAPES"
 log() { echo "== $(date +%T) $*"; }
 
