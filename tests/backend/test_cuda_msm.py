@@ -127,8 +127,18 @@ def test_msm_skewed_buckets(gpu, rng, seed, tmp_path, group):
         assert encoded(group, got) == reference(group, points, scalars), f"seed {seed}"
 
 
+@pytest.fixture(scope="module")
+def cuda_backend():
+    from cuzk.backend.cuda.backend import CudaBackend
+
+    with CudaBackend(0) as b:
+        yield b
+
+
 @pytest.mark.parametrize("group", ["g1", "g2"])
-def test_split_msm(gpu, rng, seed, tmp_path, group):
+def test_split_msm(gpu, cuda_backend, rng, seed, tmp_path, group):
+    """Host scalars (host plan), and device scalars planned on the device (the prover's
+    staged path), against the CPU reference."""
     n = 1500
     bases, points = make_bases(group, n, rng, tmp_path)
     kinds = {
@@ -146,6 +156,10 @@ def test_split_msm(gpu, rng, seed, tmp_path, group):
         want = reference(group, points, scalars)
         assert encoded(group, got) == want, f"seed {seed}, {name}"
         assert encoded(group, gpu.msm(bases, scalars).result()) == want, f"seed {seed}, {name}"
+        on_device = cuda_backend.upload(scalars)
+        cuda_backend.synchronize()
+        got = cuda_backend.split_msm(bases, on_device).result()
+        assert encoded(group, got) == want, f"seed {seed}, {name}, device plan"
 
 
 def test_residency(gpu, rng, seed, tmp_path):

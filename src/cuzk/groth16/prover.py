@@ -137,27 +137,32 @@ Allocate = Callable[[int], fr.FrVec]
 class StagedInputs:
     """A partition's kernel inputs, prepared before the device is free.
 
-    ``z`` is the whole assignment — on the device when the backend has ``upload`` (so the
-    kernels start without a PCIe transfer), else on the host. The three MSM scalar vectors are
-    gathered on the host into buffers from ``allocate`` — page-locked ones upload at full bus
-    speed. Making all this is the *staging* step the engine may run outside the compute lock.
+    ``z`` is the whole assignment and ``aux`` its tail; ``a_scalars`` and ``b_scalars`` are the
+    A and B MSMs' scalars. They are gathered on the host into buffers from ``allocate``
+    (page-locked ones upload at full bus speed) and, when the backend has ``upload``, moved to
+    the device, so the kernels start without a PCIe transfer. Making all this is the *staging*
+    step the engine may run outside the compute lock.
     """
 
     z: Any
-    aux: fr.FrVec
-    a_scalars: fr.FrVec
-    b_scalars: fr.FrVec
+    aux: Any
+    a_scalars: Any
+    b_scalars: Any
     public_inputs: tuple[int, ...]
     host_buffers: tuple[fr.FrVec, ...]  # what came from ``allocate`` (the engine returns it)
 
     @property
     def device_bytes(self) -> int:
-        return 0 if isinstance(self.z, np.ndarray) else int(self.z.nbytes)
+        on_device = [v for v in (self.z, self.a_scalars, self.b_scalars)
+                     if not isinstance(v, np.ndarray)]
+        return sum(int(v.nbytes) for v in on_device)
 
 
 def staged_bytes(num_variables: int) -> tuple[int, int]:
-    """(device bytes, host buffer bytes) :func:`stage` needs at most for ``num_variables``."""
-    return 32 * num_variables, 3 * 32 * num_variables
+    """(device bytes, host buffer bytes) :func:`stage` needs at most for ``num_variables``:
+    z and the A and B scalar vectors (each at most one row per variable), in pinned host
+    buffers and, on a backend that uploads, on the device."""
+    return 3 * 32 * num_variables, 3 * 32 * num_variables
 
 
 def stage(
@@ -195,9 +200,14 @@ def stage(
     z = gather([(inputs, None), (aux, None)])
     a_scalars = gather([(inputs, None), (aux, shape.a_aux_density)])
     b_scalars = gather([(inputs, shape.b_input_density), (aux, shape.b_aux_density)])
+    # A backend that uploads (CUDA) gets every MSM scalar vector on the device here, outside
+    # the compute lock: the kernels then plan their split MSMs on the device, and no upload
+    # or host scan of 4·n scalars is left between one partition's kernels and the next's.
     upload = getattr(backend, "upload", None)
+    if upload is not None:
+        z, a_scalars, b_scalars = upload(z), upload(a_scalars), upload(b_scalars)
     staged = StagedInputs(
-        upload(z) if upload is not None else z,
+        z,
         z[len(inputs) :],
         a_scalars,
         b_scalars,

@@ -180,6 +180,16 @@ class CudaBackend:
         if hasattr(eng, "evict"):
             eng.evict(bases)
 
+    def split_msm(self, bases: PointSet, scalars: Any) -> Future:
+        """``scalars``: a host FrVec, or a device array of this backend (its queued work
+        complete, as for :meth:`msm`), whose ones/tail plan is then made on the device."""
+        eng = self._engine()
+        if isinstance(scalars, np.ndarray):
+            return eng.split_msm(bases, scalars)
+        if not hasattr(eng, "enqueue_windows"):
+            return eng.split_msm(bases, self.download(scalars))  # CPU fallback: host memory
+        return eng.split_msm(bases, scalars, plan=self.msm_plan_device(scalars))
+
     def msm(self, bases: PointSet, scalars: Any) -> Future:
         """``scalars``: a host FrVec or a device array of this backend (the device's work
         queued before this call must be complete: see :meth:`synchronize`)."""
@@ -187,9 +197,6 @@ class CudaBackend:
         if not isinstance(scalars, np.ndarray) and not hasattr(eng, "enqueue_windows"):
             scalars = self.download(scalars)  # the CPU fallback reads host memory
         return eng.msm(bases, scalars)
-
-    def split_msm(self, bases: PointSet, scalars: fr.FrVec) -> Future:
-        return self._engine().split_msm(bases, scalars)
 
     # -- key generation -------------------------------------------------------------------------
     def fixed_base(self, group: Group, scalars: fr.FrVec) -> np.ndarray:

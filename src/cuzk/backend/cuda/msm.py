@@ -34,7 +34,6 @@ import numpy as np
 from cuzk.backend.base import MsmPlan, PointSet
 from cuzk.backend.cuda import loader
 from cuzk.errors import BadInput, DeviceFault
-from cuzk.field import fr
 from cuzk.field.constants import P
 
 KERNEL_FILE = "msm.cu"
@@ -165,6 +164,13 @@ def _fp2_mul_conj(a: list[int], b: list[int], n: int) -> tuple[int, int]:
     return (a[0] * i0 - a[1] * i1) % P, (a[0] * i1 + a[1] * i0) % P
 
 
+def _device_u32(indices: Any) -> Any:
+    """Index array (host or device) as a uint32 array on the current device."""
+    if isinstance(indices, np.ndarray):
+        return loader.cupy().asarray(indices.astype(np.uint32))
+    return indices.astype(loader.cupy().uint32)
+
+
 def _horner(terms: list[tuple[int, Any]], identity: Any) -> Any:
     """Σ 2^e·P over (e, P) pairs: max(e) doublings in all."""
     terms = sorted(terms, key=lambda t: -t[0])
@@ -258,18 +264,35 @@ class GpuMsm:
         self.preload(bases)
         return self._executor.submit(self._run, bases, scalars, None, None, window)
 
-    def split_msm(self, bases: PointSet, scalars: fr.FrVec, *, window: int | None = None) -> Future:
+    def split_msm(
+        self,
+        bases: PointSet,
+        scalars: Any,
+        *,
+        window: int | None = None,
+        plan: tuple[Any, Any] | None = None,
+    ) -> Future:
         """The same sum with the scalar-one points added by batch addition and an MSM over
         the other non-zero scalars only (one MSM over all non-zero scalars when ones are rare).
+
+        ``scalars``: a host FrVec (planned here with :class:`MsmPlan`), or a device array of
+        this GPU with its ``plan`` — (indices of ones, indices of the other non-zero scalars)
+        as device int arrays, e.g. from ``CudaBackend.msm_plan_device`` — so that neither the
+        scalars nor the plan cross PCIe.
         """
         self._check(bases, scalars)
-        if not isinstance(scalars, np.ndarray):
-            scalars = loader.cupy().asnumpy(scalars)
+        if plan is None:
+            if not isinstance(scalars, np.ndarray):
+                scalars = loader.cupy().asnumpy(scalars)
+            host_plan = MsmPlan.of(scalars)
+            ones, tail = host_plan.ones, host_plan.tail
+        else:
+            ones, tail = plan
         self.preload(bases)
-        plan = MsmPlan.of(scalars)
-        ones, tail = plan.ones, plan.tail
         if len(ones) < MIN_ONES_SHARE_FOR_SPLIT * max(1, len(scalars)):
-            ones, tail = ones[:0], np.union1d(ones, tail)
+            # ones and tail are disjoint sorted index sets: their union is the sorted concat
+            xp = np if isinstance(ones, np.ndarray) else loader.cupy()
+            ones, tail = ones[:0], xp.sort(xp.concatenate((ones, tail)))
         return self._executor.submit(self._run, bases, scalars, ones, tail, window)
 
     def close(self) -> None:
@@ -347,20 +370,20 @@ class GpuMsm:
             raise BadInput(f"{bases.key} was evicted before its MSM ran")
         with self._device(), self._guard("msm"):
             parts, exponents = [], []
+            # Host scalars: one upload of all rows (one DMA when the caller's buffer is
+            # page-locked); the tail is gathered on the device, not on the host.
+            d_all = scalars if not isinstance(scalars, np.ndarray) else cp.asarray(scalars)
             if tail is None:
-                d_scalars = scalars if not isinstance(scalars, np.ndarray) else cp.asarray(scalars)
-                gather = None
+                d_scalars, gather = d_all, None
             else:
-                # Upload all rows (one DMA when the caller's buffer is page-locked) and
-                # gather the tail on the device, not on the host.
-                gather = cp.asarray(tail.astype(np.uint32))
-                d_scalars = cp.asarray(scalars)[gather]
+                gather = _device_u32(tail)
+                d_scalars = d_all[gather]
             if len(d_scalars):
                 terms, exps = self.enqueue_windows(res, d_scalars, gather, window)
                 parts.append(terms)
                 exponents += exps
             if ones is not None and len(ones):
-                parts.append(self.enqueue_sum(res, cp.asarray(ones.astype(np.uint32))))
+                parts.append(self.enqueue_sum(res, _device_u32(ones)))
                 exponents.append(0)
             host = cp.asnumpy(cp.concatenate(parts), stream=self._stream) if parts else None
         return self._finish(res.group, host, exponents)
