@@ -290,9 +290,14 @@ class GpuMsm:
             ones, tail = plan
         self.preload(bases)
         if len(ones) < MIN_ONES_SHARE_FOR_SPLIT * max(1, len(scalars)):
-            # ones and tail are disjoint sorted index sets: their union is the sorted concat
-            xp = np if isinstance(ones, np.ndarray) else loader.cupy()
-            ones, tail = ones[:0], xp.sort(xp.concatenate((ones, tail)))
+            # ones and tail are disjoint sorted index sets: their union is their sorted
+            # concatenation (on the host a stable sort, timsort, merges the two runs in O(n))
+            if isinstance(ones, np.ndarray):
+                both = np.sort(np.concatenate((ones, tail)), kind="stable")
+            else:
+                cp = loader.cupy()
+                both = cp.sort(cp.concatenate((ones, tail)))
+            ones, tail = ones[:0], both
         return self._executor.submit(self._run, bases, scalars, ones, tail, window)
 
     def close(self) -> None:
