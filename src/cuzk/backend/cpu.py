@@ -15,7 +15,7 @@ from concurrent.futures import Future
 
 import numpy as np
 
-from cuzk.backend.base import Group, MsmPlan, PointSet
+from cuzk.backend.base import MIN_ONES_SHARE_FOR_SPLIT, Group, MsmPlan, PointSet
 from cuzk.curve import g1_generator, g2_generator
 from cuzk.curve.pool import MsmPool
 from cuzk.field import fr
@@ -24,8 +24,6 @@ from cuzk.r1cs import R1CSShape
 
 log = logging.getLogger(__name__)
 
-# Below this share of ones, batch addition saves less than a second pass over the points costs.
-MIN_ONES_SHARE_FOR_SPLIT = 0.05
 
 
 def combine(futures: Sequence[Future], reduce: Callable[[list], object]) -> Future:
@@ -112,7 +110,7 @@ class CpuBackend:
         self.preload(bases)
         plan = MsmPlan.of(scalars)
         if len(plan.ones) < MIN_ONES_SHARE_FOR_SPLIT * max(1, len(scalars)):
-            nonzero = np.union1d(plan.ones, plan.tail)
+            nonzero = plan.nonzero()
             return self._pool.msm(bases.key, fr.to_bytes_le(scalars[nonzero]), nonzero)
         parts = [self._pool.sum(bases.key, plan.ones)]
         if len(plan.tail):

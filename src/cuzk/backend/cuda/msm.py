@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from cuzk.backend.base import MsmPlan, PointSet
+from cuzk.backend.base import MIN_ONES_SHARE_FOR_SPLIT, MsmPlan, PointSet
 from cuzk.backend.cuda import loader
 from cuzk.errors import BadInput, DeviceFault
 from cuzk.field.constants import P
@@ -39,8 +39,6 @@ from cuzk.field.constants import P
 KERNEL_FILE = "msm.cu"
 BLOCK = 128
 FP_WORDS = 12  # 32-bit limbs per Fp element
-#: Below this share of scalar-one entries split_msm runs one MSM over the non-zero scalars.
-MIN_ONES_SHARE_FOR_SPLIT = 0.05
 #: Windows tried by :func:`choose_window`.
 MIN_WINDOW, MAX_WINDOW = 5, 20
 #: The accumulation aims at about this many chunks (threads) per MSM.
@@ -290,14 +288,11 @@ class GpuMsm:
             ones, tail = plan
         self.preload(bases)
         if len(ones) < MIN_ONES_SHARE_FOR_SPLIT * max(1, len(scalars)):
-            # ones and tail are disjoint sorted index sets: their union is their sorted
-            # concatenation (on the host a stable sort, timsort, merges the two runs in O(n))
-            if isinstance(ones, np.ndarray):
-                both = np.sort(np.concatenate((ones, tail)), kind="stable")
-            else:
+            if plan is None:
+                ones, tail = ones[:0], host_plan.nonzero()
+            else:  # the device plan's disjoint sorted sets, merged the same way there
                 cp = loader.cupy()
-                both = cp.sort(cp.concatenate((ones, tail)))
-            ones, tail = ones[:0], both
+                ones, tail = ones[:0], cp.sort(cp.concatenate((ones, tail)))
         return self._executor.submit(self._run, bases, scalars, ones, tail, window)
 
     def close(self) -> None:
