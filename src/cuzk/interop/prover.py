@@ -22,6 +22,7 @@ import time
 from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -36,7 +37,7 @@ from cuzk.groth16.prover import Timings
 from cuzk.groth16.verifier import verify
 from cuzk.interop.bases import ZkeyBases, section_error, translate_bases
 from cuzk.interop.bases_cache import cached_bases
-from cuzk.interop.kernels import odd_coset_h
+from cuzk.interop.kernels import odd_coset_h, odd_coset_h_device
 from cuzk.interop.r1cs import CircomR1cs
 from cuzk.interop.wtns import Witness
 from cuzk.interop.zkey import Zkey
@@ -145,15 +146,22 @@ def start(
         if bad is not None:
             raise UnsatisfiedConstraint(bad, f"constraint {bad} of {r1cs.path}")
 
+    # A backend with device arrays (CUDA) gets the witness once: a, b, the masked MSM scalars,
+    # the split plans and h are made on the device and nothing of n size crosses PCIe again.
+    on_device = hasattr(backend, "evaluate_abc_device")
     t0 = time.perf_counter()
-    a, b, _ = backend.evaluate_abc(key.shape, z)
+    if on_device:
+        z = backend.upload(z)  # type: ignore[attr-defined]
+        a, b, _ = backend.evaluate_abc_device(key.shape, z)  # type: ignore[attr-defined]
+    else:
+        a, b, _ = backend.evaluate_abc(key.shape, z)
     timings.record("abc", time.perf_counter() - t0)
 
     t1 = time.perf_counter()
-    za = z.copy()
-    za[~key.a_wires] = 0  # their A points are infinity: let the MSM skip them
-    zb = z.copy()
-    zb[~key.b_wires] = 0
+    # wires without an A (B) entry have infinity as their A (B) point: let the MSM skip them
+    za, zb = _masked(z, key.a_wires, backend), _masked(z, key.b_wires, backend)
+    if on_device:
+        backend.synchronize()  # type: ignore[attr-defined]  # the MSM stream reads these
     msms = {
         name: _submit(key, name, backend.split_msm, scalars)
         for name, scalars in (("c", z[zkey.n_public + 1 :]), ("a", za), ("b1", zb), ("b2", zb))
@@ -162,7 +170,11 @@ def start(
         timings.watch(f"msm_{name}", f, t1)
 
     t2 = time.perf_counter()
-    h = odd_coset_h(backend, a, b, key.domain)
+    if on_device:
+        h = odd_coset_h_device(backend, a, b, key.domain)
+        backend.synchronize()  # type: ignore[attr-defined]
+    else:
+        h = odd_coset_h(backend, a, b, key.domain)
     timings.record("h", time.perf_counter() - t2)
     t3 = time.perf_counter()
     msms["h"] = _submit(key, "h", backend.msm, h)
@@ -175,6 +187,20 @@ def start(
         msms,
         timings,
     )
+
+
+def _masked(z: Any, wires: np.ndarray, backend: Backend) -> Any:
+    """z with the values of wires outside ``wires`` zeroed: on the host, or on the device
+    (and its stream) of a backend with device arrays."""
+    if isinstance(z, np.ndarray):
+        out = z.copy()
+        out[~wires] = 0
+        return out
+    gpu = backend.gpu  # type: ignore[attr-defined]
+    with gpu.context():
+        out = z.copy()
+        out[gpu.cp.asarray(~wires)] = 0
+        return out
 
 
 def _submit(
