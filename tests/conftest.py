@@ -1,5 +1,6 @@
-"""Shared fixtures: a fresh random generator per test (seed shown on failure) and one worker
-pool per session, since starting processes is the slowest part of small tests."""
+"""Shared fixtures: a fresh random generator per test (seed shown on failure), one worker pool
+per session, since starting processes is the slowest part of small tests, and one CUDA backend
+per GPU test module."""
 
 from __future__ import annotations
 
@@ -36,6 +37,21 @@ def cpu_backend():
     from cuzk.backend.cpu import CpuBackend
 
     with CpuBackend(2) as b:
+        yield b
+
+
+@pytest.fixture(scope="module")
+def cuda_backend():
+    """A CUDA backend on device 0 for one GPU test module (the modules skip themselves, with
+    the reason, where no GPU exists; this skips too, should one forget)."""
+    from cuzk.backend.cuda.device import cuda_available
+
+    ok, why = cuda_available()
+    if not ok:
+        pytest.skip(why)
+    from cuzk.backend.cuda.backend import CudaBackend
+
+    with CudaBackend(0, workers=2) as b:
         yield b
 
 

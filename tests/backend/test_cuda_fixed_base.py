@@ -20,14 +20,6 @@ _OK, _WHY = cuda_available()
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not _OK, reason=_WHY)]
 
 
-@pytest.fixture(scope="module")
-def cuda_backend():
-    from cuzk.backend.cuda.backend import CudaBackend
-
-    with CudaBackend(0, workers=2) as b:
-        yield b
-
-
 def _scalars(rng: np.random.Generator, n: int) -> fr.FrVec:
     """n scalars: 0, 1, 2, r − 1, r − 2, 2^c-ish digit edges, then uniform."""
     edge = [0, 1, 2, R - 1, R - 2, (1 << 254) + 1, (1 << 128) - 1, 1 << 15, (1 << 16) - 1]

@@ -127,14 +127,6 @@ def test_msm_skewed_buckets(gpu, rng, seed, tmp_path, group):
         assert encoded(group, got) == reference(group, points, scalars), f"seed {seed}"
 
 
-@pytest.fixture(scope="module")
-def cuda_backend():
-    from cuzk.backend.cuda.backend import CudaBackend
-
-    with CudaBackend(0) as b:
-        yield b
-
-
 @pytest.mark.parametrize("group", ["g1", "g2"])
 def test_split_msm(gpu, cuda_backend, rng, seed, tmp_path, group):
     """Host scalars (host plan), and device scalars planned on the device (the prover's

@@ -29,14 +29,6 @@ def keys(tmp_path_factory, pool):
     return shape, params
 
 
-@pytest.fixture(scope="module")
-def cuda_backend():
-    from cuzk.backend.cuda.backend import CudaBackend
-
-    with CudaBackend(0, workers=2) as b:
-        yield b
-
-
 def test_cuda_proof_verifies(keys, cuda_backend, seed):
     shape, params = keys
     proof, inputs = prove(SyntheticCircuit(N, seed=seed), shape, params, cuda_backend)

@@ -18,14 +18,6 @@ _OK, _WHY = cuda_available()
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not _OK, reason=_WHY)]
 
 
-@pytest.fixture(scope="module")
-def cuda_backend():
-    from cuzk.backend.cuda.backend import CudaBackend
-
-    with CudaBackend(0, workers=2) as b:
-        yield b
-
-
 @pytest.mark.parametrize("log_m,n", [(1, 1), (4, 16), (10, 1000), (14, 9000)])
 def test_odd_coset_h_device_matches_cpu(cuda_backend, rng, seed, log_m, n):
     from cuzk.interop.kernels import odd_coset_h_device
