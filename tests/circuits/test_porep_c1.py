@@ -17,11 +17,11 @@ from dataclasses import dataclass
 import numpy as np
 import pytest
 
+from cuzk.circuits.filecoin.merkle_json import leaf_index
 from cuzk.circuits.filecoin.porep import (
     ChallengeProof,
     ColumnOpening,
     PoRepWitness,
-    path_index,
     porep_params,
 )
 from cuzk.circuits.filecoin.porep_c1 import (
@@ -204,7 +204,7 @@ def test_parse_hand_made_sector(rng: np.random.Generator) -> None:
     p = porep_params("porep-2k")
     for j, cp in enumerate(want.proofs):
         chunk = inputs[3 + 18 * j : 3 + 18 * (j + 1)]
-        parents = [path_index(o.path, p.tree) for o in (*cp.drg_parents, *cp.exp_parents)]
+        parents = [leaf_index(o.path, p.tree) for o in (*cp.drg_parents, *cp.exp_parents)]
         assert chunk == [cp.challenge, *parents, cp.challenge, cp.challenge, cp.challenge]
 
 

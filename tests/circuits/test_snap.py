@@ -295,9 +295,9 @@ CORRUPTIONS = {
     "wrong apex leaf": (lambda d: _bump(d["partition_proofs"][0]["apex_leafs"][5]),
                         "apex leaf|apex leaves"),
     "wrong partition count": (lambda d: d["partition_proofs"].append(d["partition_proofs"][0]),
-                              "2 entries, expected 1"),
+                              "expected 1 entries, got 2"),
     "wrong challenge count": (lambda d: d["partition_proofs"][0]["challenge_proofs"].pop(),
-                              "9 entries, expected 10"),
+                              "expected 10 entries, got 9"),
     "wrong h": (lambda d: d.update(h=10), "h = 10"),
     "wrong index": (lambda d: _cp(d)["proof_d_new"]["data"]["Single"]["path"]["path"][0]
                     .update(index=1 - _cp(d)["proof_d_new"]["data"]["Single"]["path"]["path"]
@@ -305,7 +305,7 @@ CORRUPTIONS = {
     "non-canonical": (lambda d: d.update(comm_d_new=[255] * 32), "not a canonical"),
     "missing field": (lambda d: _cp(d).pop("proof_r_new"), "missing 'proof_r_new'"),
     "wrong proof kind": (lambda d: _cp(d)["proof_r_old"].update(
-        data={"Sub": _cp(d)["proof_r_old"]["data"]["Single"]}), "Single proof"),
+        data={"Sub": _cp(d)["proof_r_old"]["data"]["Single"]}), "'Single' proof"),
 }  # fmt: skip
 
 
@@ -322,8 +322,10 @@ def test_truncated_and_not_json(doc_2k: str) -> None:
         open_statement("snap-2k", doc_2k.encode()[: len(doc_2k) // 2])
     with pytest.raises(BadInput, match="not valid JSON"):
         open_statement("snap-2k", b"\xff\xfe")
-    with pytest.raises(BadInput, match="missing 'circuit'"):
+    with pytest.raises(BadInput, match="expected an object"):
         open_statement("snap-2k", b"[]")
+    with pytest.raises(BadInput, match="missing 'circuit'"):
+        open_statement("snap-2k", b"{}")
 
 
 def test_witness_checks_leaf_relation(doc_2k: str) -> None:

@@ -34,6 +34,7 @@ import hashlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from cuzk.circuits.filecoin.merkle_json import leaf_index
 from cuzk.circuits.filecoin.post import (
     GIB,
     KIB,
@@ -209,27 +210,17 @@ class PoRepWitness:
     proofs: tuple[ChallengeProof, ...]
 
 
-def path_index(mp: MerklePath, shape: TreeShape) -> int:
-    """The leaf index a path proves (positions as mixed-radix digits, lowest level first) —
-    also the value its packed index bits take as a public input."""
-    index, scale = 0, 1
-    for p, a in zip(mp.positions, shape.arities, strict=True):
-        index += p * scale
-        scale *= a
-    return index
-
-
 def public_inputs(params: PoRepParams, w: PoRepWitness) -> list[int]:
     """The public inputs (without ONE) the circuit allocates for ``w`` — upstream
     ``generate_public_inputs`` given the challenges and parent indices in ``w``."""
     out = [w.replica_id, w.comm_d, w.comm_r]
     for p in w.proofs:
-        out.append(path_index(p.comm_d_path, params.tree_d))
-        out += [path_index(c.path, params.tree) for c in p.drg_parents]
-        out += [path_index(c.path, params.tree) for c in p.exp_parents]
+        out.append(leaf_index(p.comm_d_path, params.tree_d))
+        out += [leaf_index(c.path, params.tree) for c in p.drg_parents]
+        out += [leaf_index(c.path, params.tree) for c in p.exp_parents]
         out.append(p.challenge)
-        out.append(path_index(p.comm_r_last_path, params.tree))
-        out.append(path_index(p.comm_c_path, params.tree))
+        out.append(leaf_index(p.comm_r_last_path, params.tree))
+        out.append(leaf_index(p.comm_c_path, params.tree))
     return out
 
 

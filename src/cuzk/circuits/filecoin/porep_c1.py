@@ -46,6 +46,16 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
+from cuzk.circuits.filecoin.merkle_json import (
+    array,
+    bytes32,
+    fe,
+    field,
+    leaf_index,
+    merkle_proof_json,
+    read_merkle_proof,
+    uint,
+)
 from cuzk.circuits.filecoin.porep import (
     BASE_DEGREE,
     EXP_DEGREE,
@@ -56,13 +66,11 @@ from cuzk.circuits.filecoin.porep import (
     PoRepParams,
     PoRepWitness,
     StackedCircuit,
-    path_index,
     porep_params,
     porep_params_for_size,
     public_inputs,
 )
 from cuzk.circuits.filecoin.post import GIB, KIB, MIB, SIZE_NAMES
-from cuzk.circuits.filecoin.vanilla_json import merkle_proof_json
 from cuzk.errors import BadInput
 from cuzk.field import fr
 from cuzk.field.constants import R
@@ -158,80 +166,6 @@ class C1Output:
 
 
 # -- JSON primitives ------------------------------------------------------------------------
-
-
-def _field(obj: Any, key: str, what: str) -> Any:
-    if not isinstance(obj, dict):
-        raise BadInput(f"{what}: expected an object")
-    if key not in obj:
-        raise BadInput(f"{what}: missing {key!r}")
-    return obj[key]
-
-
-def _bytes32(v: Any, what: str) -> bytes:
-    if not (isinstance(v, list) and len(v) == 32
-            and all(type(b) is int and 0 <= b < 256 for b in v)):  # fmt: skip
-        raise BadInput(f"{what}: expected 32 bytes as an array of integers 0…255")
-    return bytes(v)
-
-
-def _fe(v: Any, what: str) -> int:
-    x = int.from_bytes(_bytes32(v, what), "little")
-    if x >= R:
-        raise BadInput(f"{what}: not a canonical field element")
-    return x
-
-
-def _uint(v: Any, bits: int, what: str) -> int:
-    if type(v) is not int or not 0 <= v < 1 << bits:
-        raise BadInput(f"{what}: expected an unsigned {bits}-bit integer, got {v!r}")
-    return v
-
-
-def _list(v: Any, n: int | None, what: str) -> list[Any]:
-    if not isinstance(v, list):
-        raise BadInput(f"{what}: expected an array")
-    if n is not None and len(v) != n:
-        raise BadInput(f"{what}: expected {n} entries, got {len(v)}")
-    return v
-
-
-def _read_path(obj: Any, arity: int, levels: int, what: str) -> tuple[list[list[int]], list[int]]:
-    elems = _list(_field(obj, "path", what), levels, f"{what} path")
-    sibs, pos = [], []
-    for k, e in enumerate(elems):
-        w = f"{what} level {k}"
-        hashes = _list(_field(e, "hashes", w), arity - 1, f"{w} hashes")
-        index = _field(e, "index", w)
-        if type(index) is not int or not 0 <= index < arity:
-            raise BadInput(f"{w}: index {index!r} out of range for arity {arity}")
-        sibs.append([_fe(h, f"{w} hash {j}") for j, h in enumerate(hashes)])
-        pos.append(index)
-    return sibs, pos
-
-
-def read_merkle_proof(obj: Any, shape: TreeShape, what: str) -> MerklePath:
-    """Parse (not verify) one MerkleProof of a tree of ``shape``."""
-    data = _field(obj, "data", what)
-    kind = "Top" if shape.top_arity else "Sub" if shape.sub_arity else "Single"
-    if not isinstance(data, dict) or set(data) != {kind}:
-        raise BadInput(f"{what}: expected a {kind!r} proof for this tree")
-    body = data[kind]
-    leaf = _fe(_field(body, "leaf", what), f"{what} leaf")
-    root = _fe(_field(body, "root", what), f"{what} root")
-    nb = shape.base_levels
-    if kind == "Single":
-        sibs, pos = _read_path(_field(body, "path", what), shape.base_arity, nb, what)
-    else:
-        sibs, pos = _read_path(_field(body, "base_proof", what), shape.base_arity, nb,
-                               f"{what} base")  # fmt: skip
-        s, p = _read_path(_field(body, "sub_proof", what), shape.sub_arity, 1, f"{what} sub")
-        sibs, pos = sibs + s, pos + p
-        if kind == "Top":
-            s, p = _read_path(_field(body, "top_proof", what), shape.top_arity, 1,
-                              f"{what} top")  # fmt: skip
-            sibs, pos = sibs + s, pos + p
-    return MerklePath(leaf, sibs, pos, root)
 
 
 # -- bulk verification ----------------------------------------------------------------------
@@ -415,38 +349,38 @@ class _RawChallenge:
 
 
 def _read_column(obj: Any, p: PoRepParams, what: str) -> tuple[int, list[int], MerklePath]:
-    col = _field(obj, "column", what)
-    index = _uint(_field(col, "index", f"{what} column"), 32, f"{what} column index")
-    rows = _list(_field(col, "rows", f"{what} column"), p.layers, f"{what} column rows")
-    vals = [_fe(r, f"{what} column row {i}") for i, r in enumerate(rows)]
-    path = read_merkle_proof(_field(obj, "inclusion_proof", what), p.tree,
+    col = field(obj, "column", what)
+    index = uint(field(col, "index", f"{what} column"), 32, f"{what} column index")
+    rows = array(field(col, "rows", f"{what} column"), p.layers, f"{what} column rows")
+    vals = [fe(r, f"{what} column row {i}") for i, r in enumerate(rows)]
+    path = read_merkle_proof(field(obj, "inclusion_proof", what), p.tree,
                              f"{what} inclusion_proof")  # fmt: skip
     return index, vals, path
 
 
 def _read_labeling(obj: Any, what: str) -> tuple[list[int], int, int]:
-    parents = _list(_field(obj, "parents", what), TOTAL_PARENTS, f"{what} parents")
-    vals = [_fe(x, f"{what} parent {i}") for i, x in enumerate(parents)]
-    layer = _uint(_field(obj, "layer_index", what), 32, f"{what} layer_index")
-    node = _uint(_field(obj, "node", what), 64, f"{what} node")
+    parents = array(field(obj, "parents", what), TOTAL_PARENTS, f"{what} parents")
+    vals = [fe(x, f"{what} parent {i}") for i, x in enumerate(parents)]
+    layer = uint(field(obj, "layer_index", what), 32, f"{what} layer_index")
+    node = uint(field(obj, "node", what), 64, f"{what} node")
     return vals, layer, node
 
 
 def _read_challenge(obj: Any, p: PoRepParams, where: str) -> _RawChallenge:
-    d = read_merkle_proof(_field(obj, "comm_d_proofs", where), p.tree_d,
+    d = read_merkle_proof(field(obj, "comm_d_proofs", where), p.tree_d,
                           f"{where} comm_d_proofs")  # fmt: skip
-    r = read_merkle_proof(_field(obj, "comm_r_last_proof", where), p.tree,
+    r = read_merkle_proof(field(obj, "comm_r_last_proof", where), p.tree,
                           f"{where} comm_r_last_proof")  # fmt: skip
-    rcp = _field(obj, "replica_column_proofs", where)
+    rcp = field(obj, "replica_column_proofs", where)
     w = f"{where} replica_column_proofs"
-    cx_index, cx_rows, cx_path = _read_column(_field(rcp, "c_x", w), p, f"{w} c_x")
-    drg_l = _list(_field(rcp, "drg_parents", w), BASE_DEGREE, f"{w} drg_parents")
-    exp_l = _list(_field(rcp, "exp_parents", w), EXP_DEGREE, f"{w} exp_parents")
+    cx_index, cx_rows, cx_path = _read_column(field(rcp, "c_x", w), p, f"{w} c_x")
+    drg_l = array(field(rcp, "drg_parents", w), BASE_DEGREE, f"{w} drg_parents")
+    exp_l = array(field(rcp, "exp_parents", w), EXP_DEGREE, f"{w} exp_parents")
     drg = [_read_column(c, p, f"{w} drg_parents[{i}]") for i, c in enumerate(drg_l)]
     exp = [_read_column(c, p, f"{w} exp_parents[{i}]") for i, c in enumerate(exp_l)]
-    lab_l = _list(_field(obj, "labeling_proofs", where), p.layers, f"{where} labeling_proofs")
+    lab_l = array(field(obj, "labeling_proofs", where), p.layers, f"{where} labeling_proofs")
     labeling = [_read_labeling(x, f"{where} labeling_proofs[{i}]") for i, x in enumerate(lab_l)]
-    enc = _read_labeling(_field(obj, "encoding_proof", where), f"{where} encoding_proof")
+    enc = _read_labeling(field(obj, "encoding_proof", where), f"{where} encoding_proof")
     return _RawChallenge(where, d, r, cx_rows, cx_index, cx_path, drg, exp, labeling, enc)
 
 
@@ -460,8 +394,8 @@ def _decode_payload(payload: bytes | str) -> tuple[Any, int | None, int | None]:
         raise BadInput("C1 output: expected a JSON object")
     if "Phase1Out" not in doc:
         return doc, None, None
-    num = _uint(_field(doc, "SectorNum", "C1 wrapper"), 64, "C1 wrapper SectorNum")
-    size = _uint(_field(doc, "SectorSize", "C1 wrapper"), 64, "C1 wrapper SectorSize")
+    num = uint(field(doc, "SectorNum", "C1 wrapper"), 64, "C1 wrapper SectorNum")
+    size = uint(field(doc, "SectorSize", "C1 wrapper"), 64, "C1 wrapper SectorSize")
     raw = doc["Phase1Out"]
     if not isinstance(raw, str):
         raise BadInput("C1 wrapper Phase1Out: expected a base64 string")
@@ -488,24 +422,24 @@ def parse_c1(payload: bytes | str, check_graph: bool = True) -> C1Output:
         BadInput: malformed or inconsistent input, naming partition, challenge and field.
     """
     doc, sector_num, sector_size = _decode_payload(payload)
-    proof = registered_porep(_field(doc, "registered_proof", "C1 output"))
+    proof = registered_porep(field(doc, "registered_proof", "C1 output"))
     if sector_size is not None and sector_size != proof.sector_size:
         raise BadInput(f"C1 wrapper: SectorSize {sector_size} does not match {proof.name} "
                        f"({proof.sector_size} bytes)")  # fmt: skip
     p = proof.params
-    comm_r = _fe(_field(doc, "comm_r", "C1 output"), "comm_r")
-    comm_d = _fe(_field(doc, "comm_d", "C1 output"), "comm_d")
-    replica_id = _fe(_field(doc, "replica_id", "C1 output"), "replica_id")
-    seed = _bytes32(_field(doc, "seed", "C1 output"), "seed")
-    ticket = _bytes32(_field(doc, "ticket", "C1 output"), "ticket")
-    vp = _field(doc, "vanilla_proofs", "C1 output")
+    comm_r = fe(field(doc, "comm_r", "C1 output"), "comm_r")
+    comm_d = fe(field(doc, "comm_d", "C1 output"), "comm_d")
+    replica_id = fe(field(doc, "replica_id", "C1 output"), "replica_id")
+    seed = bytes32(field(doc, "seed", "C1 output"), "seed")
+    ticket = bytes32(field(doc, "ticket", "C1 output"), "ticket")
+    vp = field(doc, "vanilla_proofs", "C1 output")
     if not isinstance(vp, dict) or set(vp) != {proof.vanilla_key}:
         raise BadInput(f"vanilla_proofs: expected one {proof.vanilla_key!r} entry for "
                        f"{proof.name}")  # fmt: skip
-    parts = _list(vp[proof.vanilla_key], proof.partitions, "vanilla_proofs partitions")
+    parts = array(vp[proof.vanilla_key], proof.partitions, "vanilla_proofs partitions")
     raw: list[list[_RawChallenge]] = []
     for k, part in enumerate(parts):
-        chs = _list(part, p.challenge_count, f"partition {k} challenges")
+        chs = array(part, p.challenge_count, f"partition {k} challenges")
         raw.append([_read_challenge(c, p, f"partition {k} challenge {j}")
                     for j, c in enumerate(chs)])  # fmt: skip
     graph = _graph(p.nodes, proof.porep_id, proof.api_version) if check_graph else None
@@ -589,13 +523,13 @@ def _check_challenge(
         raise BadInput(f"{where} comm_d_proofs: root differs from comm_d")
     if _sha_root(d) != d.root:
         raise BadInput(f"{where} comm_d_proofs: path does not hash to its root")
-    if path_index(d, p.tree_d) != node:
-        raise BadInput(f"{where} comm_d_proofs: proves leaf {path_index(d, p.tree_d)}, "
+    if leaf_index(d, p.tree_d) != node:
+        raise BadInput(f"{where} comm_d_proofs: proves leaf {leaf_index(d, p.tree_d)}, "
                        f"not the challenge {node}")  # fmt: skip
     for what, mp in (("comm_r_last_proof", c.comm_r_last_path),
                      ("replica_column_proofs c_x inclusion_proof", c.c_x_path)):  # fmt: skip
-        if path_index(mp, p.tree) != node:
-            raise BadInput(f"{where} {what}: proves leaf {path_index(mp, p.tree)}, not the "
+        if leaf_index(mp, p.tree) != node:
+            raise BadInput(f"{where} {what}: proves leaf {leaf_index(mp, p.tree)}, not the "
                            f"challenge {node}")  # fmt: skip
     if c.c_x_index != node:
         raise BadInput(f"{where} replica_column_proofs c_x: column index {c.c_x_index} is not "
@@ -607,8 +541,8 @@ def _check_challenge(
         want_parents = graph.base(node) + graph.expander(node)
     for n, (kind, i, (index, _, mp)) in enumerate(cols):
         what = f"{where} replica_column_proofs {kind}[{i}]"
-        if path_index(mp, p.tree) != index:
-            raise BadInput(f"{what}: inclusion_proof proves leaf {path_index(mp, p.tree)}, the "
+        if leaf_index(mp, p.tree) != index:
+            raise BadInput(f"{what}: inclusion_proof proves leaf {leaf_index(mp, p.tree)}, the "
                            f"column index is {index}")  # fmt: skip
         if index >= p.nodes:
             raise BadInput(f"{what}: column index {index} out of range")
@@ -736,10 +670,10 @@ def challenge_proof_json(
         "replica_column_proofs": {
             "c_x": col(cp.challenge, c_x_rows, cp.comm_c_path),
             "drg_parents": [
-                col(path_index(o.path, p.tree), o.rows, o.path) for o in cp.drg_parents
+                col(leaf_index(o.path, p.tree), o.rows, o.path) for o in cp.drg_parents
             ],  # fmt: skip
             "exp_parents": [
-                col(path_index(o.path, p.tree), o.rows, o.path) for o in cp.exp_parents
+                col(leaf_index(o.path, p.tree), o.rows, o.path) for o in cp.exp_parents
             ],  # fmt: skip
         },
         "labeling_proofs": labeling,

@@ -35,6 +35,16 @@ from typing import Any
 
 import numpy as np
 
+from cuzk.circuits.filecoin.merkle_json import (
+    array,
+    fe,
+    fe_json,
+    field,
+    leaf_index,
+    merkle_proof_json,
+    read_merkle_proof,
+    read_path,
+)
 from cuzk.circuits.filecoin.snap import (
     GEN_RANDOMNESS_TAG,
     ChallengeWitness,
@@ -44,19 +54,12 @@ from cuzk.circuits.filecoin.snap import (
     snap_params,
     snap_params_for_size,
 )
-from cuzk.circuits.filecoin.vanilla_json import (
-    SIZE_LABELS,
-    _dec,
-    _enc,
-    _field,
-    _read_path,
-    merkle_proof_json,
-)
+from cuzk.circuits.filecoin.vanilla_json import SIZE_LABELS
 from cuzk.circuits.statement import Statement, payload_digest
 from cuzk.errors import BadInput
 from cuzk.field import fr
 from cuzk.field.constants import R
-from cuzk.gadgets.merkle import TreeShape, build_tree, prove
+from cuzk.gadgets.merkle import MerklePath, TreeShape, build_tree, prove
 from cuzk.gadgets.poseidon.native import hash_many, hash_one
 from cuzk.gadgets.sha256_node import node_hash, trim_to_fr32
 from cuzk.r1cs import ConstraintSystem
@@ -199,7 +202,7 @@ def partition_proof_json(update: SectorUpdate, k: int) -> dict[str, Any]:
         }
         for c in challenges(p, update.comm_r_new, k)
     ]
-    return {"comm_c": _enc(update.comm_c), "apex_leafs": [list(a) for a in apex],
+    return {"comm_c": fe_json(update.comm_c), "apex_leafs": [list(a) for a in apex],
             "challenge_proofs": proofs}  # fmt: skip
 
 
@@ -214,9 +217,9 @@ def request_json(update: SectorUpdate) -> str:
     return json.dumps({
         "circuit": p.circuit_id,
         "registered_update_proof": registered_update_proof(p),
-        "comm_r_old": _enc(update.comm_r_old),
-        "comm_d_new": _enc(update.comm_d_new),
-        "comm_r_new": _enc(update.comm_r_new),
+        "comm_r_old": fe_json(update.comm_r_old),
+        "comm_d_new": fe_json(update.comm_d_new),
+        "comm_r_new": fe_json(update.comm_r_new),
         "h": update.h,
         "partition_proofs": [partition_proof_json(update, k) for k in range(p.partition_count)],
     })  # fmt: skip
@@ -251,65 +254,17 @@ class UpdateRequest:
         return SnapCircuit(self.params, self.partitions[k])
 
 
-@dataclass(frozen=True)
-class _Proof:
-    leaf: int
-    siblings: list[list[int]]
-    positions: list[int]
-    root: int
-
-
-def _read_tree_r_proof(obj: Any, tree: TreeShape, what: str) -> _Proof:
-    data = _field(obj, "data", what)
-    kind = "Top" if tree.top_arity else "Sub" if tree.sub_arity else "Single"
-    body = _field(data, kind, f"{what} (a {kind} proof for this tree)")
-    leaf = _dec(_field(body, "leaf", what), f"{what} leaf")
-    root = _dec(_field(body, "root", what), f"{what} root")
-    if kind == "Single":
-        sibs, pos = _read_path(_field(body, "path", what), tree.base_arity, tree.base_levels, what)
-    else:
-        sibs, pos = _read_path(_field(body, "base_proof", what), tree.base_arity,
-                               tree.base_levels, f"{what} base")  # fmt: skip
-        s, q = _read_path(_field(body, "sub_proof", what), tree.sub_arity, 1, f"{what} sub")
-        sibs, pos = sibs + s, pos + q
-        if kind == "Top":
-            s, q = _read_path(_field(body, "top_proof", what), tree.top_arity, 1, f"{what} top")
-            sibs, pos = sibs + s, pos + q
-    cur = leaf
-    for s, q in zip(sibs, pos, strict=True):
-        cur = hash_one([*s[:q], cur, *s[q:]])
-    if cur != root:
-        raise BadInput(f"{what}: inclusion path does not hash to its root")
-    return _Proof(leaf, sibs, pos, root)
-
-
-def _read_tree_d_proof(obj: Any, levels: int, what: str) -> _Proof:
-    body = _field(_field(obj, "data", what), "Single", f"{what} (a Single TreeD proof)")
-    leaf = _dec(_field(body, "leaf", what), f"{what} leaf")
-    root = _dec(_field(body, "root", what), f"{what} root")
-    sibs, pos = _read_path(_field(body, "path", what), 2, levels, what)
+def _read_tree_d_proof(obj: Any, levels: int, what: str) -> MerklePath:
+    body = field(field(obj, "data", what), "Single", f"{what} (a Single TreeD proof)")
+    leaf = fe(field(body, "leaf", what), f"{what} leaf")
+    root = fe(field(body, "root", what), f"{what} root")
+    sibs, pos = read_path(field(body, "path", what), 2, levels, what)
     cur = leaf
     for s, q in zip(sibs, pos, strict=True):
         cur = node_hash([cur, s[0]] if q == 0 else [s[0], cur])
     if cur != root:
         raise BadInput(f"{what}: inclusion path does not hash to its root")
-    return _Proof(leaf, sibs, pos, root)
-
-
-def _index(positions: list[int], arities: list[int]) -> int:
-    index, scale = 0, 1
-    for q, a in zip(positions, arities, strict=True):
-        index += q * scale
-        scale *= a
-    return index
-
-
-def _list(obj: Any, n: int, what: str) -> list[Any]:
-    if not isinstance(obj, list):
-        raise BadInput(f"{what}: expected a list")
-    if len(obj) != n:
-        raise BadInput(f"{what}: {len(obj)} entries, expected {n}")
-    return obj
+    return MerklePath(leaf, sibs, pos, root)
 
 
 def _read_partition(
@@ -317,31 +272,32 @@ def _read_partition(
 ) -> PartitionWitness:
     comm_r_old, comm_d_new, comm_r_new = comms
     what = f"partition {k}"
-    comm_c = _dec(_field(doc, "comm_c", what), f"{what} comm_c")
-    apex = [_dec(a, f"{what} apex leaf {i}") for i, a in
-            enumerate(_list(_field(doc, "apex_leafs", what), p.apex_leaf_count,
+    comm_c = fe(field(doc, "comm_c", what), f"{what} comm_c")
+    apex = [fe(a, f"{what} apex leaf {i}") for i, a in
+            enumerate(array(field(doc, "apex_leafs", what), p.apex_leaf_count,
                             f"{what} apex_leafs"))]  # fmt: skip
-    raw = _list(_field(doc, "challenge_proofs", what), p.challenge_count,
+    raw = array(field(doc, "challenge_proofs", what), p.challenge_count,
                 f"{what} challenge_proofs")  # fmt: skip
     want = challenges(p, comm_r_new, k)
     phi_value = phi(comm_d_new, comm_r_old)
     shift = p.challenge_bit_len - h
-    arities = p.tree.arities
+    tree_d = TreeShape(1 << p.challenge_bit_len, 2)
     out: list[ChallengeWitness] = []
     roots: tuple[int, int] | None = None
     top = p.challenge_bit_len - p.partition_bit_len
     partition_path: list[list[int]] | None = None
     for j, (c, item) in enumerate(zip(want, raw, strict=True)):
         w = f"{what} challenge {j}"
-        r_old = _read_tree_r_proof(_field(item, "proof_r_old", w), p.tree, f"{w} proof_r_old")
-        d_new = _read_tree_d_proof(_field(item, "proof_d_new", w), p.challenge_bit_len,
+        r_old = read_merkle_proof(field(item, "proof_r_old", w), p.tree, f"{w} proof_r_old",
+                                  check_root=True)
+        d_new = _read_tree_d_proof(field(item, "proof_d_new", w), p.challenge_bit_len,
                                    f"{w} proof_d_new")  # fmt: skip
-        r_new = _read_tree_r_proof(_field(item, "proof_r_new", w), p.tree, f"{w} proof_r_new")
-        for name, proof, ar in (("proof_r_old", r_old, arities),
-                                ("proof_d_new", d_new, [2] * p.challenge_bit_len),
-                                ("proof_r_new", r_new, arities)):  # fmt: skip
-            if _index(proof.positions, ar) != c:
-                raise BadInput(f"{w} {name}: proves node {_index(proof.positions, ar)}, "
+        r_new = read_merkle_proof(field(item, "proof_r_new", w), p.tree, f"{w} proof_r_new",
+                                  check_root=True)
+        for name, proof, tree in (("proof_r_old", r_old, p.tree), ("proof_d_new", d_new, tree_d),
+                                  ("proof_r_new", r_new, p.tree)):  # fmt: skip
+            if leaf_index(proof, tree) != c:
+                raise BadInput(f"{w} {name}: proves node {leaf_index(proof, tree)}, "
                                f"the challenge is node {c}")  # fmt: skip
         if roots is None:
             roots = (r_old.root, r_new.root)
@@ -393,24 +349,24 @@ def read_update(text: str | bytes, circuit_id: str | None = None) -> UpdateReque
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
         raise BadInput(f"SnapDeals request: not valid JSON ({e})") from e
     what = "SnapDeals request"
-    cid = _field(doc, "circuit", what)
+    cid = field(doc, "circuit", what)
     if not isinstance(cid, str):
         raise BadInput(f"{what}: circuit must be a string")
     if circuit_id is not None and cid != circuit_id:
         raise BadInput(f"the SnapDeals request is for {cid}, not {circuit_id}")
     p = snap_params(cid)
-    reg = _field(doc, "registered_update_proof", what)
+    reg = field(doc, "registered_update_proof", what)
     if reg != registered_update_proof(p):
         raise BadInput(f"{what}: registered_update_proof {reg!r} does not match {cid} "
                        f"({registered_update_proof(p)})")  # fmt: skip
-    h = _field(doc, "h", what)
+    h = field(doc, "h", what)
     if type(h) is not int:
         raise BadInput(f"{what}: h must be an integer")
     p.h_select(h)
-    old, d_new, new = (_dec(_field(doc, n, what), f"{what} {n}")
+    old, d_new, new = (fe(field(doc, n, what), f"{what} {n}")
                        for n in ("comm_r_old", "comm_d_new", "comm_r_new"))  # fmt: skip
     comms = (old, d_new, new)
-    parts = _list(_field(doc, "partition_proofs", what), p.partition_count,
+    parts = array(field(doc, "partition_proofs", what), p.partition_count,
                   f"{what} partition_proofs")  # fmt: skip
     witnesses = tuple(_read_partition(d, p, k, h, comms) for k, d in enumerate(parts))
     return UpdateRequest(p, h, old, d_new, new, witnesses)

@@ -27,6 +27,14 @@ from typing import Any
 
 import numpy as np
 
+from cuzk.circuits.filecoin.merkle_json import (
+    fe,
+    fe_json,
+    field,
+    leaf_index,
+    merkle_proof_json,
+    read_merkle_proof,
+)
 from cuzk.circuits.filecoin.post import FallbackPoStCircuit, PoStParams, SectorProof, pad_sectors
 from cuzk.circuits.filecoin.vanilla import (
     PublicSector,
@@ -37,8 +45,6 @@ from cuzk.circuits.filecoin.vanilla import (
     sector_proof,
 )
 from cuzk.errors import BadInput
-from cuzk.field.constants import R
-from cuzk.gadgets.merkle import MerklePath, TreeShape
 from cuzk.gadgets.poseidon.native import hash_one
 
 
@@ -50,58 +56,19 @@ class SectorVanilla:
     proof: SectorProof  # challenged leaves of this sector, in challenge order
 
 
-def _enc(x: int) -> list[int]:
-    return list(int(x).to_bytes(32, "little"))
-
-
-def _dec(v: Any, what: str) -> int:
-    if not (isinstance(v, list) and len(v) == 32 and all(type(b) is int and 0 <= b < 256
-                                                         for b in v)):  # fmt: skip
-        raise BadInput(f"{what}: expected 32 bytes as integers")
-    x = int.from_bytes(bytes(v), "little")
-    if x >= R:
-        raise BadInput(f"{what}: not a canonical field element")
-    return x
-
-
-def _path_json(siblings: Sequence[Sequence[int]], positions: Sequence[int]) -> dict[str, Any]:
-    return {
-        "path": [
-            {"hashes": [_enc(h) for h in s], "index": p}
-            for s, p in zip(siblings, positions, strict=True)
-        ]
-    }
-
-
-def merkle_proof_json(mp: MerklePath, t: TreeShape) -> dict[str, Any]:
-    """A MerkleProof in upstream's serde layout (Single, Sub or Top by the tree's shape); every
-    family's vanilla proofs (PoSt, PoRep C1, SnapDeals) write their paths with it."""
-    nb = t.base_levels
-    base = _path_json(mp.siblings[:nb], mp.positions[:nb])
-    root, leaf = _enc(mp.root), _enc(mp.leaf)
-    if not t.sub_arity:
-        return {"data": {"Single": {"root": root, "leaf": leaf, "path": base}}}
-    sub = _path_json(mp.siblings[nb : nb + 1], mp.positions[nb : nb + 1])
-    if not t.top_arity:
-        return {"data": {"Sub": {"base_proof": base, "sub_proof": sub, "root": root, "leaf": leaf}}}
-    top = _path_json(mp.siblings[nb + 1 :], mp.positions[nb + 1 :])
-    return {"data": {"Top": {"base_proof": base, "sub_proof": sub, "top_proof": top,
-                             "root": root, "leaf": leaf}}}  # fmt: skip
-
-
 def sector_vanilla_json(sv: SectorVanilla, params: PoStParams) -> dict[str, Any]:
     p = sv.proof
     return {
         "sector_id": sv.sector_id,
-        "comm_r": _enc(p.comm_r),
+        "comm_r": fe_json(p.comm_r),
         "vanilla_proof": {
             "sectors": [
                 {
                     "inclusion_proofs": [
                         merkle_proof_json(m, params.tree) for m in p.inclusion_proofs
                     ],
-                    "comm_c": _enc(p.comm_c),
-                    "comm_r_last": _enc(p.comm_r_last),
+                    "comm_c": fe_json(p.comm_c),
+                    "comm_r_last": fe_json(p.comm_r_last),
                 }
             ]
         },
@@ -111,70 +78,6 @@ def sector_vanilla_json(sv: SectorVanilla, params: PoStParams) -> dict[str, Any]
 def dumps(sectors: Sequence[SectorVanilla], params: PoStParams) -> str:
     """A JSON array of ``FallbackPoStSectorProof`` objects."""
     return json.dumps([sector_vanilla_json(s, params) for s in sectors])
-
-
-def _field(obj: Any, key: str, what: str) -> Any:
-    if not isinstance(obj, dict) or key not in obj:
-        raise BadInput(f"{what}: missing {key!r}")
-    return obj[key]
-
-
-def _read_path(obj: Any, arity: int, levels: int, what: str) -> tuple[list[list[int]], list[int]]:
-    elems = _field(obj, "path", what)
-    if not isinstance(elems, list) or len(elems) != levels:
-        raise BadInput(f"{what}: expected {levels} path levels")
-    sibs, pos = [], []
-    for k, e in enumerate(elems):
-        hashes = _field(e, "hashes", f"{what} level {k}")
-        index = _field(e, "index", f"{what} level {k}")
-        if not isinstance(hashes, list) or len(hashes) != arity - 1:
-            raise BadInput(f"{what} level {k}: arity {arity} needs {arity - 1} sibling hashes")
-        if type(index) is not int or not 0 <= index < arity:
-            raise BadInput(f"{what} level {k}: index {index!r} out of range")
-        sibs.append([_dec(h, f"{what} level {k} hash {j}") for j, h in enumerate(hashes)])
-        pos.append(index)
-    return sibs, pos
-
-
-def read_merkle_proof(obj: Any, params: PoStParams, what: str) -> MerklePath:
-    """Parse and verify one inclusion proof (its path must hash to its root)."""
-    t = params.tree
-    data = _field(obj, "data", what)
-    kind = "Top" if t.top_arity else "Sub" if t.sub_arity else "Single"
-    body = _field(data, kind, f"{what} (a {kind} proof for this tree)")
-    leaf = _dec(_field(body, "leaf", what), f"{what} leaf")
-    root = _dec(_field(body, "root", what), f"{what} root")
-    if kind == "Single":
-        sibs, pos = _read_path(_field(body, "path", what), t.base_arity, t.base_levels, what)
-    else:
-        sibs, pos = _read_path(_field(body, "base_proof", what), t.base_arity, t.base_levels,
-                               f"{what} base")  # fmt: skip
-        s, p = _read_path(_field(body, "sub_proof", what), t.sub_arity, 1, f"{what} sub")
-        sibs, pos = sibs + s, pos + p
-        if kind == "Top":
-            s, p = _read_path(_field(body, "top_proof", what), t.top_arity, 1, f"{what} top")
-            sibs, pos = sibs + s, pos + p
-    mp = MerklePath(leaf, sibs, pos, root)
-    if path_root(mp) != root:
-        raise BadInput(f"{what}: inclusion path does not hash to its root")
-    return mp
-
-
-def path_root(mp: MerklePath) -> int:
-    """The root an inclusion path hashes to (Poseidon, Merkle tags by arity)."""
-    cur = mp.leaf
-    for sibs, p in zip(mp.siblings, mp.positions, strict=True):
-        cur = hash_one([*sibs[:p], cur, *sibs[p:]])
-    return cur
-
-
-def leaf_index(mp: MerklePath, params: PoStParams) -> int:
-    """The challenged leaf an inclusion path proves (positions read as mixed-radix digits)."""
-    index, scale = 0, 1
-    for p, a in zip(mp.positions, params.tree.arities, strict=True):
-        index += p * scale
-        scale *= a
-    return index
 
 
 def loads(text: str | bytes, params: PoStParams) -> list[SectorVanilla]:
@@ -193,24 +96,24 @@ def loads(text: str | bytes, params: PoStParams) -> list[SectorVanilla]:
     out = []
     for i, item in enumerate(items):
         what = f"sector proof {i}"
-        sid = _field(item, "sector_id", what)
+        sid = field(item, "sector_id", what)
         if type(sid) is not int or not 0 <= sid < 1 << 64:
             raise BadInput(f"{what}: sector_id must be a u64")
-        comm_r = _dec(_field(item, "comm_r", what), f"{what} comm_r")
-        sectors = _field(_field(item, "vanilla_proof", what), "sectors", what)
+        comm_r = fe(field(item, "comm_r", what), f"{what} comm_r")
+        sectors = field(field(item, "vanilla_proof", what), "sectors", what)
         if not isinstance(sectors, list) or len(sectors) != 1:
             raise BadInput(f"{what}: expected exactly one sector in vanilla_proof")
         s = sectors[0]
-        comm_c = _dec(_field(s, "comm_c", what), f"{what} comm_c")
-        comm_r_last = _dec(_field(s, "comm_r_last", what), f"{what} comm_r_last")
+        comm_c = fe(field(s, "comm_c", what), f"{what} comm_c")
+        comm_r_last = fe(field(s, "comm_r_last", what), f"{what} comm_r_last")
         if hash_one([comm_c, comm_r_last]) != comm_r:
             raise BadInput(f"{what}: comm_r is not Poseidon(comm_c, comm_r_last)")
-        incl = _field(s, "inclusion_proofs", what)
+        incl = field(s, "inclusion_proofs", what)
         if not isinstance(incl, list) or not incl:
             raise BadInput(f"{what}: no inclusion proofs")
         paths = []
         for j, m in enumerate(incl):
-            mp = read_merkle_proof(m, params, f"{what} challenge {j}")
+            mp = read_merkle_proof(m, params.tree, f"{what} challenge {j}", check_root=True)
             if mp.root != comm_r_last:
                 raise BadInput(f"{what} challenge {j}: root differs from comm_r_last")
             paths.append(mp)
@@ -285,9 +188,10 @@ def _check_leaves(sv: SectorVanilla, want: list[int], params: PoStParams, i: int
     if len(got) != len(want):
         raise BadInput(f"sector proof {i}: {len(got)} inclusion proofs, expected {len(want)}")
     for j, (m, leaf) in enumerate(zip(got, want, strict=True)):
-        if leaf_index(m, params) != leaf:
-            raise BadInput(f"sector proof {i} challenge {j}: proves leaf "
-                           f"{leaf_index(m, params)}, the challenge is leaf {leaf}")  # fmt: skip
+        proved = leaf_index(m, params.tree)
+        if proved != leaf:
+            raise BadInput(f"sector proof {i} challenge {j}: proves leaf {proved}, "
+                           f"the challenge is leaf {leaf}")  # fmt: skip
 
 
 # -- request files --------------------------------------------------------------------------
@@ -318,8 +222,8 @@ def request_json(
     return json.dumps({
         "registered_proof": registered_proof(params),
         "circuit": params.circuit_id,
-        "randomness": _enc(randomness),
-        "prover_id": _enc(prover_id),
+        "randomness": fe_json(randomness),
+        "prover_id": fe_json(prover_id),
         "partition": partition,
         "vanilla_proofs": [sector_vanilla_json(s, params) for s in vanilla],
     })  # fmt: skip
@@ -339,16 +243,16 @@ def read_request(text: str | bytes) -> tuple[str, FallbackPoStCircuit, list[int]
         doc = json.loads(text)
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
         raise BadInput(f"PoSt request: not valid JSON ({e})") from e
-    cid = _field(doc, "circuit", "PoSt request")
+    cid = field(doc, "circuit", "PoSt request")
     if not isinstance(cid, str):
         raise BadInput("PoSt request: circuit must be a string")
     params = post_params(cid)
-    partition = _field(doc, "partition", "PoSt request")
+    partition = field(doc, "partition", "PoSt request")
     if type(partition) is not int or partition < 0:
         raise BadInput("PoSt request: partition must be a non-negative integer")
-    randomness = _dec(_field(doc, "randomness", "PoSt request"), "randomness")
-    _dec(_field(doc, "prover_id", "PoSt request"), "prover_id")
-    vanilla = loads(json.dumps(_field(doc, "vanilla_proofs", "PoSt request")), params)
+    randomness = fe(field(doc, "randomness", "PoSt request"), "randomness")
+    fe(field(doc, "prover_id", "PoSt request"), "prover_id")
+    vanilla = loads(json.dumps(field(doc, "vanilla_proofs", "PoSt request")), params)
     circuit, inputs = partition_circuit(params, vanilla, randomness, partition)
     return cid, circuit, inputs
 

@@ -34,10 +34,10 @@ from typing import Any
 
 import numpy as np
 
+from cuzk.circuits.filecoin.merkle_json import merkle_proof_json
 from cuzk.circuits.filecoin.seal.proof_types import API_V1_1, seal_proof
 from cuzk.circuits.filecoin.seal.sdr import label_parents
 from cuzk.circuits.filecoin.seal.sealer import SealedSector, seal_sector
-from cuzk.circuits.filecoin.vanilla_json import merkle_proof_json
 from cuzk.errors import BadInput
 from cuzk.gadgets.merkle import MerklePath, TreeShape, prove
 
