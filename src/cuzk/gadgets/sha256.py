@@ -17,11 +17,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from cuzk.gadgets import sha256_tape
 from cuzk.gadgets._names import Name, leaf
 from cuzk.gadgets.boolean import FALSE, TRUE, Boolean
 from cuzk.gadgets.multieq import MultiEq
 from cuzk.gadgets.uint32 import UInt32
-from cuzk.r1cs import ConstraintSystem
+from cuzk.r1cs import ConstraintSystem, WitnessCS
 
 ROUND_CONSTANTS = (
     0x428A2F98, 0x71374491, 0xB5C0FBCF, 0xE9B5DBA5, 0x3956C25B, 0x59F111F1, 0x923F82A4, 0xAB1C5ED5,
@@ -70,8 +71,23 @@ def _compute(
 def compression(
     cs: ConstraintSystem, block: Sequence[Boolean], state: Sequence[UInt32], ns: Name = None
 ) -> list[UInt32]:
-    """One SHA-256 compression of a 512-bit block (big-endian bits) into ``state``."""
+    """One SHA-256 compression of a 512-bit block (big-endian bits) into ``state``.
+
+    In witness mode the compression is replayed from a recorded tape
+    (:mod:`~cuzk.gadgets.sha256_tape`): the same values in the same order, computed natively.
+    """
     assert len(block) == 512 and len(state) == 8
+    if type(cs) is WitnessCS:
+        return sha256_tape.compress_witness(
+            cs, block, state, lambda: _compression(cs, block, state, ns)
+        )
+    return _compression(cs, block, state, ns)
+
+
+def _compression(
+    cs: ConstraintSystem, block: Sequence[Boolean], state: Sequence[UInt32], ns: Name
+) -> list[UInt32]:
+    """The gadget itself, bit by bit (every mode; the reference for the tape)."""
     meq = MultiEq(cs)
     w = [UInt32.from_bits_be(block[i : i + 32]) for i in range(0, 512, 32)]
 

@@ -1,0 +1,444 @@
+"""SHA-256 compressions in witness mode from a recorded tape, replayed natively.
+
+The per-bit Python gadget (:func:`cuzk.gadgets.sha256.compression`) costs ~0.1 s per compression
+in witness mode (~26,000 values), and the SHA-256 based Filecoin circuits run many (104 in one
+2 KiB PoRep partition, nearly all of its witness time). Yet *what* one
+compression allocates, in which order, and from which operands, depends only on which of its
+768 input bits (512 block bits, 8 state words) are constant and which are negated — never on the
+values. So for each such *pattern* the gadget's structure is traced once into a tape, and every
+later compression with the same pattern replays the tape over the input bit values in numba and
+appends the resulting aux values in bulk.
+
+The tracer below mirrors the gadget branch for branch (constant folding of ``xor``, ``and_``,
+``sha256_ch``, ``sha256_maj`` in :mod:`~cuzk.gadgets.boolean`, ``addmany``'s fold, the deferred
+``a``/``e`` additions of the compression). It works on *literals*: ``node << 1 | negated``, where
+node 0 is the constant zero (so ``0`` is FALSE and ``1`` TRUE), nodes ``1..768`` are the input
+slots and later nodes are the values the gadget appends to ``cs.aux``, in append order.
+
+Because the tracer is a second copy of the gadget's logic, a pattern's first compression in a
+process (with :data:`VERIFY_NEW_TAPES` on) runs the Python gadget, replays the tape over the same
+inputs, and compares every appended value and every output bit; a pattern that disagrees is
+never replayed (and logged). That check is deterministic for *what* is allocated (counts, output
+variables) and catches any wrong value rule that shows on those inputs — a systematic error in
+the tracer shows on thousands of bits; the tests compare the two paths on random patterns and
+values. Shape and check modes never come here, so the constraints are as before.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+import numpy as np
+from numba import njit
+
+from cuzk.gadgets.boolean import FALSE, TRUE, AllocatedBit, Boolean
+from cuzk.gadgets.uint32 import UInt32
+from cuzk.r1cs import Variable, WitnessCS
+
+log = logging.getLogger(__name__)
+
+#: Replay recorded tapes in witness mode (False: always the per-bit Python gadget).
+ENABLED = True
+
+#: Check each pattern's tape against the Python gadget on its first compression in the process.
+VERIFY_NEW_TAPES = True
+
+#: Patterns remembered at most (a tape is ~0.4 MB; Filecoin circuits use a handful); patterns
+#: beyond it run the Python gadget.
+MAX_TAPES = 256
+
+_MASK32 = 0xFFFFFFFF
+_N_IN = 512 + 256  # input slots: block bits in the caller's order, then state[j].bits[k]
+
+# Opcodes. Bit ops append one value; _ADD appends ``z`` bits of a sum of ``y`` words whose
+# literals start at ``x`` in the tape's word-literal array.
+_XOR, _AND, _CH, _MAJ, _ADD = 0, 1, 2, 3, 4
+
+Word = list[int]  # 32 literals, least significant first
+
+
+@dataclass
+class Tape:
+    """One pattern's recorded compression."""
+
+    ops: np.ndarray  # (n, 4) int32: opcode, operands
+    words: np.ndarray  # int32 literals of the addends of _ADD ops
+    out: np.ndarray  # (256,) int32 literals of the output words, word-major, LSB first
+    n_aux: int  # values appended per compression
+    out_spec: list[tuple[int, bool]]  # (node, negated) per output literal, for the Python loop
+
+
+class _Tracer:
+    """Builds a tape while mirroring the witness-mode gadget's folding and allocation order."""
+
+    def __init__(self) -> None:
+        self.n_nodes = 1 + _N_IN
+        self.ops: list[tuple[int, int, int, int]] = []
+        self.words: list[int] = []
+
+    def _new(self, op: int, x: int, y: int, z: int = 0) -> int:
+        self.ops.append((op, x, y, z))
+        node = self.n_nodes
+        self.n_nodes += 1
+        return node << 1
+
+    # --- boolean.py ---------------------------------------------------------------------------
+    def xor(self, a: int, b: int) -> int:
+        if a == 0:
+            return b
+        if b == 0:
+            return a
+        if a == 1:
+            return b ^ 1
+        if b == 1:
+            return a ^ 1
+        # AllocatedBit.xor of the two underlying bits; negated iff exactly one side was.
+        return self._new(_XOR, a & ~1, b & ~1) | ((a ^ b) & 1)
+
+    def and_(self, a: int, b: int) -> int:
+        if a == 0 or b == 0:
+            return 0
+        if a == 1:
+            return b
+        if b == 1:
+            return a
+        # and / and_not / nor: the value is always (lit a) ∧ (lit b).
+        return self._new(_AND, a, b)
+
+    def ch(self, a: int, b: int, c: int) -> int:
+        if a < 2 and b < 2 and c < 2:
+            return (a & b) ^ ((a ^ 1) & c)
+        if a == 0:
+            return c
+        if b == 0:
+            return self.and_(a ^ 1, c)
+        if c == 0:
+            return self.and_(a, b)
+        if c == 1:
+            return self.and_(a, b ^ 1) ^ 1
+        if b == 1:
+            return self.and_(a ^ 1, c ^ 1) ^ 1
+        return self._new(_CH, a, b, c)
+
+    def maj(self, a: int, b: int, c: int) -> int:
+        if a < 2 and b < 2 and c < 2:
+            return (a & b) ^ (a & c) ^ (b & c)
+        if a == 0:
+            return self.and_(b, c)
+        if b == 0:
+            return self.and_(a, c)
+        if c == 0:
+            return self.and_(a, b)
+        if c == 1:
+            return self.and_(a ^ 1, b ^ 1) ^ 1
+        if b == 1:
+            return self.and_(a ^ 1, c ^ 1) ^ 1
+        if a == 1:
+            return self.and_(b ^ 1, c ^ 1) ^ 1
+        out = self._new(_MAJ, a, b, c)
+        self.and_(b, c)  # the gadget's second variable, b ∧ c
+        return out
+
+    # --- uint32.py ----------------------------------------------------------------------------
+    def wxor(self, x: Word, y: Word) -> Word:
+        return [self.xor(a, b) for a, b in zip(x, y, strict=True)]
+
+    def wch(self, x: Word, y: Word, z: Word) -> Word:
+        return [self.ch(a, b, c) for a, b, c in zip(x, y, z, strict=True)]
+
+    def wmaj(self, x: Word, y: Word, z: Word) -> Word:
+        return [self.maj(a, b, c) for a, b, c in zip(x, y, z, strict=True)]
+
+    def addmany(self, operands: Sequence[Word]) -> Word:
+        n = len(operands)
+        assert 2 <= n <= 10
+        if all(lit < 2 for w in operands for lit in w):
+            total = sum(_const_value(w) for w in operands)
+            return _const_word(total & _MASK32)
+        num_bits = (n * _MASK32).bit_length()
+        start = len(self.words)
+        for w in operands:
+            self.words.extend(w)
+        self.ops.append((_ADD, start, n, num_bits))
+        first = self.n_nodes
+        self.n_nodes += num_bits
+        return [(first + i) << 1 for i in range(32)]
+
+    # --- sha256.py ----------------------------------------------------------------------------
+    def compression(self, block: Word, state: list[Word]) -> list[Word]:
+        from cuzk.gadgets.sha256 import ROUND_CONSTANTS  # here: sha256 imports this module
+
+        w = [block[i : i + 32][::-1] for i in range(0, 512, 32)]
+        for i in range(16, 64):
+            x15, x2 = w[i - 15], w[i - 2]
+            s0 = self.wxor(self.wxor(_rotr(x15, 7), _rotr(x15, 18)), _shr(x15, 3))
+            s1 = self.wxor(self.wxor(_rotr(x2, 17), _rotr(x2, 19)), _shr(x2, 10))
+            w.append(self.addmany([w[i - 16], s0, w[i - 7], s1]))
+
+        # A deferred word is a tuple of operand words; a concrete one a list of literals.
+        a: Word | tuple[Word, ...] = state[0]
+        b, c, d = state[1], state[2], state[3]
+        e: Word | tuple[Word, ...] = state[4]
+        f, g, h = state[5], state[6], state[7]
+
+        def compute(x: Word | tuple[Word, ...], others: Sequence[Word]) -> Word:
+            return x if isinstance(x, list) else self.addmany([*x, *others])
+
+        for i in range(64):
+            new_e = compute(e, ())
+            s1 = self.wxor(self.wxor(_rotr(new_e, 6), _rotr(new_e, 11)), _rotr(new_e, 25))
+            ch = self.wch(new_e, f, g)
+            temp1 = [h, s1, ch, _const_word(ROUND_CONSTANTS[i]), w[i]]
+            new_a = compute(a, ())
+            s0 = self.wxor(self.wxor(_rotr(new_a, 2), _rotr(new_a, 13)), _rotr(new_a, 22))
+            maj = self.wmaj(new_a, b, c)
+            h, g, f = g, f, new_e
+            e = (*temp1, d)
+            d, c, b = c, b, new_a
+            a = (*temp1, s0, maj)
+
+        return [
+            compute(a, [state[0]]),
+            self.addmany([state[1], b]),
+            self.addmany([state[2], c]),
+            self.addmany([state[3], d]),
+            compute(e, [state[4]]),
+            self.addmany([state[5], f]),
+            self.addmany([state[6], g]),
+            self.addmany([state[7], h]),
+        ]
+
+    def tape(self, out: list[Word]) -> Tape:
+        lits = [lit for w in out for lit in w]
+        return Tape(
+            ops=np.array(self.ops, dtype=np.int32).reshape(-1, 4),
+            words=np.array(self.words, dtype=np.int32),
+            out=np.array(lits, dtype=np.int32),
+            n_aux=self.n_nodes - 1 - _N_IN,
+            out_spec=[(lit >> 1, bool(lit & 1)) for lit in lits],
+        )
+
+
+def _rotr(x: Word, by: int) -> Word:
+    by %= 32
+    return x[by:] + x[:by]
+
+
+def _shr(x: Word, by: int) -> Word:
+    return x[by:] + [0] * by
+
+
+def _const_word(value: int) -> Word:
+    return [(value >> i) & 1 for i in range(32)]
+
+
+def _const_value(w: Word) -> int:
+    return sum(lit << i for i, lit in enumerate(w))
+
+
+def record(pattern: bytes) -> Tape:
+    """Trace one compression whose input slots have the given codes (0 FALSE, 1 TRUE, 2 a bit,
+    3 a negated bit; block bits then state words' bits LSB first)."""
+    assert len(pattern) == _N_IN
+    lits = [code if code < 2 else ((1 + i) << 1) | (code & 1) for i, code in enumerate(pattern)]
+    tr = _Tracer()
+    out = tr.compression(lits[:512], [lits[512 + 32 * j : 544 + 32 * j] for j in range(8)])
+    return tr.tape(out)
+
+
+@njit(cache=True, nogil=True)
+def _replay(ops, words, out, n_aux, inputs):
+    """The appended values, the 256 output literals' values and the output words' values."""
+    n_in = inputs.shape[0]
+    v = np.empty(1 + n_in + n_aux, dtype=np.uint8)
+    v[0] = 0
+    v[1 : 1 + n_in] = inputs
+    k = 1 + n_in
+    for i in range(ops.shape[0]):
+        op = ops[i, 0]
+        x = ops[i, 1]
+        y = ops[i, 2]
+        if op == 4:  # _ADD
+            total = np.int64(0)
+            for j in range(32 * y):
+                lit = words[x + j]
+                total += np.int64(v[lit >> 1] ^ (lit & 1)) << (j & 31)
+            for j in range(ops[i, 3]):
+                v[k] = (total >> j) & 1
+                k += 1
+            continue
+        xv = v[x >> 1] ^ (x & 1)
+        yv = v[y >> 1] ^ (y & 1)
+        if op == 0:
+            r = xv ^ yv
+        elif op == 1:
+            r = xv & yv
+        else:
+            z = ops[i, 3]
+            zv = v[z >> 1] ^ (z & 1)
+            if op == 2:
+                r = (xv & yv) ^ ((xv ^ 1) & zv)
+            else:
+                r = (xv & yv) ^ (xv & zv) ^ (yv & zv)
+        v[k] = r
+        k += 1
+    outv = np.empty(out.shape[0], dtype=np.uint8)
+    words = np.zeros(out.shape[0] // 32, dtype=np.int64)
+    for j in range(out.shape[0]):
+        lit = out[j]
+        outv[j] = v[lit >> 1] ^ (lit & 1)
+        words[j >> 5] |= np.int64(outv[j]) << (j & 31)
+    return v[1 + n_in :], outv, words
+
+
+_tapes: dict[bytes, Tape | None] = {}  # None: the tape disagreed with the gadget; never replay
+
+
+def clear_cache() -> None:
+    """Forget every recorded tape (tests use it to exercise recording)."""
+    _tapes.clear()
+
+
+@contextmanager
+def python_path() -> Iterator[None]:
+    """Run every compression inside through the per-bit Python gadget (the reference). The switch
+    is process-wide, not per thread: for tests and measurements."""
+    global ENABLED
+    old, ENABLED = ENABLED, False
+    try:
+        yield
+    finally:
+        ENABLED = old
+
+
+def _gather(
+    block: Sequence[Boolean], state: Sequence[UInt32]
+) -> tuple[bytes, bytearray, list[AllocatedBit | None]] | None:
+    """Pattern codes, underlying bit values and AllocatedBits of the 768 input slots; None when
+    a value is missing or a state word's value disagrees with its bits (the gadget's additions
+    read word values, the tape reads bits)."""
+    codes = bytearray(_N_IN)
+    vals = bytearray(_N_IN)
+    bits: list[AllocatedBit | None] = [None] * _N_IN
+    i = 0
+    for b in block:
+        ab = b.bit
+        if ab is None:
+            codes[i] = 1 if b.constant else 0
+        else:
+            v = ab.value
+            if v is None:
+                return None
+            codes[i] = 3 if b.negated else 2
+            vals[i] = 1 if v else 0
+            bits[i] = ab
+        i += 1
+    for word in state:
+        wv = 0
+        for k, b in enumerate(word.bits):
+            ab = b.bit
+            if ab is None:
+                if b.constant:
+                    codes[i] = 1
+                    wv |= 1 << k
+            else:
+                v = ab.value
+                if v is None:
+                    return None
+                codes[i] = 3 if b.negated else 2
+                vals[i] = 1 if v else 0
+                bits[i] = ab
+                if v != b.negated:
+                    wv |= 1 << k
+            i += 1
+        if wv != word.value:
+            return None
+    return bytes(codes), vals, bits
+
+
+def _outputs(
+    tape: Tape, outv: np.ndarray, words: np.ndarray, base: int, inputs: list[AllocatedBit | None]
+) -> list[UInt32]:
+    """The eight output words: Booleans over the appended values (aux ``base`` on), the input
+    bits, or constants, as the gadget returns them."""
+    made: dict[int, AllocatedBit] = {}
+    bits: list[Boolean] = []
+    append = bits.append
+    for (node, neg), bv in zip(tape.out_spec, outv.tolist(), strict=True):
+        if node == 0:
+            append(TRUE if bv else FALSE)
+            continue
+        if node <= _N_IN:
+            ab = inputs[node - 1]
+        else:
+            ab = made.get(node)
+            if ab is None:
+                ab = made[node] = AllocatedBit(Variable(base + node - 1 - _N_IN), bool(bv) != neg)
+        append(Boolean(ab, neg))
+    return [UInt32(bits[32 * j : 32 * j + 32], v) for j, v in enumerate(words.tolist())]
+
+
+def _same_words(xs: Sequence[UInt32], ys: Sequence[UInt32]) -> bool:
+    for x, y in zip(xs, ys, strict=True):
+        if x.value != y.value:
+            return False
+        for a, b in zip(x.bits, y.bits, strict=True):
+            if (a.bit is None) != (b.bit is None):
+                return False
+            if a.bit is None:
+                if a.constant != b.constant:
+                    return False
+            elif (
+                a.negated != b.negated
+                or a.bit.variable.key != b.bit.variable.key  # type: ignore[union-attr]
+                or a.bit.value != b.bit.value  # type: ignore[union-attr]
+            ):
+                return False
+    return True
+
+
+def compress_witness(
+    cs: WitnessCS,
+    block: Sequence[Boolean],
+    state: Sequence[UInt32],
+    python: Callable[[], list[UInt32]],
+) -> list[UInt32]:
+    """One compression in witness mode: replayed from the pattern's tape when possible, else
+    (disabled, a value missing, a new pattern under verification) by ``python()``."""
+    got = _gather(block, state) if ENABLED else None
+    if got is None:
+        return python()
+    pattern, vals, inputs = got
+    tape = _tapes.get(pattern, False)
+    if tape is None:
+        return python()
+    verify = tape is False
+    if verify:
+        if len(_tapes) >= MAX_TAPES:
+            return python()
+        tape = record(pattern)
+        if not VERIFY_NEW_TAPES:
+            _tapes[pattern] = tape
+            verify = False
+    assert isinstance(tape, Tape)
+    aux = cs.aux
+    base = len(aux)
+    appended, outv, words = _replay(
+        tape.ops, tape.words, tape.out, tape.n_aux, np.frombuffer(vals, dtype=np.uint8)
+    )
+    if not verify:
+        aux.extend(appended.tolist())
+        return _outputs(tape, outv, words, base, inputs)
+    ref = python()
+    ok = aux[base:] == appended.tolist() and _same_words(
+        ref, _outputs(tape, outv, words, base, inputs)
+    )
+    if ok:
+        _tapes[pattern] = tape
+    else:
+        _tapes[pattern] = None
+        log.warning("SHA-256 tape disagrees with the gadget for one input pattern; not replayed")
+    return ref
