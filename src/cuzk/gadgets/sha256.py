@@ -17,12 +17,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from cuzk.gadgets import sha256_tape
+from cuzk.gadgets import sha256_shape_tape, sha256_tape
 from cuzk.gadgets._names import Name, leaf
 from cuzk.gadgets.boolean import FALSE, TRUE, Boolean
 from cuzk.gadgets.multieq import MultiEq
 from cuzk.gadgets.uint32 import UInt32
-from cuzk.r1cs import ConstraintSystem, WitnessCS
+from cuzk.r1cs import ConstraintSystem, ShapeCS, WitnessCS
 
 ROUND_CONSTANTS = (
     0x428A2F98, 0x71374491, 0xB5C0FBCF, 0xE9B5DBA5, 0x3956C25B, 0x59F111F1, 0x923F82A4, 0xAB1C5ED5,
@@ -75,12 +75,16 @@ def compression(
 
     In witness mode the compression is replayed from a recorded tape
     (:mod:`~cuzk.gadgets.sha256_tape`): the same values in the same order, computed natively.
+    In shape mode the rows a compression appends are a recorded template's, mapped to this
+    call's variables (:mod:`~cuzk.gadgets.sha256_shape_tape`): the same rows and names.
     """
     assert len(block) == 512 and len(state) == 8
     if type(cs) is WitnessCS:
         return sha256_tape.compress_witness(
             cs, block, state, lambda: _compression(cs, block, state, ns)
         )
+    if type(cs) is ShapeCS:
+        return sha256_shape_tape.compress_shape(cs, block, state, ns, _compression)
     return _compression(cs, block, state, ns)
 
 

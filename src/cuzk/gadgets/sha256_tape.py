@@ -21,7 +21,8 @@ inputs, and compares every appended value and every output bit; a pattern that d
 never replayed (and logged). That check is deterministic for *what* is allocated (counts, output
 variables) and catches any wrong value rule that shows on those inputs — a systematic error in
 the tracer shows on thousands of bits; the tests compare the two paths on random patterns and
-values. Shape and check modes never come here, so the constraints are as before.
+values. Check mode never comes here; shape mode has its own templates
+(:mod:`~cuzk.gadgets.sha256_shape_tape`) under the same switch.
 """
 
 from __future__ import annotations
@@ -40,10 +41,12 @@ from cuzk.r1cs import Variable, WitnessCS
 
 log = logging.getLogger(__name__)
 
-#: Replay recorded tapes in witness mode (False: always the per-bit Python gadget).
+#: Replay recorded tapes in witness mode, and recorded templates in shape mode
+#: (:mod:`~cuzk.gadgets.sha256_shape_tape`); False: always the per-bit Python gadget.
 ENABLED = True
 
-#: Check each pattern's tape against the Python gadget on its first compression in the process.
+#: Check each pattern's tape (or shape template) against the Python gadget on its first
+#: compression in the process.
 VERIFY_NEW_TAPES = True
 
 #: Patterns remembered at most (a tape is ~0.4 MB; Filecoin circuits use a handful); patterns
@@ -304,8 +307,9 @@ def clear_cache() -> None:
 
 @contextmanager
 def python_path() -> Iterator[None]:
-    """Run every compression inside through the per-bit Python gadget (the reference). The switch
-    is process-wide, not per thread: for tests and measurements."""
+    """Run every compression inside through the per-bit Python gadget (the reference), in
+    witness and shape mode. The switch is process-wide, not per thread: for tests and
+    measurements."""
     global ENABLED
     old, ENABLED = ENABLED, False
     try:

@@ -189,6 +189,31 @@ class ShapeCS(ConstraintSystem):
             indptr.append(len(keys))
         self.names.append(self._full_name(name))
 
+    def rows_from(self, row: int) -> tuple[tuple[list[int], list[int], list[int]], ...]:
+        """The rows from ``row`` on, per matrix as (row ends relative to the first of them,
+        keys, coefficients): what a gadget appended, for recording and checking replays."""
+        out = []
+        for indptr, keys, coeffs in self._rows:
+            start = indptr[row]
+            out.append(([e - start for e in indptr[row + 1 :]], keys[start:], coeffs[start:]))
+        return tuple(out)
+
+    def append_rows(
+        self,
+        rows: tuple[tuple[np.ndarray, list[int], list[int]], ...],
+        names: list[str],
+        num_aux: int,
+    ) -> None:
+        """Append whole rows at once (what ``enforce`` would have appended one at a time, in
+        :meth:`rows_from`'s layout) and ``num_aux`` new variables: replayed gadgets
+        (:mod:`cuzk.gadgets.sha256_shape_tape`) skip the per-constraint Python."""
+        for (indptr, keys, coeffs), (ends, k, c) in zip(self._rows, rows, strict=True):
+            indptr.extend((np.asarray(ends, dtype=np.int64) + len(keys)).tolist())
+            keys.extend(k)
+            coeffs.extend(c)
+        self.names.extend(names)
+        self.num_aux += num_aux
+
     def finish(self, circuit_id: str = "") -> R1CSShape:
         """Append bellperson's ``input_i · 0 = 0`` rows and freeze the matrices."""
         for i in range(self.num_inputs):
