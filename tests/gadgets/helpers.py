@@ -101,3 +101,11 @@ class CountCS(ShapeCS):
 
     def enforce(self, name, a, b, c):  # noqa: ANN001, ANN201
         self.count += 1
+
+
+def bit_key(b: Any) -> tuple:
+    """What identifies a gadget Boolean: a constant's value, or its variable, value and
+    negation (two runs agree on a bit exactly when these do)."""
+    if b.bit is None:
+        return ("const", b.constant)
+    return (b.bit.variable.key, b.bit.value, b.negated)

@@ -19,6 +19,7 @@ from cuzk.gadgets.boolean import FALSE, TRUE, AllocatedBit, Boolean
 from cuzk.gadgets.sha256 import IV, compression, iv, sha256
 from cuzk.gadgets.uint32 import UInt32
 from cuzk.r1cs import ShapeCS, Variable
+from tests.gadgets.helpers import bit_key
 
 Build = Callable[[ShapeCS], list[UInt32]]
 
@@ -30,12 +31,6 @@ def fresh_templates(monkeypatch: pytest.MonkeyPatch):
     sha256_shape_tape.clear_cache()
     yield
     sha256_shape_tape.clear_cache()
-
-
-def _bit_id(b: Boolean) -> tuple:
-    if b.bit is None:
-        return ("const", b.constant)
-    return (b.bit.variable.key, b.bit.value, b.negated)
 
 
 def _content(cs: ShapeCS) -> tuple:
@@ -62,8 +57,8 @@ def _both(build: Build) -> ShapeCS:
             assert g == r, f"matrix {'ABC'[m]}: {part} differ"
     assert _content(tape_cs) == _content(ref_cs)
     assert [w.value for w in tape_words] == [w.value for w in ref_words]
-    assert [_bit_id(b) for w in tape_words for b in w.bits] == [
-        _bit_id(b) for w in ref_words for b in w.bits
+    assert [bit_key(b) for w in tape_words for b in w.bits] == [
+        bit_key(b) for w in ref_words for b in w.bits
     ]
     return tape_cs
 

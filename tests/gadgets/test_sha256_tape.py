@@ -21,7 +21,7 @@ from cuzk.gadgets.multipack import bytes_to_bits
 from cuzk.gadgets.sha256 import IV, compress_native, compression, iv, sha256
 from cuzk.gadgets.uint32 import UInt32
 from cuzk.r1cs import ConstraintSystem, Variable, WitnessCS
-from tests.gadgets.helpers import synthesize_all
+from tests.gadgets.helpers import bit_key, synthesize_all
 
 
 @pytest.fixture(autouse=True)
@@ -31,12 +31,6 @@ def fresh_tapes(monkeypatch: pytest.MonkeyPatch):
     sha256_tape.clear_cache()
     yield
     sha256_tape.clear_cache()
-
-
-def _bit_key(b: Boolean) -> tuple:
-    if b.bit is None:
-        return ("const", b.constant)
-    return (b.bit.variable.key, b.bit.value, b.negated)
 
 
 def _both(build: Callable[[ConstraintSystem], list[Boolean]]) -> tuple[WitnessCS, list[Boolean]]:
@@ -53,7 +47,7 @@ def _both(build: Callable[[ConstraintSystem], list[Boolean]]) -> tuple[WitnessCS
         (i for i, (x, y) in enumerate(zip(tape_cs.aux, ref_cs.aux, strict=True)) if x != y), None
     )
     assert diff is None, f"aux {diff} differs"
-    assert [_bit_key(b) for b in tape_bits] == [_bit_key(b) for b in ref_bits]
+    assert [bit_key(b) for b in tape_bits] == [bit_key(b) for b in ref_bits]
     return tape_cs, tape_bits
 
 
