@@ -46,14 +46,19 @@ def test_critical_behind_twenty_normal_starts_first(make_engine):
 def test_priority_classes_drain_in_order(make_engine):
     """Submitted all at once behind a slow job: jobs start in priority order, FIFO within a
     class."""
-    faults = FaultInjection(slow_kernel=1.0, slow_kernel_s=0.5, targets=frozenset({"slow"}))
+    # The slow kernel must outlast the eight submissions below (a loaded CI machine once took
+    # longer than 0.5 s for them, letting a HIGH job take the look-ahead slot before the
+    # CRITICAL ones existed).
+    faults = FaultInjection(slow_kernel=1.0, slow_kernel_s=3.0, targets=frozenset({"slow"}))
     engine = make_engine(workers_per_device=1, synthesis_lookahead=1, faults=faults)
     first = engine.submit(ProofRequest.of(SMALL, request_id="slow"))
     wait_until(lambda: _job(engine, first).partitions[0].state.value == "kernels")
     order = [Priority.LOW, Priority.NORMAL, Priority.HIGH, Priority.LOW, Priority.CRITICAL,
              Priority.HIGH, Priority.NORMAL, Priority.CRITICAL]
+    t0 = time.monotonic()
     jobs = [(p, engine.submit(ProofRequest.of(SMALL, seed=10 + i, priority=p)))
             for i, p in enumerate(order)]
+    assert time.monotonic() - t0 < 2.5, "submissions outlasted the slow kernel: test invalid"
     # The first of them may already have been admitted into the look-ahead slot.
     starts = sorted(
         (engine.result(j, timeout=60).timelines[0].kernels_start, p, k)
