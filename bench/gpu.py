@@ -118,6 +118,7 @@ def bench_mul(be: CudaBackend, t: Timer, out: dict[str, Any]) -> None:
             ("fr_mul_ptx_bench_k", "fr_mul32_ptx"),
             ("fr_mul_wide_bench_k", "fr_mul32_wide"),
             ("fr_mul_eo_bench_k", "fr_mul32_eo"),
+            ("fr_mul_paired_bench_k", "fr_mul32_paired"),
             ("fr_mul64_bench_k", "fr_mul64"),
         ):
             blocks = gpu.sm_count * blocks_per_sm
@@ -377,7 +378,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--config-logs", default="24,27")
     ap.add_argument("--transfer-mib", type=int, default=512)
     ap.add_argument("--no-mul", action="store_true")
-    ap.add_argument("--impls", default="", help="FR_MUL_IMPL values to compare, e.g. 0,1,2")
+    ap.add_argument("--impls", default="", help="FR_MUL_IMPL values to compare, e.g. 2,3")
     ap.add_argument("--impl-logs", default="24,27")
     ap.add_argument("--device", type=int, default=0)
     args = ap.parse_args(argv)

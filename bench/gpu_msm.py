@@ -135,28 +135,37 @@ class Bench:
         return out
 
     def fp_rate(self) -> float:
-        """Fp Montgomery multiplications per second (msm_fp_bench, median of --runs)."""
+        """Fp Montgomery multiplications per second (msm_fp_bench, median of --runs), for each
+        product in --fp-impls; returns the default product's rate."""
         cp, gpu = self.cp, self.gpu
         nthreads, iters = 1 << 18, 512
         data = self.rng.integers(0, 2**32, (nthreads, 24), dtype=np.uint64).astype(np.uint32)
         data[:, 11] %= 0x1A0111EA  # top limb below p's: every value < p
         data[:, 23] %= 0x1A0111EA
-        times = []
-        with cp.cuda.Device(gpu.device), gpu._stream:
-            d = cp.asarray(data)
-            for k in range(self.args.runs + 1):
-                start, end = cp.cuda.Event(), cp.cuda.Event()
-                start.record(gpu._stream)
-                gpu._launch(
-                    "g1", "msm_fp_bench", nthreads, d, np.uint32(nthreads), np.uint32(iters)
-                )
-                end.record(gpu._stream)
-                end.synchronize()
-                if k:
-                    times.append(cp.cuda.get_elapsed_time(start, end))
-        rate = 2 * nthreads * iters / max(statistics.median(times) * 1e-3, 1e-9)
-        print(f"Fp mul: {rate / 1e9:.1f}e9/s (floor to beat 13e9/s)", flush=True)
-        return rate
+        saved, rates = dict(gpu.defines), {}
+        try:
+            for impl in [None, *self.args.fp_impls]:
+                gpu.defines = saved if impl is None else {**saved, "FP_MUL_IMPL": impl}
+                times = []
+                with cp.cuda.Device(gpu.device), gpu._stream:
+                    d = cp.asarray(data)
+                    for k in range(self.args.runs + 1):
+                        start, end = cp.cuda.Event(), cp.cuda.Event()
+                        start.record(gpu._stream)
+                        gpu._launch(
+                            "g1", "msm_fp_bench", nthreads, d, np.uint32(nthreads), np.uint32(iters)
+                        )
+                        end.record(gpu._stream)
+                        end.synchronize()
+                        if k:
+                            times.append(cp.cuda.get_elapsed_time(start, end))
+                rate = 2 * nthreads * iters / max(statistics.median(times) * 1e-3, 1e-9)
+                rates[impl] = rate
+                name = "default" if impl is None else f"FP_MUL_IMPL={impl}"
+                print(f"Fp mul ({name}): {rate / 1e9:.1f}e9/s (floor to beat 13e9/s)", flush=True)
+        finally:
+            gpu.defines = saved
+        return rates[None]
 
     def run_group(self, group: str, logs: list[int]) -> dict[str, float]:
         if not logs:
@@ -258,6 +267,12 @@ def main() -> None:
     ap.add_argument("--no-check", dest="check", action="store_false")
     ap.add_argument("--no-save", dest="save", action="store_false")
     ap.add_argument("--no-fp", dest="fp", action="store_false", help="skip the Fp mul probe")
+    ap.add_argument(
+        "--fp-impls",
+        type=lambda s: [int(x) for x in s.split(",") if x],
+        default=[],
+        help="FP_MUL_IMPL values to probe besides the default, e.g. 0,1",
+    )
     ap.add_argument(
         "--variant",
         action="append",

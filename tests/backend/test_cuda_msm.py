@@ -181,7 +181,9 @@ def test_many_futures(gpu, rng, seed, tmp_path):
         assert encoded("g1", f.result()) == reference("g1", points, s), f"seed {seed}"
 
 
-@pytest.mark.parametrize("defines", [{"ACC_PREFETCH": "1"}, {"REDUCE_INLINE": "1"}])
+@pytest.mark.parametrize(
+    "defines", [{"ACC_PREFETCH": "1"}, {"REDUCE_INLINE": "1"}, {"FP_MUL_IMPL": "0"}]
+)
 def test_msm_g1_kernel_variants(rng, seed, tmp_path, defines):
     """The accumulation/reduction switches of msm.cu that are not the default give the same
     sums (so a benchmark that picks one measures a correct kernel); skewed buckets included."""

@@ -7,13 +7,14 @@
 //
 // Multiplication is CIOS over eight 32-bit words (r's low word is 1, so -r^-1 mod 2^32 =
 // 0xffffffff, m = -t0 and m·r0 = m); the running value stays below 2r (r < 2^255), so no round
-// needs a tenth word and one conditional subtraction finishes. Three versions, chosen by
-// FR_MUL_IMPL (default 2, the fastest on the H200, see bench/NOTES.md "CUDA Fr/NTT"):
-//   0 fr_mul_ptx  PTX mad.lo.cc/madc.hi.cc chains (608 SASS instructions, 3.6·10^10 mul/s),
-//   1 fr_mul_wide 32×32→64 products with 64-bit carries in plain C (536, 3.85·10^10),
-//   2 fr_mul_eo   whole products (IMAD.WIDE.U32) added by even/odd add.cc chains (440, 4.0·10^10).
-// sm_90 has no IMAD with carry-out, so every carried half-product costs an IADD3.X; eo forms
-// each product once and spends its ALU work on the adds alone.
+// needs a tenth word and one conditional subtraction finishes. Four versions, chosen by
+// FR_MUL_IMPL (default 3, the fastest on the H200, see bench/NOTES.md "CUDA Fr/NTT"):
+//   0 fr_mul_ptx    PTX mad.lo.cc/madc.hi.cc chains (608 SASS instructions, 3.6·10^10 mul/s),
+//   1 fr_mul_wide   32×32→64 products with 64-bit carries in plain C (536, 3.8·10^10),
+//   2 fr_mul_eo     whole products (IMAD.WIDE.U32) added by even/odd add.cc chains (456, 4.0·10^10),
+//   3 fr_mul_paired whole products with their carries, IMAD.WIDE.U32.X (296, 5.1·10^10; mont.cuh).
+// sm_90 has no IMAD with a carry-out unless both halves of one product are added back to back,
+// which is what 3 arranges; the others pay an IADD3.X per carried half or per added word.
 //
 // Off the device (__CUDA_ARCH__ undefined) the carry primitives have a portable C++ version
 // with an explicit carry flag, so the same code can be checked on a host compiler.
@@ -420,10 +421,22 @@ FR_FN fr_t fr_mul_eo(const fr_t& a, const fr_t& b) {
     return r;
 }
 
+// Whole products with their carries, one IMAD.WIDE.U32(.X) each (mont.cuh).
+#define MONT_FN FR_FN
+#include "mont.cuh"
+#undef MONT_FN
+
+FR_FN fr_t fr_mul_paired(const fr_t& a, const fr_t& b) {
+    const fr_u32 N[8] = {FR_N0, FR_N1, FR_N2, FR_N3, FR_N4, FR_N5, FR_N6, FR_N7};
+    fr_t r;
+    mont_mul_paired<8>(r.w, a.w, b.w, N, 0xffffffffu);  // -r^-1 mod 2^32 (r0 = 1)
+    return r;
+}
+
 // FR_MUL_IMPL selects the product every kernel uses: 0 = PTX mad chains, 1 = wide C,
-// 2 = whole products + even/odd add chains.
+// 2 = whole products + even/odd add chains, 3 = paired (mont.cuh).
 #ifndef FR_MUL_IMPL
-#define FR_MUL_IMPL 2
+#define FR_MUL_IMPL 3
 #endif
 
 FR_FN fr_t fr_mul(const fr_t& a, const fr_t& b) {
@@ -431,6 +444,8 @@ FR_FN fr_t fr_mul(const fr_t& a, const fr_t& b) {
     return fr_mul_wide(a, b);
 #elif FR_MUL_IMPL == 2
     return fr_mul_eo(a, b);
+#elif FR_MUL_IMPL == 3
+    return fr_mul_paired(a, b);
 #else
     return fr_mul_ptx(a, b);
 #endif

@@ -117,13 +117,14 @@ extern "C" __global__ void msm_digits(const u64* __restrict__ scalars, u32 m, u3
     }
 }
 
-// Blocks of 128 the accumulation must fit per SM (caps its registers): 4 for G1 (128 registers,
-// a few bytes of spill, measured 3-5 % faster than 152 registers at 3 blocks); G2 needs ~255.
+// Blocks of 128 the accumulation must fit per SM (caps its registers): 3 for G1 (170 registers;
+// with the paired Fp product, 4 blocks at 128 registers spill 208 bytes and measured 2 % slower,
+// bench/NOTES.md "paired products"); G2 needs ~255.
 #ifndef ACC_MIN_BLOCKS
 #if MSM_G2
 #define ACC_MIN_BLOCKS 1
 #else
-#define ACC_MIN_BLOCKS 4
+#define ACC_MIN_BLOCKS 3
 #endif
 #endif
 
