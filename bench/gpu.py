@@ -381,9 +381,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--impls", default="", help="FR_MUL_IMPL values to compare, e.g. 2,3")
     ap.add_argument("--impl-logs", default="24,27")
     ap.add_argument("--device", type=int, default=0)
+    ap.add_argument(
+        "--defines", default="", help="kernel defines for every module, e.g. NTT_MIN_BLOCKS=4"
+    )
+    ap.add_argument("--no-save", dest="save", action="store_false", help="do not write h200.json")
     args = ap.parse_args(argv)
 
     be = CudaBackend(args.device)
+    if args.defines:
+        be.gpu.defines = {**be.gpu.defines, **dict(kv.split("=") for kv in args.defines.split(","))}
+        print(f"defines {be.gpu.defines}", flush=True)
     t = Timer(be, args.runs)
     print(f"GPU {args.device}: {be.gpu.name}, {be.gpu.sm_count} SMs", flush=True)
     result: dict[str, Any] = {}
@@ -406,7 +413,8 @@ def main(argv: list[str] | None = None) -> int:
     bench_spmv(be, t, log_range(args.spmv), result)
     if args.transfer_mib:
         bench_transfers(be, args.transfer_mib, result)
-    write(result, be.gpu.name)
+    if args.save:
+        write(result, be.gpu.name)
     table(result)
     return 0
 

@@ -426,10 +426,19 @@ FR_FN fr_t fr_mul_eo(const fr_t& a, const fr_t& b) {
 #include "mont.cuh"
 #undef MONT_FN
 
+// -r^-1 mod 2^32 (= 2^32 - 1 since r0 = 1), read from the constant bank: as a literal, ptxas
+// rewrites m = t0·n0 as -t0 and then splits every m·r_j into IMAD.X + IMAD.HI.U32.X instead of
+// one IMAD.WIDE.U32.X (296 instead of 248 SASS instructions per product).
+#if defined(__CUDACC__)
+__constant__ fr_u32 fr_n0_opaque = 0xffffffffu;
+#else
+static const fr_u32 fr_n0_opaque = 0xffffffffu;
+#endif
+
 FR_FN fr_t fr_mul_paired(const fr_t& a, const fr_t& b) {
     const fr_u32 N[8] = {FR_N0, FR_N1, FR_N2, FR_N3, FR_N4, FR_N5, FR_N6, FR_N7};
     fr_t r;
-    mont_mul_paired<8>(r.w, a.w, b.w, N, 0xffffffffu);  // -r^-1 mod 2^32 (r0 = 1)
+    mont_mul_paired<8>(r.w, a.w, b.w, N, fr_n0_opaque);
     return r;
 }
 

@@ -95,14 +95,7 @@ MONT_FN void mont_mul_paired(unsigned int (&r)[N], const unsigned int (&a)[N],
             }
         }
         // T += m·mod with m chosen so T's low word (E's) becomes zero.
-        w32 m;
-#if defined(__CUDA_ARCH__)
-        // Opaque to ptxas: seeing m = -e[0] (Fr's n0 = 2^32 - 1), it splits every m·mod[j]
-        // into IMAD.X + IMAD.HI.U32.X instead of one fused IMAD.WIDE.U32.X.
-        asm volatile("mul.lo.u32 %0, %1, %2;" : "=r"(m) : "r"(e[0]), "r"(n0));
-#else
-        m = e[0] * n0;
-#endif
+        const w32 m = e[0] * n0;
         mont_mad_wide_cc(e[0], e[1], m, mod[0]);
 #pragma unroll
         for (int j = 2; j < N; j += 2) {

@@ -172,8 +172,19 @@ FR_FN void ntt_pass(fr_u64* dst, const fr_u64* src, const fr_u64* src_b, const f
 #undef NTT_INDEX
 }
 
+// NTT_MIN_BLOCKS > 0 caps the pass kernels' registers so that many 256-thread blocks fit per SM
+// (4 → 64 registers); 0 leaves the choice to ptxas.
+#ifndef NTT_MIN_BLOCKS
+#define NTT_MIN_BLOCKS 0
+#endif
+#if NTT_MIN_BLOCKS > 0
+#define NTT_BOUNDS __launch_bounds__(256, NTT_MIN_BLOCKS)
+#else
+#define NTT_BOUNDS
+#endif
+
 #define NTT_KERNEL(name, DIT, INV)                                                          \
-    extern "C" __global__ void name(fr_u64* dst, const fr_u64* src, const fr_u64* src_b, const fr_u64* src_c,       \
+    extern "C" __global__ void NTT_BOUNDS name(fr_u64* dst, const fr_u64* src, const fr_u64* src_b, const fr_u64* src_c,       \
              long long n_src, const fr_u64* tw, int tw_shift, const fr_u64* pw_lo,           \
              const fr_u64* pw_hi, int pw_bits, const fr_u64* cst, int L, int R, int k, int g, \
              int flags) {                                                                    \
