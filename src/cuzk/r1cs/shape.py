@@ -53,9 +53,17 @@ class CsrMatrix:
         return CsrMatrix(indptr, rows[order], self.coeffs[order], self.num_rows)
 
     def column_mask(self) -> np.ndarray:
-        """Which variables appear (with a non-zero coefficient) somewhere in the matrix."""
-        mask = np.zeros(self.num_cols, dtype=bool)
-        mask[self.indices] = True
+        """Which variables appear (with a non-zero coefficient) somewhere in the matrix.
+
+        Made once per matrix and kept (read-only): it is a scatter over every entry, 0.1–0.3 s
+        at 2^24 constraints, and the prover asks for it on every proof (three times to check
+        the parameters, three times to gather the MSM scalars)."""
+        mask = self.__dict__.get("_column_mask")
+        if mask is None:
+            mask = np.zeros(self.num_cols, dtype=bool)
+            mask[self.indices] = True
+            mask.flags.writeable = False
+            object.__setattr__(self, "_column_mask", mask)  # frozen: a cache, not a field
         return mask
 
 
