@@ -115,8 +115,6 @@ def bench_mul(be: CudaBackend, t: Timer, out: dict[str, Any]) -> None:
         a = rand_dev(be, n)
         res = gpu.empty(n)
         for kern, key in (
-            ("fr_mul_ptx_bench_k", "fr_mul32_ptx"),
-            ("fr_mul_wide_bench_k", "fr_mul32_wide"),
             ("fr_mul_eo_bench_k", "fr_mul32_eo"),
             ("fr_mul_paired_bench_k", "fr_mul32_paired"),
             ("fr_mul64_bench_k", "fr_mul64"),

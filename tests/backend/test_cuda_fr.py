@@ -91,9 +91,8 @@ def test_classify_and_split_plan(backend, rng, seed, n):
     "kernel",
     [
         "fr_mul_bench_k",
-        "fr_mul_ptx_bench_k",
-        "fr_mul_wide_bench_k",
         "fr_mul_eo_bench_k",
+        "fr_mul_paired_bench_k",
         "fr_mul64_bench_k",
     ],
 )

@@ -100,9 +100,9 @@ def test_bad_inputs(backend, rng):
         backend.ntt(np.zeros((4, 3), dtype=np.uint64), d)
 
 
-@pytest.mark.parametrize("impl", [0, 1, 2, 3])
+@pytest.mark.parametrize("impl", [2, 3])
 def test_every_product_implementation_in_the_pipeline(rng, seed, impl):
-    # fr.cuh keeps three Montgomery products (FR_MUL_IMPL); each must give the same transforms.
+    # fr.cuh keeps two Montgomery products (FR_MUL_IMPL); each must give the same transforms.
     from cuzk.backend.cuda.device import Gpu
     from cuzk.backend.cuda.ntt import GpuNtt
 

@@ -20,7 +20,7 @@ CXX = shutil.which("g++") or shutil.which("c++")
 pytestmark = pytest.mark.skipif(CXX is None, reason="no host C++ compiler (g++) on this machine")
 
 CASES = {  # field: (modulus, 32-bit words, product implementations in the harness)
-    "fr": (FR_MODULUS, 8, ["ptx", "wide", "eo", "paired"]),
+    "fr": (FR_MODULUS, 8, ["eo", "paired"]),
     "fp": (FP_MODULUS, 12, ["chains", "paired"]),
 }
 CUDA_KEYWORDS = ["-D__host__=", "-D__device__=", "-D__forceinline__=inline", "-D__noinline__="]

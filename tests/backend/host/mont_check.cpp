@@ -14,8 +14,7 @@ struct uint4 { unsigned x, y, z, w; };  // CUDA's vector type, used by fr.cuh's 
 #define WORDS 8
 typedef fr_t elem;
 static unsigned* words(elem& x) { return x.w; }
-static elem (*const impls[])(const elem&, const elem&) = {fr_mul_ptx, fr_mul_wide, fr_mul_eo,
-                                                          fr_mul_paired};
+static elem (*const impls[])(const elem&, const elem&) = {fr_mul_eo, fr_mul_paired};
 #endif
 
 int main() {

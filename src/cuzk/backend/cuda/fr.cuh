@@ -7,14 +7,15 @@
 //
 // Multiplication is CIOS over eight 32-bit words (r's low word is 1, so -r^-1 mod 2^32 =
 // 0xffffffff, m = -t0 and m·r0 = m); the running value stays below 2r (r < 2^255), so no round
-// needs a tenth word and one conditional subtraction finishes. Four versions, chosen by
-// FR_MUL_IMPL (default 3, the fastest on the H200, see bench/NOTES.md "CUDA Fr/NTT"):
-//   0 fr_mul_ptx    PTX mad.lo.cc/madc.hi.cc chains (608 SASS instructions, 3.6·10^10 mul/s),
-//   1 fr_mul_wide   32×32→64 products with 64-bit carries in plain C (536, 3.8·10^10),
-//   2 fr_mul_eo     whole products (IMAD.WIDE.U32) added by even/odd add.cc chains (456, 4.0·10^10),
-//   3 fr_mul_paired whole products with their carries, IMAD.WIDE.U32.X (296, 5.1·10^10; mont.cuh).
+// needs a tenth word and one conditional subtraction finishes. Two versions, chosen by
+// FR_MUL_IMPL (default 3, the fastest on the H200, see bench/NOTES.md "CUDA Fr/NTT" and "Paired
+// products"):
+//   2 fr_mul_eo     whole products (IMAD.WIDE.U32) added by even/odd add.cc chains (456 SASS
+//                   instructions, 4.0·10^10 mul/s),
+//   3 fr_mul_paired whole products with their carries, IMAD.WIDE.U32.X (248, 5.6·10^10; mont.cuh).
 // sm_90 has no IMAD with a carry-out unless both halves of one product are added back to back,
-// which is what 3 arranges; the others pay an IADD3.X per carried half or per added word.
+// which is what 3 arranges; eo pays two IADD3(.X) per product. (Versions 0, PTX lo/hi chains
+// at 608 instructions, and 1, 64-bit carries in C at 536, were measured and removed.)
 //
 // Off the device (__CUDA_ARCH__ undefined) the carry primitives have a portable C++ version
 // with an explicit carry flag, so the same code can be checked on a host compiler.
@@ -74,9 +75,7 @@ FR_ASM2("subc.cc.u32", subc_cc)
 FR_ASM2("subc.u32", subc)
 FR_ASM3("mad.lo.cc.u32", mad_lo_cc)
 FR_ASM3("madc.lo.cc.u32", madc_lo_cc)
-FR_ASM3("mad.hi.cc.u32", mad_hi_cc)
 FR_ASM3("madc.hi.cc.u32", madc_hi_cc)
-FR_ASM3("madc.hi.u32", madc_hi)
 #undef FR_ASM2
 #undef FR_ASM3
 
@@ -109,14 +108,8 @@ FR_FN fr_u32 subc_cc(fr_u32 a, fr_u32 b) {
 FR_FN fr_u32 subc(fr_u32 a, fr_u32 b) { return a - b - fr_cf; }
 FR_FN fr_u32 mad_lo_cc(fr_u32 a, fr_u32 b, fr_u32 c) { return add_cc(a * b, c); }
 FR_FN fr_u32 madc_lo_cc(fr_u32 a, fr_u32 b, fr_u32 c) { return addc_cc(a * b, c); }
-FR_FN fr_u32 mad_hi_cc(fr_u32 a, fr_u32 b, fr_u32 c) {
-    return add_cc((fr_u32)(((fr_u64)a * b) >> 32), c);
-}
 FR_FN fr_u32 madc_hi_cc(fr_u32 a, fr_u32 b, fr_u32 c) {
     return addc_cc((fr_u32)(((fr_u64)a * b) >> 32), c);
-}
-FR_FN fr_u32 madc_hi(fr_u32 a, fr_u32 b, fr_u32 c) {
-    return addc((fr_u32)(((fr_u64)a * b) >> 32), c);
 }
 FR_FN fr_u32 fr_brev(fr_u32 x) {
     fr_u32 r = 0;
@@ -231,122 +224,6 @@ FR_FN fr_t fr_sub(const fr_t& a, const fr_t& b) {
 FR_FN fr_t fr_neg(const fr_t& a) { return fr_sub(fr_zero(), a); }
 
 // --- multiplication ------------------------------------------------------------------------
-// One CIOS reduction round on t[0..8]: t += m·r with m = -t0, then the caller shifts by a word.
-#define FR_REDUCE_ROUND(t)                                                                 \
-    {                                                                                      \
-        fr_u32 m = 0u - t[0];                                                              \
-        (void)add_cc(t[0], m); /* low word becomes 0; keep its carry */                    \
-        t[1] = madc_lo_cc(m, FR_N1, t[1]);                                                 \
-        t[2] = madc_lo_cc(m, FR_N2, t[2]);                                                 \
-        t[3] = madc_lo_cc(m, FR_N3, t[3]);                                                 \
-        t[4] = madc_lo_cc(m, FR_N4, t[4]);                                                 \
-        t[5] = madc_lo_cc(m, FR_N5, t[5]);                                                 \
-        t[6] = madc_lo_cc(m, FR_N6, t[6]);                                                 \
-        t[7] = madc_lo_cc(m, FR_N7, t[7]);                                                 \
-        t[8] = addc(t[8], 0u);                                                             \
-        /* high halves: hi(m·r0) = 0 since r0 = 1 */                                       \
-        t[2] = mad_hi_cc(m, FR_N1, t[2]);                                                  \
-        t[3] = madc_hi_cc(m, FR_N2, t[3]);                                                 \
-        t[4] = madc_hi_cc(m, FR_N3, t[4]);                                                 \
-        t[5] = madc_hi_cc(m, FR_N4, t[5]);                                                 \
-        t[6] = madc_hi_cc(m, FR_N5, t[6]);                                                 \
-        t[7] = madc_hi_cc(m, FR_N6, t[7]);                                                 \
-        t[8] = madc_hi(m, FR_N7, t[8]);                                                    \
-    }
-
-FR_FN fr_t fr_mul_ptx(const fr_t& a, const fr_t& b) {
-    fr_u32 t[9];
-    // round 0: t = a·b0 (t starts at zero, so the low halves need no chain)
-    {
-        const fr_u32 bi = b.w[0];
-#pragma unroll
-        for (int j = 0; j < 8; j++) t[j] = a.w[j] * bi;
-        t[1] = mad_hi_cc(a.w[0], bi, t[1]);
-#pragma unroll
-        for (int j = 1; j < 7; j++) t[j + 1] = madc_hi_cc(a.w[j], bi, t[j + 1]);
-        t[8] = madc_hi(a.w[7], bi, 0u);
-        FR_REDUCE_ROUND(t)
-#pragma unroll
-        for (int j = 0; j < 8; j++) t[j] = t[j + 1];
-    }
-#pragma unroll
-    for (int i = 1; i < 8; i++) {
-        const fr_u32 bi = b.w[i];
-        // t (< 2r) + a·bi < 2^288: nine words suffice.
-        t[0] = mad_lo_cc(a.w[0], bi, t[0]);
-#pragma unroll
-        for (int j = 1; j < 8; j++) t[j] = madc_lo_cc(a.w[j], bi, t[j]);
-        t[8] = addc(0u, 0u);
-        t[1] = mad_hi_cc(a.w[0], bi, t[1]);
-#pragma unroll
-        for (int j = 1; j < 7; j++) t[j + 1] = madc_hi_cc(a.w[j], bi, t[j + 1]);
-        t[8] = madc_hi(a.w[7], bi, t[8]);
-        FR_REDUCE_ROUND(t)
-#pragma unroll
-        for (int j = 0; j < 8; j++) t[j] = t[j + 1];
-    }
-    // t < 2r: subtract r unless that borrows.
-    fr_u32 d[8];
-    d[0] = sub_cc(t[0], FR_N0);
-    d[1] = subc_cc(t[1], FR_N1);
-    d[2] = subc_cc(t[2], FR_N2);
-    d[3] = subc_cc(t[3], FR_N3);
-    d[4] = subc_cc(t[4], FR_N4);
-    d[5] = subc_cc(t[5], FR_N5);
-    d[6] = subc_cc(t[6], FR_N6);
-    d[7] = subc_cc(t[7], FR_N7);
-    fr_u32 borrow = subc(0u, 0u);
-    fr_t r;
-#pragma unroll
-    for (int i = 0; i < 8; i++) r.w[i] = borrow ? t[i] : d[i];
-    return r;
-}
-
-// The same CIOS with 32×32→64-bit products (IMAD.WIDE.U32) and 64-bit carries in plain C:
-// (c, t_j) = a_j·b_i + t_j + c never exceeds 2^64 − 1, so every word costs one wide
-// multiply-add plus one 64-bit add, and the compiler may interleave independent products.
-FR_FN fr_t fr_mul_wide(const fr_t& a, const fr_t& b) {
-    const fr_u32 N[8] = {FR_N0, FR_N1, FR_N2, FR_N3, FR_N4, FR_N5, FR_N6, FR_N7};
-    fr_u32 t[9];
-#pragma unroll
-    for (int i = 0; i < 8; i++) {
-        const fr_u32 bi = b.w[i];
-        fr_u64 c = 0;
-#pragma unroll
-        for (int j = 0; j < 8; j++) {
-            fr_u64 p = (fr_u64)a.w[j] * bi + c;
-            if (i) p += t[j];
-            t[j] = (fr_u32)p;
-            c = p >> 32;
-        }
-        t[8] = (fr_u32)c;  // t (< 2r) + a·bi < 2^288
-        // t += m·r with m = −t0: word 0 becomes 2^32·[t0 ≠ 0] since r0 = 1
-        const fr_u32 m = 0u - t[0];
-        c = t[0] != 0;
-#pragma unroll
-        for (int j = 1; j < 8; j++) {
-            fr_u64 p = (fr_u64)m * N[j] + t[j] + c;
-            t[j - 1] = (fr_u32)p;
-            c = p >> 32;
-        }
-        t[7] = t[8] + (fr_u32)c;  // the shifted value is < 2r < 2^256
-    }
-    fr_u32 d[8];
-    d[0] = sub_cc(t[0], FR_N0);
-    d[1] = subc_cc(t[1], FR_N1);
-    d[2] = subc_cc(t[2], FR_N2);
-    d[3] = subc_cc(t[3], FR_N3);
-    d[4] = subc_cc(t[4], FR_N4);
-    d[5] = subc_cc(t[5], FR_N5);
-    d[6] = subc_cc(t[6], FR_N6);
-    d[7] = subc_cc(t[7], FR_N7);
-    fr_u32 borrow = subc(0u, 0u);
-    fr_t r;
-#pragma unroll
-    for (int i = 0; i < 8; i++) r.w[i] = borrow ? t[i] : d[i];
-    return r;
-}
-
 // CIOS again, with each 32×32 product formed whole (one IMAD.WIDE.U32) and added in two
 // carry chains per round: products of even words land on word pairs (j, j+1) that do not
 // overlap, likewise the odd ones one word up, so each chain is a plain add.cc/addc.cc run.
@@ -442,21 +319,19 @@ FR_FN fr_t fr_mul_paired(const fr_t& a, const fr_t& b) {
     return r;
 }
 
-// FR_MUL_IMPL selects the product every kernel uses: 0 = PTX mad chains, 1 = wide C,
-// 2 = whole products + even/odd add chains, 3 = paired (mont.cuh).
+// FR_MUL_IMPL selects the product every kernel uses: 2 = whole products + even/odd add chains,
+// 3 = paired (mont.cuh).
 #ifndef FR_MUL_IMPL
 #define FR_MUL_IMPL 3
 #endif
 
 FR_FN fr_t fr_mul(const fr_t& a, const fr_t& b) {
-#if FR_MUL_IMPL == 1
-    return fr_mul_wide(a, b);
-#elif FR_MUL_IMPL == 2
+#if FR_MUL_IMPL == 2
     return fr_mul_eo(a, b);
 #elif FR_MUL_IMPL == 3
     return fr_mul_paired(a, b);
 #else
-    return fr_mul_ptx(a, b);
+#error "FR_MUL_IMPL must be 2 (eo) or 3 (paired)"
 #endif
 }
 

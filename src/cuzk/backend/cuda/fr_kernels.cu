@@ -91,8 +91,6 @@ extern "C" __global__ void fr_classify_k(signed char* out, const fr_u64* a, long
     }
 
 FR_BENCH_KERNEL(fr_mul_bench_k, fr_mul)
-FR_BENCH_KERNEL(fr_mul_ptx_bench_k, fr_mul_ptx)
-FR_BENCH_KERNEL(fr_mul_wide_bench_k, fr_mul_wide)
 FR_BENCH_KERNEL(fr_mul_eo_bench_k, fr_mul_eo)
 FR_BENCH_KERNEL(fr_mul_paired_bench_k, fr_mul_paired)
 FR_BENCH_KERNEL(fr_mul64_bench_k, fr_mul64)
