@@ -328,21 +328,12 @@ def _gather(
     vals = bytearray(_N_IN)
     bits: list[AllocatedBit | None] = [None] * _N_IN
     i = 0
-    for b in block:
-        ab = b.bit
-        if ab is None:
-            codes[i] = 1 if b.constant else 0
-        else:
-            v = ab.value
-            if v is None:
-                return None
-            codes[i] = 3 if b.negated else 2
-            vals[i] = 1 if v else 0
-            bits[i] = ab
-        i += 1
-    for word in state:
+    # The block's 512 bits, then each state word's 32 (the same slot walk as the shape tape's
+    # _pattern); only a state word's value is checked against its bits.
+    for word in (None, *state):
+        group = block if word is None else word.bits
         wv = 0
-        for k, b in enumerate(word.bits):
+        for k, b in enumerate(group):
             ab = b.bit
             if ab is None:
                 if b.constant:
@@ -358,7 +349,7 @@ def _gather(
                 if v != b.negated:
                     wv |= 1 << k
             i += 1
-        if wv != word.value:
+        if word is not None and wv != word.value:
             return None
     return bytes(codes), vals, bits
 
