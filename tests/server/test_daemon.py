@@ -72,6 +72,12 @@ def test_every_rpc(make_daemon, rng):
         ev = c.evict(CIRCUIT)
         assert ev.was_loaded and ev.freed_bytes > 0
         assert not c.evict(CIRCUIT).was_loaded
+        # Evicted: the next job loads the parameters again and says how long it waited for it
+        # (the first job found them preloaded).
+        reloaded = c.await_proof(c.submit_circuit(CIRCUIT, seeds))
+        _check_valid(reloaded)
+        assert t["srs_load"] == 0
+        assert 0 < reloaded.timings_ms["srs_load"] <= reloaded.timings_ms["queue_wait"]
         with pytest.raises(BadInput, match="no job"):
             c.await_proof("job-doesnotexist")
 

@@ -417,11 +417,13 @@ class EngineCore:
 
     def load_circuit(self, entry: Resident) -> None:
         """Load a LOADING entry (outside the lock) and publish the outcome."""
+        started = self._clock()
         try:
             loaded: tuple | BaseException = family_of(entry.info).load(self._srs, entry.info)
         except Exception as e:  # noqa: BLE001 - reported to every user of the entry
             loaded = e
         with self._cv:
+            entry.load_span = (started, self._clock())
             self._srs.finish(entry, loaded)  # type: ignore[arg-type]
             self._cv.notify_all()
 
@@ -431,6 +433,10 @@ class EngineCore:
                 self._release(part, PartitionState.DISCARDED)
                 return False
             self._stamp(part, "synth_start")
+            span = part.entry.load_span if part.entry is not None else None
+            if span is not None:  # the load this partition ran, or one it found running
+                lo = max(span[0], part.marks["queued"])
+                part.srs_wait = max(0.0, min(span[1], part.marks["synth_start"]) - lo)
             return True
 
     def synthesized(self, part: Partition, assignment: prover.Assignment) -> None:
@@ -532,7 +538,7 @@ class EngineCore:
                 return
             job.result = JobResult(
                 job.id, job.request.request_id, job.request.circuit_id, proof, inputs,
-                str(job.info.vk_path), tuple(p.timeline() for p in job.parts),
+                str(job.info.vk_path), tuple(p.timeline() for p in job.parts), _srs_wait(job),
             )
             for p in job.parts:
                 p.output = None
@@ -555,3 +561,10 @@ class EngineCore:
         if not isinstance(error, CuzkError):
             log.error("%s: %s", part.label, text, exc_info=error)
         self._terminate(job, JobState.FAILED, error, text)
+
+
+def _srs_wait(job: Job) -> float:
+    """The job's share of its queue wait spent on its parameters loading: that of the
+    partition whose synthesis started first (the end of the job's queue wait)."""
+    started = [p for p in job.parts if "synth_start" in p.marks]
+    return min(started, key=lambda p: p.marks["synth_start"]).srs_wait if started else 0.0

@@ -188,6 +188,7 @@ class JobResult:
     vk_path: str  # the verifying key the proof checks against (snarkjs:NAME: the .zkey,
     # which holds it; cuzk.interop.read_zkey(path).vk, or `snarkjs zkey export verificationkey`)
     timelines: tuple[PartitionTimeline, ...]
+    srs_load_s: float = 0.0  # of the queue wait, spent while the parameters were loading
 
 
 @dataclass(frozen=True)

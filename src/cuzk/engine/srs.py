@@ -129,6 +129,7 @@ class Resident:
     params: Parameters | None = None
     shape: R1CSShape | None = None
     error: BaseException | None = None
+    load_span: tuple[float, float] | None = None  # engine clock: when its load ran
 
     @property
     def held(self) -> int:

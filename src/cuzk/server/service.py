@@ -179,6 +179,7 @@ class ProvingService:
                 return
             timelines = result.timelines
             timings = convert.timing_ms(timelines)
+            timings["srs_load_ms"] = max(0, round(result.srs_load_s * 1000))
             timings["total_ms"] = max(0, round((time.time() - submitted_at) * 1000))
             timings["timelines"] = [_timeline_dict(t) for t in timelines]
             state = "succeeded"
@@ -395,9 +396,7 @@ def await_response(entry: JournalEntry) -> pb.AwaitProofResponse:
         resp.synthesis_ms = t.get("synthesis_ms", 0)
         resp.gpu_compute_ms = t.get("gpu_compute_ms", 0)
         resp.total_ms = t.get("total_ms", 0)
-        # The engine loads parameters inside admission and does not time it per job; it is
-        # part of the queue wait, so 0 here means "not measured separately".
-        resp.srs_load_ms = 0
+        resp.srs_load_ms = t.get("srs_load_ms", 0)  # part of queue_wait_ms
         resp.timelines.extend(convert.timeline_message(PartitionTimeline(**d))
                               for d in t.get("timelines", ()))
     return resp
