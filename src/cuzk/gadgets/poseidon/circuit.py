@@ -28,7 +28,7 @@ from cuzk.gadgets.poseidon.constants import (
     merkle_tree_tag,
     poseidon_constants,
 )
-from cuzk.r1cs import ONE, ConstraintSystem, LinearCombination
+from cuzk.r1cs import ONE, ConstraintSystem, LinearCombination, WitnessCS
 
 Elt = AllocatedNum | Num
 
@@ -225,16 +225,24 @@ def poseidon_hash(
     if not preimage:
         raise BadInput("Poseidon needs at least one preimage element")
     c = poseidon_constants(len(preimage), strength)
-    track = builds_constraints(cs)
     tag = merkle_tree_tag(c.arity) if tag is None else tag
-    h = _Hasher(cs, c, [Num.constant(tag, track), *preimage])
-    half = c.half_full_rounds
-    h.full_round(leaf(ns, "first round"), True, False)
-    for i in range(1, half):
-        h.full_round(leaf(ns, f"initial full round {i}"), False, False)
-    for i in range(c.partial_rounds):
-        h.partial_round(leaf(ns, f"partial round {i}"))
-    for i in range(half - 1):
-        h.full_round(leaf(ns, f"final full round {i}"), False, False)
-    h.full_round(leaf(ns, "terminal full round"), False, True)
-    return ensure_allocated(cs, h.elements[1], leaf(ns, "hash result"))
+
+    def gadget() -> AllocatedNum:
+        track = builds_constraints(cs)
+        h = _Hasher(cs, c, [Num.constant(tag, track), *preimage])
+        half = c.half_full_rounds
+        h.full_round(leaf(ns, "first round"), True, False)
+        for i in range(1, half):
+            h.full_round(leaf(ns, f"initial full round {i}"), False, False)
+        for i in range(c.partial_rounds):
+            h.partial_round(leaf(ns, f"partial round {i}"))
+        for i in range(half - 1):
+            h.full_round(leaf(ns, f"final full round {i}"), False, False)
+        h.full_round(leaf(ns, "terminal full round"), False, True)
+        return ensure_allocated(cs, h.elements[1], leaf(ns, "hash result"))
+
+    if type(cs) is WitnessCS:  # values only: the kernel can write them (witness.py)
+        from cuzk.gadgets.poseidon.witness import hash_witness
+
+        return hash_witness(cs, preimage, tag, strength, gadget)
+    return gadget()

@@ -1,0 +1,85 @@
+"""Poseidon in witness mode without running the gadget.
+
+In witness mode the legacy circuit (:mod:`.circuit`) only appends values: per S-box its input
+(after the first round), x², x⁴ and the output, then the digest — always the same count and
+order for an arity, each value a function of the preimage. The numba kernel that hashes Merkle
+trees runs the same schedule, so it can write those values directly
+(``_kernels.k_poseidon_witness``): ≈ 0.1 ms per hash instead of ≈ 7 ms of Python, and Poseidon
+was two thirds of a PoRep witness once SHA-256 ran from tapes.
+
+The first hash of each (arity, strength) in a process is checked value for value against the
+gadget; one that disagrees is never replayed again (and says so once in the log).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from cuzk.field import fr
+from cuzk.gadgets.num import AllocatedNum
+from cuzk.gadgets.poseidon.circuit import constraint_count
+from cuzk.gadgets.poseidon.constants import Strength, poseidon_constants
+from cuzk.r1cs import Variable, WitnessCS
+
+log = logging.getLogger(__name__)
+
+#: Off: every hash runs the gadget (tests compare the two paths with this switch).
+ENABLED = True
+#: Off: the kernel's values are used from the first hash on (tests check them separately).
+CHECK_FIRST_USE = True
+_checked: set[tuple[int, Strength]] = set()
+_refused: set[tuple[int, Strength]] = set()
+
+
+def clear_checks() -> None:
+    """Forget which arities were checked or refused (tests)."""
+    _checked.clear()
+    _refused.clear()
+
+
+def hash_witness(
+    cs: WitnessCS,
+    preimage: Sequence[AllocatedNum],
+    tag: int,
+    strength: Strength,
+    gadget: Callable[[], AllocatedNum],
+) -> AllocatedNum:
+    """The digest of ``preimage`` with the circuit's values appended to ``cs``: from the
+    kernel, or by ``gadget()`` (switched off, a value missing, a first use being checked)."""
+    values = [p.value for p in preimage]
+    key = (len(preimage), strength)
+    if not ENABLED or key in _refused or any(v is None for v in values):
+        return gadget()
+    appended = _values(values, tag, strength)
+    if CHECK_FIRST_USE and key not in _checked:
+        base = len(cs.aux)
+        digest = gadget()
+        if cs.aux[base:] == appended and digest.variable.key == len(cs.aux) - 1:
+            _checked.add(key)
+        else:
+            _refused.add(key)
+            log.warning("Poseidon arity %d: kernel values disagree with the gadget; not used",
+                        key[0])
+        return digest
+    cs.aux.extend(appended)
+    return AllocatedNum(Variable(len(cs.aux) - 1), appended[-1])
+
+
+def _values(preimage: list[int], tag: int, strength: Strength) -> list[int]:
+    from cuzk.gadgets.poseidon import _kernels
+    from cuzk.gadgets.poseidon.native import _kernel_constants
+
+    arity = len(preimage)
+    c = poseidon_constants(arity, strength)
+    k = _kernel_constants(arity, strength)
+    rec = np.empty((constraint_count(arity, strength), 4), dtype=np.uint64)
+    tag_t = tuple(np.uint64(x) for x in fr.from_int(tag))
+    n = _kernels.k_poseidon_witness(
+        fr.from_ints(preimage), arity, tag_t, k.crc, k.pre_sparse, k.w_hat, k.v_rest, k.mds,
+        c.half_full_rounds, c.partial_rounds, rec,
+    )  # fmt: skip
+    assert n == len(rec), "the kernel's allocation count is the circuit's constraint count"
+    return fr.to_ints(rec)

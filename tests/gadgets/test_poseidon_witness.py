@@ -1,0 +1,99 @@
+"""Poseidon in witness mode from the numba kernel (cuzk.gadgets.poseidon.witness): the values
+appended and the digest returned must be exactly the legacy gadget's, for every arity Filecoin
+uses, both strengths and any tag; a kernel that disagrees is refused after its first hash."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from cuzk.errors import BadInput
+from cuzk.field.constants import R
+from cuzk.gadgets.num import AllocatedNum
+from cuzk.gadgets.poseidon import Strength, custom_tag, poseidon_hash, witness
+from cuzk.r1cs import CheckCS, WitnessCS
+
+
+@pytest.fixture(autouse=True)
+def fresh_checks(monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setattr(witness, "ENABLED", True)
+    monkeypatch.setattr(witness, "CHECK_FIRST_USE", False)
+    witness.clear_checks()
+    yield
+    witness.clear_checks()
+
+
+def _run(values: list[int], enabled: bool, **kw) -> tuple[list[int], AllocatedNum]:
+    witness.ENABLED = enabled
+    cs = WitnessCS()
+    cs.alloc("unrelated", 12345)  # the digest's variable must be counted from the right base
+    digest = poseidon_hash(cs, [AllocatedNum.alloc(cs, v) for v in values], **kw)
+    return cs.aux, digest
+
+
+@pytest.mark.parametrize("arity", [1, 2, 4, 8, 11, 16])
+@pytest.mark.parametrize("strength", list(Strength))
+def test_kernel_values_equal_the_gadget(arity: int, strength: Strength, seed: int) -> None:
+    rnd = random.Random(seed)
+    for values in ([rnd.randrange(R) for _ in range(arity)], [0] * arity, [R - 1] * arity):
+        aux, digest = _run(values, True, strength=strength)
+        ref_aux, ref_digest = _run(values, False, strength=strength)
+        assert aux == ref_aux, f"arity {arity} {strength} seed {seed}"
+        assert (digest.variable.key, digest.value) == (ref_digest.variable.key, ref_digest.value)
+
+
+def test_custom_tag(seed: int) -> None:
+    values = [random.Random(seed).randrange(R) for _ in range(4)]
+    tag = custom_tag(7)
+    assert _run(values, True, tag=tag)[0] == _run(values, False, tag=tag)[0]
+
+
+def test_first_use_is_checked_then_the_kernel_runs(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(witness, "CHECK_FIRST_USE", True)
+    calls = []
+
+    def counting(cs, preimage, tag, strength, gadget):
+        calls.append(1)
+        return real(cs, preimage, tag, strength, lambda: (calls.append("gadget"), gadget())[1])
+
+    real = witness.hash_witness
+    monkeypatch.setattr(witness, "hash_witness", counting)
+    for _ in range(3):
+        _run([1, 2], True)
+    assert calls.count("gadget") == 1 and len(calls) == 4  # three hashes, one gadget run
+    assert (2, Strength.STANDARD) in witness._checked
+
+
+def test_a_wrong_kernel_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(witness, "CHECK_FIRST_USE", True)
+    real_values = witness._values
+    monkeypatch.setattr(witness, "_values", lambda *a: [v ^ 1 for v in real_values(*a)])
+    ref = _run([3, 4], False)[0]
+    assert _run([3, 4], True)[0] == ref  # checked: the gadget's values are kept
+    assert (2, Strength.STANDARD) in witness._refused
+    assert _run([3, 4], True)[0] == ref  # refused: the gadget runs from then on
+
+
+def test_missing_values_and_other_modes_run_the_gadget() -> None:
+    cs = CheckCS()
+    pre = [AllocatedNum.alloc(cs, v) for v in (5, 6)]
+    digest = poseidon_hash(cs, pre)
+    assert cs.is_satisfied() and digest.value is not None
+    assert not witness._checked  # check mode never asks the kernel
+    with pytest.raises(BadInput):  # the gadget's report of a value missing in witness mode
+        poseidon_hash(WitnessCS(), [AllocatedNum(v.variable, None) for v in pre])
+
+
+def test_snapdeals_2k_witness_equals_the_gadget_path(seed: int) -> None:
+    from cuzk.circuits import open_statement
+    from cuzk.circuits.filecoin.snap_vanilla import generate_update
+    from cuzk.r1cs import synthesize_witness
+
+    witness.CHECK_FIRST_USE = True  # as in production (restored by the fixture)
+    circuit = open_statement("snap-2k", payload=generate_update(2048, seed).encode()).circuit(0)
+    fast = synthesize_witness(circuit)
+    assert witness._checked, "the circuit hashed nothing with Poseidon"
+    witness.ENABLED = False
+    ref = synthesize_witness(circuit)
+    assert fast.inputs == ref.inputs and fast.aux == ref.aux
