@@ -143,5 +143,16 @@ def test_take_into_gathers_rows_by_mask_and_index(rng):
     assert not out[:20].any()
     with pytest.raises(IndexError):
         fr.take_into(v, np.array([1000]), out)
+    with pytest.raises(IndexError):
+        fr.take_into(v, np.array([3, -1, 5]), out)
     with pytest.raises(ValueError):
         fr.take_into(v, mask, out, len(out) - 1)
+
+
+def test_take_into_copies_everything_without_rows(rng):
+    v = fr.random(1000, rng)
+    out = np.zeros((1010, 4), dtype=np.uint64)
+    fr.take_into(v, None, out, 7)
+    assert np.array_equal(out[7:1007], v) and not out[:7].any() and not out[1007:].any()
+    with pytest.raises(ValueError):
+        fr.take_into(v, None, out, 11)

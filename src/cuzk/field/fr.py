@@ -155,20 +155,32 @@ def from_ints(values: Sequence[int] | np.ndarray) -> FrVec:
     return from_canonical_limbs(words)
 
 
-def take_into(v: FrVec, rows: np.ndarray, out: FrVec, offset: int = 0) -> FrVec:
+def take_into(
+    v: FrVec, rows: np.ndarray | None, out: FrVec, offset: int = 0
+) -> FrVec:
     """``out[offset : offset + len(rows)] = v[rows]`` in parallel without the GIL (``rows``:
-    int64 indices, or a boolean mask over ``v``). Returns ``out``."""
+    int64 indices, a boolean mask over ``v``, or None for all of ``v``). Returns ``out``."""
     v = _vec(v)
-    idx = np.flatnonzero(rows) if rows.dtype == np.bool_ else np.asarray(rows, dtype=np.int64)
-    if rows.dtype == np.bool_ and len(rows) != len(v):
-        raise ValueError(f"mask of {len(rows)} for {len(v)} rows")
-    if len(idx) and (idx.min() < 0 or idx.max() >= len(v)):
-        raise IndexError("row index out of range")
+    if rows is None:
+        idx = None
+        count = len(v)
+    else:
+        idx = np.flatnonzero(rows) if rows.dtype == np.bool_ else np.asarray(rows, dtype=np.int64)
+        if rows.dtype == np.bool_ and len(rows) != len(v):
+            raise ValueError(f"mask of {len(rows)} for {len(v)} rows")
+        if len(idx):
+            lo, hi = K.k_index_bounds(idx)
+            if lo < 0 or hi >= len(v):
+                raise IndexError("row index out of range")
+        count = len(idx)
     if out.dtype != np.uint64 or out.ndim != 2 or out.shape[1] != 4 or not out.flags.c_contiguous:
         raise ValueError("out must be a C-contiguous (n, 4) uint64 array")
-    if not 0 <= offset <= len(out) - len(idx):
-        raise ValueError(f"{len(idx)} rows at {offset} do not fit {len(out)}")
-    K.k_take_rows(v, idx, out, offset)
+    if not 0 <= offset <= len(out) - count:
+        raise ValueError(f"{count} rows at {offset} do not fit {len(out)}")
+    if idx is None:
+        K.k_copy_rows(v, out, offset)
+    else:
+        K.k_take_rows(v, idx, out, offset)
     return out
 
 

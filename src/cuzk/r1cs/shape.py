@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -20,6 +21,17 @@ from cuzk.errors import BadInput
 from cuzk.field import fr
 
 SHAPE_FORMAT_VERSION = 1
+
+
+def _kept(obj: object, name: str, make: Callable[[], np.ndarray]) -> np.ndarray:
+    """``make()`` once per (frozen) object, kept read-only in its ``__dict__``: derived arrays
+    the prover asks for on every proof."""
+    value = obj.__dict__.get(name)
+    if value is None:
+        value = make()
+        value.flags.writeable = False
+        object.__setattr__(obj, name, value)  # frozen dataclass: a cache, not a field
+    return value
 
 
 @dataclass(frozen=True)
@@ -58,13 +70,13 @@ class CsrMatrix:
         Made once per matrix and kept (read-only): it is a scatter over every entry, 0.1–0.3 s
         at 2^24 constraints, and the prover asks for it on every proof (three times to check
         the parameters, three times to gather the MSM scalars)."""
-        mask = self.__dict__.get("_column_mask")
-        if mask is None:
+
+        def make() -> np.ndarray:
             mask = np.zeros(self.num_cols, dtype=bool)
             mask[self.indices] = True
-            mask.flags.writeable = False
-            object.__setattr__(self, "_column_mask", mask)  # frozen: a cache, not a field
-        return mask
+            return mask
+
+        return _kept(self, "_column_mask", make)
 
 
 @dataclass(frozen=True)
@@ -100,6 +112,19 @@ class R1CSShape:
     @property
     def b_aux_density(self) -> np.ndarray:
         return self.b.column_mask()[self.num_inputs :]
+
+    # The same sets as sorted row indices (made once): the prover's MSM-scalar gathers.
+    @property
+    def a_aux_rows(self) -> np.ndarray:
+        return _kept(self, "_a_aux_rows", lambda: np.flatnonzero(self.a_aux_density))
+
+    @property
+    def b_input_rows(self) -> np.ndarray:
+        return _kept(self, "_b_input_rows", lambda: np.flatnonzero(self.b_input_density))
+
+    @property
+    def b_aux_rows(self) -> np.ndarray:
+        return _kept(self, "_b_aux_rows", lambda: np.flatnonzero(self.b_aux_density))
 
     def evaluate(self, z: fr.FrVec) -> tuple[fr.FrVec, fr.FrVec, fr.FrVec]:
         """a = A·z, b = B·z, c = C·z for a full assignment z = inputs ‖ aux."""
