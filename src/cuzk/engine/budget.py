@@ -42,6 +42,9 @@ def partition_bytes(num_variables: int, domain_size: int) -> dict[str, int]:
 
 
 NNZ_PER_ROW_ESTIMATE = 6  # A, B and C together; synthetic circuits measure 3.9
+#: What the prover derives from a resident shape and keeps with it: the column masks of A and B
+#: (a byte per variable each) and their row-index arrays (at most 8 bytes per variable each).
+SHAPE_DERIVED_BYTES_PER_VARIABLE = 18
 
 
 def shape_bytes_estimate(num_variables: int, domain_size: int) -> int:
@@ -49,7 +52,11 @@ def shape_bytes_estimate(num_variables: int, domain_size: int) -> int:
     all (an 8-byte index and a 32-byte coefficient each). Replaced by the exact size once the
     shape is loaded; a cached shape's files give the exact size up front."""
     rows = max(domain_size, num_variables)
-    return 3 * 8 * (domain_size + 1) + 40 * NNZ_PER_ROW_ESTIMATE * rows
+    return (
+        3 * 8 * (domain_size + 1)
+        + 40 * NNZ_PER_ROW_ESTIMATE * rows
+        + SHAPE_DERIVED_BYTES_PER_VARIABLE * num_variables
+    )
 
 
 def detect_total(margin: int = DEFAULT_MARGIN, meminfo: str = "/proc/meminfo") -> int:

@@ -34,7 +34,11 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from cuzk.circuits import Statement, open_statement
 from cuzk.circuits.registry import snarkjs_name
 from cuzk.circuits.statement import payload_digest
-from cuzk.engine.budget import KERNEL_BYTES_PER_DOMAIN, SRS_RESIDENT_FACTOR
+from cuzk.engine.budget import (
+    KERNEL_BYTES_PER_DOMAIN,
+    SHAPE_DERIVED_BYTES_PER_VARIABLE,
+    SRS_RESIDENT_FACTOR,
+)
 from cuzk.engine.srs import CircuitInfo, circuit_info
 from cuzk.errors import BadInput, InternalError
 from cuzk.field import fr
@@ -207,7 +211,11 @@ class SnarkjsFamily(ProverFamily):
         h = read_zkey_header(path)
         m = h.domain_size
         # CSR of A and B: int64 index + 32-byte coefficient per entry, an indptr per matrix.
-        shape_bytes = h.coefficient_entries * 40 + 3 * 8 * (m + 1)
+        shape_bytes = (
+            h.coefficient_entries * 40
+            + 3 * 8 * (m + 1)
+            + SHAPE_DERIVED_BYTES_PER_VARIABLE * h.n_vars
+        )
         return CircuitInfo(
             circuit_id, path, h.n_vars, m,
             int(h.point_bytes * SRS_RESIDENT_FACTOR[config.backend]) * config.devices,

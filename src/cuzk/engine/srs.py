@@ -30,6 +30,7 @@ import numpy as np
 from cuzk.backend.base import Backend, PointSet
 from cuzk.circuits import get_circuit
 from cuzk.engine.budget import (
+    SHAPE_DERIVED_BYTES_PER_VARIABLE,
     SRS_RESIDENT_FACTOR,
     MemoryBudget,
     Reservation,
@@ -99,19 +100,23 @@ def circuit_info(
         n,
         m,
         int(point_bytes * SRS_RESIDENT_FACTOR[backend]) * devices,
-        _cached_shape_bytes(circuit_id, shape_cache) or shape_bytes_estimate(n, m),
+        _cached_shape_bytes(circuit_id, shape_cache, n) or shape_bytes_estimate(n, m),
     )
 
 
-def _cached_shape_bytes(circuit_id: str, shape_cache: Path | None) -> int | None:
-    """The exact size of a shape already in the cache (its matrix files), else None."""
+def _cached_shape_bytes(
+    circuit_id: str, shape_cache: Path | None, num_variables: int
+) -> int | None:
+    """The size of a shape already in the cache (its matrix files, plus what the prover derives
+    from them), else None."""
     if shape_cache is None:
         return None
     d = ShapeCache(shape_cache).path_for(circuit_id)
     if not (d / "meta.json").exists():
         return None
     try:
-        return sum(f.stat().st_size for f in d.glob("*.npy"))
+        files = sum(f.stat().st_size for f in d.glob("*.npy"))
+        return files + SHAPE_DERIVED_BYTES_PER_VARIABLE * num_variables
     except OSError:
         return None
 
@@ -137,11 +142,13 @@ class Resident:
 
 
 def shape_nbytes(shape: R1CSShape) -> int:
-    return sum(
+    """The matrices, plus the masks and row indices the prover derives and keeps."""
+    matrices = sum(
         int(np.asarray(x).nbytes)
         for m in (shape.a, shape.b, shape.c)
         for x in (m.indptr, m.indices, m.coeffs)
     )
+    return matrices + SHAPE_DERIVED_BYTES_PER_VARIABLE * shape.num_variables
 
 
 class SrsManager:
