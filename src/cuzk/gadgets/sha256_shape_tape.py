@@ -87,8 +87,7 @@ def _pattern(
     first: dict[int, int] = {}
     aliased = False
     i = 0
-    for word in (None, *state):
-        group = block if word is None else word.bits
+    for word, group, weights in sha256_tape.input_groups(block, state):
         wv = 0
         const = True
         for k, b in enumerate(group):
@@ -96,7 +95,7 @@ def _pattern(
             if ab is None:
                 if b.constant:
                     codes[i] = 1
-                    wv |= 1 << k
+                    wv |= weights[k]
             else:
                 if ab.value is not None:
                     return None

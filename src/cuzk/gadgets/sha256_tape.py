@@ -55,6 +55,19 @@ MAX_TAPES = 256
 
 _MASK32 = 0xFFFFFFFF
 _N_IN = 512 + 256  # input slots: block bits in the caller's order, then state[j].bits[k]
+_BIT_WEIGHTS = tuple(1 << k for k in range(32))
+_NO_WEIGHTS = (0,) * 512
+
+
+def input_groups(
+    block: Sequence[Boolean], state: Sequence[UInt32]
+) -> Iterator[tuple[UInt32 | None, Sequence[Boolean], tuple[int, ...]]]:
+    """The 768 input slots in order, as (word, bits, weights) groups: the block (no word, zero
+    weights), then each state word with 2^k weights, so a walk that sums ``weights[k]`` over a
+    group's set bits gets a state word's value without building a 512-bit one for the block."""
+    yield None, block, _NO_WEIGHTS
+    for word in state:
+        yield word, word.bits, _BIT_WEIGHTS
 
 # Opcodes. Bit ops append one value; _ADD appends ``z`` bits of a sum of ``y`` words whose
 # literals start at ``x`` in the tape's word-literal array.
@@ -328,17 +341,15 @@ def _gather(
     vals = bytearray(_N_IN)
     bits: list[AllocatedBit | None] = [None] * _N_IN
     i = 0
-    # The block's 512 bits, then each state word's 32 (the same slot walk as the shape tape's
-    # _pattern); only a state word's value is checked against its bits.
-    for word in (None, *state):
-        group = block if word is None else word.bits
+    # Only a state word's value is checked against its bits.
+    for word, group, weights in input_groups(block, state):
         wv = 0
         for k, b in enumerate(group):
             ab = b.bit
             if ab is None:
                 if b.constant:
                     codes[i] = 1
-                    wv |= 1 << k
+                    wv |= weights[k]
             else:
                 v = ab.value
                 if v is None:
@@ -347,7 +358,7 @@ def _gather(
                 vals[i] = 1 if v else 0
                 bits[i] = ab
                 if v != b.negated:
-                    wv |= 1 << k
+                    wv |= weights[k]
             i += 1
         if word is not None and wv != word.value:
             return None
