@@ -64,22 +64,27 @@ def main() -> None:
                 prove(get_circuit(circuit_id, seed=1000 + i), shape, params, backend, timings)
                 total = time.perf_counter() - t0
                 runs.append({"total": total, **timings.stages})
-                print(f"{circuit_id} proof {i + 1}: {total:.2f} s  "
-                      + " ".join(f"{k}={v:.2f}" for k, v in timings.stages.items()), flush=True)
+                print(
+                    f"{circuit_id} proof {i + 1}: {total:.2f} s  "
+                    + " ".join(f"{k}={v:.2f}" for k, v in timings.stages.items()),
+                    flush=True,
+                )
         finally:
             backend.close()
         best = min(runs, key=lambda r: r["total"])
-        rows.append({
-            "circuit": circuit_id,
-            "backend": args.backend,
-            "constraints": shape.num_constraints,
-            "aux": shape.num_aux,
-            "shape_s": shape_s,
-            "setup_s": setup_s,
-            "median_total_s": statistics.median(r["total"] for r in runs),
-            "best": best,
-            "runs": runs,
-        })
+        rows.append(
+            {
+                "circuit": circuit_id,
+                "backend": args.backend,
+                "constraints": shape.num_constraints,
+                "aux": shape.num_aux,
+                "shape_s": shape_s,
+                "setup_s": setup_s,
+                "median_total_s": statistics.median(r["total"] for r in runs),
+                "best": best,
+                "runs": runs,
+            }
+        )
     meta = {
         "date": time.strftime("%Y-%m-%d"),
         "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores",

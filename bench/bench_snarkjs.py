@@ -224,8 +224,9 @@ def _poseidon_inputs(units: int) -> dict:
     mix = 0x2545F4914F6CDD1D
     return {
         "leaf": [str((k + 1) * mix) for k in range(units)],
-        "sib": [[str((k * 131 + d + 7) * mix * mix) for d in range(MERKLE_DEPTH)]
-                for k in range(units)],
+        "sib": [
+            [str((k * 131 + d + 7) * mix * mix) for d in range(MERKLE_DEPTH)] for k in range(units)
+        ],
         "bit": [[(k + d) % 3 % 2 for d in range(MERKLE_DEPTH)] for k in range(units)],
     }
 
@@ -240,8 +241,9 @@ class Kind:
 KINDS = {
     "sha256": Kind(SHA256, _sha_inputs, circomlib=True),
     "poseidon": Kind(POSEIDON, _poseidon_inputs, circomlib=True),
-    "bits": Kind(BITS.replace("{rounds}", "{units}"),
-                 lambda _u: {"w0": 0x6A09E667, "w1": 0xBB67AE85}),
+    "bits": Kind(
+        BITS.replace("{rounds}", "{units}"), lambda _u: {"w0": 0x6A09E667, "w1": 0xBB67AE85}
+    ),
     "dense": Kind(DENSE.replace("{rounds}", "{units}"), lambda _u: {"s0": 1, "s1": 2, "s2": 3}),
 }
 
@@ -259,8 +261,11 @@ def _compile(kind: str, units: int, d: Path) -> toolchain.Circuit:
 
 def _ensure_circomlib() -> None:
     if not CIRCOMLIB.is_dir():
-        subprocess.run(["npm", "ci", "--no-audit", "--no-fund", "--loglevel=error"],
-                       cwd=CIRCOMLIB_NODE, check=True)
+        subprocess.run(
+            ["npm", "ci", "--no-audit", "--no-fund", "--loglevel=error"],
+            cwd=CIRCOMLIB_NODE,
+            check=True,
+        )
 
 
 def _witness(kind: str, units: int, circuit: toolchain.Circuit, out: Path) -> None:
@@ -279,9 +284,15 @@ def build(kind: str, log: int, work: Path, pool: MsmPool, backend: Backend | Non
         r1cs = read_r1cs(d / "circuit.r1cs")
         t0 = time.perf_counter()
         write_test_zkey(r1cs, zkey, pool, seed=log, backend=backend)
-        meta = {"units": None, "compile_s": None, "witness_s": None,
-                "setup_s": time.perf_counter() - t0, "constraints": r1cs.num_constraints,
-                "wires": r1cs.num_wires, "public": r1cs.num_public}
+        meta = {
+            "units": None,
+            "compile_s": None,
+            "witness_s": None,
+            "setup_s": time.perf_counter() - t0,
+            "constraints": r1cs.num_constraints,
+            "wires": r1cs.num_wires,
+            "public": r1cs.num_public,
+        }
         (d / "meta.json").write_text(json.dumps(meta))
     if not (d / "meta.json").exists():
         units = _units_for(kind, log, work)
@@ -296,9 +307,15 @@ def build(kind: str, log: int, work: Path, pool: MsmPool, backend: Backend | Non
         write_test_zkey(r1cs, zkey, pool, seed=log, backend=backend)
         setup_s = time.perf_counter() - t0
         toolchain.snarkjs("zkey", "export", "verificationkey", zkey, d / "vk.json", cwd=d)
-        meta = {"units": units, "compile_s": compile_s, "witness_s": witness_s,
-                "setup_s": setup_s, "constraints": r1cs.num_constraints,
-                "wires": r1cs.num_wires, "public": r1cs.num_public}
+        meta = {
+            "units": units,
+            "compile_s": compile_s,
+            "witness_s": witness_s,
+            "setup_s": setup_s,
+            "constraints": r1cs.num_constraints,
+            "wires": r1cs.num_wires,
+            "public": r1cs.num_public,
+        }
         (d / "meta.json").write_text(json.dumps(meta))
     meta = json.loads((d / "meta.json").read_text())
     return {"dir": d, "zkey": zkey, "wtns": wtns, "vk": d / "vk.json", **meta}
@@ -334,8 +351,11 @@ def _verified(case: dict, public: Path, proof: Path, snarkjs: bool) -> bool:
         return toolchain.snarkjs_verifies(case["vk"], public, proof)
     if case["vk"].exists():
         return verify_files(case["vk"], public, proof)
-    return verify(read_zkey(case["zkey"]).vk, public_from_json(read_json(public), str(public)),
-                  proof_from_json(read_json(proof), str(proof)))
+    return verify(
+        read_zkey(case["zkey"]).vk,
+        public_from_json(read_json(public), str(public)),
+        proof_from_json(read_json(proof), str(proof)),
+    )
 
 
 def measure_engine(case: dict, runs: int, backend: str, workers: int | None) -> dict:
@@ -343,8 +363,9 @@ def measure_engine(case: dict, runs: int, backend: str, workers: int | None) -> 
     d = case["dir"]
     payload = case["wtns"].read_bytes()
     cache = Path(tempfile.mkdtemp(prefix="cuzk-bench-cache-", dir=d))
-    cfg = EngineConfig(param_dir=d, backend=backend, devices=1, msm_workers=workers,
-                       shape_cache=cache)
+    cfg = EngineConfig(
+        param_dir=d, backend=backend, devices=1, msm_workers=workers, shape_cache=cache
+    )
     out: dict = {}
     try:
         for label in ("first_load_s", "second_load_s"):
@@ -368,8 +389,9 @@ def measure_engine(case: dict, runs: int, backend: str, workers: int | None) -> 
         timeline = best[1].timelines[0]
         out["warm_stages"] = {k: round(v, 4) for k, v in timeline.stages.items()}
         out["warm_engine_stages"] = {k: round(v, 4) for k, v in timeline.durations().items()}
-        write_result(best[1].proof, best[1].public_inputs, d / "engine_proof.json",
-                     d / "engine_public.json")
+        write_result(
+            best[1].proof, best[1].public_inputs, d / "engine_proof.json", d / "engine_public.json"
+        )
     finally:
         shutil.rmtree(cache, ignore_errors=True)
     out.update(measure_key_cache(case))
@@ -403,15 +425,34 @@ def measure(case: dict, runs: int, workers: int | None, backend: str, snarkjs: b
     if snarkjs:
         snarkjs_bin = str(toolchain.ensure_installed() / "snarkjs")
         r["snarkjs_s"] = [
-            _timed([snarkjs_bin, "groth16", "prove", str(case["zkey"]), str(case["wtns"]),
-                    "sj_proof.json", "sj_public.json"], d)
+            _timed(
+                [
+                    snarkjs_bin,
+                    "groth16",
+                    "prove",
+                    str(case["zkey"]),
+                    str(case["wtns"]),
+                    "sj_proof.json",
+                    "sj_public.json",
+                ],
+                d,
+            )
             for _ in range(once)
         ]
         ok["snarkjs"] = _verified(case, d / "sj_public.json", d / "sj_proof.json", True)
     venv_cli = REPO / ".venv" / "bin" / "cuzk"
     cli = [str(venv_cli)] if venv_cli.exists() else [sys.executable, "-m", "cuzk.cli.main"]
-    cuzk_cli = [*cli, "snarkjs", "prove", str(case["zkey"]),
-                str(case["wtns"]), "cz_proof.json", "cz_public.json", "--backend", backend]
+    cuzk_cli = [
+        *cli,
+        "snarkjs",
+        "prove",
+        str(case["zkey"]),
+        str(case["wtns"]),
+        "cz_proof.json",
+        "cz_public.json",
+        "--backend",
+        backend,
+    ]
     if workers:
         cuzk_cli += ["--workers", str(workers)]
     r["cuzk_cli_s"] = [_timed(cuzk_cli, d) for _ in range(once)]
@@ -431,11 +472,13 @@ def summary_line(kind: str, log: int, case: dict, r: dict, backend: str) -> str:
     sj = min(r["snarkjs_s"]) if "snarkjs_s" in r else None
     vs = (lambda t: f" ({sj / t:5.1f}x)") if sj else (lambda _t: "")
     sj_text = f"snarkjs {sj:7.2f} s  " if sj else ""
-    return (f"{kind:8s} 2^{log} [{backend}] {case['constraints']:>8} constraints  {sj_text}"
-            f"cuzk cli {cli:7.2f} s{vs(cli)}  engine warm {warm:7.2f} s{vs(warm)}  "
-            f"load {e['first_load_s']:.2f}/{e['second_load_s']:.2f} s (prepare "
-            f"{e['prepare_miss_s']:.2f}/{e['prepare_hit_s']:.2f} s)  "
-            f"verified {all(r['verified'].values())}")
+    return (
+        f"{kind:8s} 2^{log} [{backend}] {case['constraints']:>8} constraints  {sj_text}"
+        f"cuzk cli {cli:7.2f} s{vs(cli)}  engine warm {warm:7.2f} s{vs(warm)}  "
+        f"load {e['first_load_s']:.2f}/{e['second_load_s']:.2f} s (prepare "
+        f"{e['prepare_miss_s']:.2f}/{e['prepare_hit_s']:.2f} s)  "
+        f"verified {all(r['verified'].values())}"
+    )
 
 
 def main() -> None:
@@ -445,8 +488,11 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=2, help="runs per measurement (1 at 2^20+)")
     ap.add_argument("--workers", type=int, default=None, help="CPU MSM worker processes")
     ap.add_argument("--backend", default="cpu", choices=["cpu", "cuda"])
-    ap.add_argument("--no-snarkjs", action="store_true",
-                    help="skip snarkjs (no node here): reuse the built files, verify with cuzk")
+    ap.add_argument(
+        "--no-snarkjs",
+        action="store_true",
+        help="skip snarkjs (no node here): reuse the built files, verify with cuzk",
+    )
     ap.add_argument("--build-only", action="store_true", help="make the files, measure nothing")
     ap.add_argument("--work", type=Path, default=REPO / "bench" / ".keys" / "snarkjs")
     ap.add_argument("--out", type=Path, default=None)
@@ -456,42 +502,64 @@ def main() -> None:
     setup_backend = get_backend("cuda") if args.backend == "cuda" else None
     try:
         with MsmPool(args.workers) as pool:
-            cases = [(k, log, {**build(k, log, args.work, pool, setup_backend), "log": log})
-                     for k in args.circuits for log in args.logs]
+            cases = [
+                (k, log, {**build(k, log, args.work, pool, setup_backend), "log": log})
+                for k in args.circuits
+                for log in args.logs
+            ]
     finally:
         if setup_backend is not None:
             setup_backend.close()
     if args.build_only:
         for kind, log, case in cases:
-            print(f"{kind} 2^{log}: {case['constraints']} constraints, {case['wires']} wires, "
-                  f"compile {case['compile_s']:.0f} s, setup {case['setup_s']:.0f} s")
+            print(
+                f"{kind} 2^{log}: {case['constraints']} constraints, {case['wires']} wires, "
+                f"compile {case['compile_s']:.0f} s, setup {case['setup_s']:.0f} s"
+            )
         return
     rows = []
     for kind, log, case in cases:
         r = measure(case, args.runs, args.workers, args.backend, not args.no_snarkjs)
-        rows.append({"circuit": kind, "log": log, **{k: case[k] for k in (
-            "units", "constraints", "wires", "public", "compile_s", "setup_s")}, **r})
+        rows.append(
+            {
+                "circuit": kind,
+                "log": log,
+                **{
+                    k: case[k]
+                    for k in ("units", "constraints", "wires", "public", "compile_s", "setup_s")
+                },
+                **r,
+            }
+        )
         print(summary_line(kind, log, case, r, args.backend), flush=True)
     result = {
         "command": " ".join(sys.argv),
         "date": time.strftime("%Y-%m-%d %H:%M:%S"),
-        "machine": {"platform": platform.platform(), "cpus": os.cpu_count(),
-                    "python": platform.python_version(), "loadavg_end": os.getloadavg()},
+        "machine": {
+            "platform": platform.platform(),
+            "cpus": os.cpu_count(),
+            "python": platform.python_version(),
+            "loadavg_end": os.getloadavg(),
+        },
         "backend": args.backend,
         "versions": {"snarkjs": "0.7.6", "circom2": "0.2.23", "circomlib": "2.0.5"},
         "note": "seconds; best of the runs in the summary, every run in rows; engine warm = "
-                "submit to verified result with the key resident",
+        "submit to verified result with the key resident",
         "rows": rows,
         "summary": [
-            {"circuit": r["circuit"], "log": r["log"], "constraints": r["constraints"],
-             "snarkjs_s": min(r["snarkjs_s"]) if "snarkjs_s" in r else None,
-             "cuzk_cli_s": min(r["cuzk_cli_s"]), "engine_warm_s": min(r["engine"]["warm_s"]),
-             "engine_first_load_s": r["engine"]["first_load_s"],
-             "engine_second_load_s": r["engine"]["second_load_s"],
-             "prepare_miss_s": r["engine"]["prepare_miss_s"],
-             "prepare_hit_s": r["engine"]["prepare_hit_s"],
-             "median_snarkjs_s": statistics.median(r["snarkjs_s"]) if "snarkjs_s" in r
-             else None}
+            {
+                "circuit": r["circuit"],
+                "log": r["log"],
+                "constraints": r["constraints"],
+                "snarkjs_s": min(r["snarkjs_s"]) if "snarkjs_s" in r else None,
+                "cuzk_cli_s": min(r["cuzk_cli_s"]),
+                "engine_warm_s": min(r["engine"]["warm_s"]),
+                "engine_first_load_s": r["engine"]["first_load_s"],
+                "engine_second_load_s": r["engine"]["second_load_s"],
+                "prepare_miss_s": r["engine"]["prepare_miss_s"],
+                "prepare_hit_s": r["engine"]["prepare_hit_s"],
+                "median_snarkjs_s": statistics.median(r["snarkjs_s"]) if "snarkjs_s" in r else None,
+            }
             for r in rows
         ],
     }

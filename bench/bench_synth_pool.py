@@ -42,8 +42,10 @@ def main() -> None:
         pooled = time.perf_counter() - t
     finally:
         pool.close()
-    print(f"{args.circuit} × {args.jobs}: in-process {inline:.1f} s, "
-          f"{args.processes} processes {pooled:.1f} s ({inline / pooled:.2f}×)")
+    print(
+        f"{args.circuit} × {args.jobs}: in-process {inline:.1f} s, "
+        f"{args.processes} processes {pooled:.1f} s ({inline / pooled:.2f}×)"
+    )
 
 
 if __name__ == "__main__":

@@ -62,8 +62,11 @@ def bench_fixed(backend, specs: list[str], runs: int, rng) -> dict:
                 times.append(time.perf_counter() - t0)
             med = statistics.median(times)
             rate = (1 << log) / med
-            print(f"fixed_base {group} 2^{log}: {med * 1e3:.1f} ms median of {runs} "
-                  f"({rate / 1e6:.1f} M points/s; first call {first:.2f} s)", flush=True)
+            print(
+                f"fixed_base {group} 2^{log}: {med * 1e3:.1f} ms median of {runs} "
+                f"({rate / 1e6:.1f} M points/s; first call {first:.2f} s)",
+                flush=True,
+            )
             res[f"{group}:{log}"] = {"ms": med * 1e3, "first_s": first, "points_per_s": rate}
     return res
 
@@ -82,11 +85,19 @@ def bench_setup(backend, logs: list[int], keys: Path) -> dict:
         fb_s = sum(t for _, _, t in timed.calls)
         size = (keys / f"synthetic-{n}.params").stat().st_size
         split = ", ".join(f"{g} {m}: {t:.2f}" for g, m, t in timed.calls if m > 1000)
-        print(f"setup synthetic:2^{log}: {setup_s:.2f} s (fixed-base {fb_s:.2f} s [{split}], "
-              f"host {setup_s - fb_s:.2f} s; {size / 1e9:.2f} GB written); shape synthesis "
-              f"{shape_s:.1f} s", flush=True)
-        res[str(log)] = {"setup_s": setup_s, "fixed_base_s": fb_s, "shape_s": shape_s,
-                         "params_bytes": size, "calls": timed.calls}
+        print(
+            f"setup synthetic:2^{log}: {setup_s:.2f} s (fixed-base {fb_s:.2f} s [{split}], "
+            f"host {setup_s - fb_s:.2f} s; {size / 1e9:.2f} GB written); shape synthesis "
+            f"{shape_s:.1f} s",
+            flush=True,
+        )
+        res[str(log)] = {
+            "setup_s": setup_s,
+            "fixed_base_s": fb_s,
+            "shape_s": shape_s,
+            "params_bytes": size,
+            "calls": timed.calls,
+        }
         (keys / f"synthetic-{n}.params").unlink()
     return res
 

@@ -39,8 +39,9 @@ def test_fixed_base_matches_cpu(cuda_backend, cpu_backend, rng, seed, group, n):
 
 @pytest.mark.parametrize("group", ["g1", "g2"])
 @pytest.mark.parametrize("window", [4, 7, 13])
-def test_fixed_base_windows_and_passes(cuda_backend, cpu_backend, rng, seed, group, window,
-                                       monkeypatch):
+def test_fixed_base_windows_and_passes(
+    cuda_backend, cpu_backend, rng, seed, group, window, monkeypatch
+):
     """Explicit windows (digits that carry, top windows that are almost empty) and several
     passes over one call (PASS shrunk so 300 scalars take three)."""
     from cuzk.backend.cuda import fixed_base as fb

@@ -52,8 +52,6 @@ def test_cuda_agrees_with_cpu_on_prover_inputs(keys, cuda_backend, cpu_backend, 
             got = getattr(cuda_backend, method)(bases, scalars).result()
             want = getattr(cpu_backend, method)(bases, scalars).result()
             assert got == want, f"{method} over {bases.count} points, seed {seed}"
-    b_scalars = np.concatenate(
-        [assignment.inputs[shape.b_input_density], aux[shape.b_aux_density]]
-    )
+    b_scalars = np.concatenate([assignment.inputs[shape.b_input_density], aux[shape.b_aux_density]])
     got = cuda_backend.split_msm(params.b_g2, b_scalars).result()
     assert got == cpu_backend.split_msm(params.b_g2, b_scalars).result(), f"seed {seed}"

@@ -160,8 +160,7 @@ def verify_c1(doc: dict[str, Any], nodes: int, layers: int, graph) -> None:
                            "labeling_proofs", "encoding_proof"]  # fmt: skip
         d = p["comm_d_proofs"]["data"]["Single"]
         assert _sha_path_root(d) == (comm_d, c) and _fe(d["root"]) == comm_d
-        r = read_merkle_proof(p["comm_r_last_proof"], params.tree, "comm_r_last",
-                              check_root=True)
+        r = read_merkle_proof(p["comm_r_last_proof"], params.tree, "comm_r_last", check_root=True)
         assert leaf_index(r, params.tree) == c
         rcp = p["replica_column_proofs"]
         cols = [rcp["c_x"], *rcp["drg_parents"], *rcp["exp_parents"]]

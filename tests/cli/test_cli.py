@@ -16,17 +16,47 @@ CIRCUIT = "synthetic:300"
 def keys(tmp_path_factory):
     d = tmp_path_factory.mktemp("cli")
     cache = d / "shapes"
-    assert main(["setup", "--circuit", CIRCUIT, "--out", str(d), "--seed", "5",
-                 "--workers", "2", "--shape-cache", str(cache)]) == 0
+    assert (
+        main(
+            [
+                "setup",
+                "--circuit",
+                CIRCUIT,
+                "--out",
+                str(d),
+                "--seed",
+                "5",
+                "--workers",
+                "2",
+                "--shape-cache",
+                str(cache),
+            ]
+        )
+        == 0
+    )
     return d, cache
 
 
 @pytest.fixture(scope="module")
 def proof_files(keys):
     d, cache = keys
-    args = ["prove", "--circuit", CIRCUIT, "--params", str(d / "synthetic-300.params"),
-            "--out", str(d / "proof.bin"), "--inputs-out", str(d / "inputs.json"),
-            "--seed", "8", "--workers", "2", "--shape-cache", str(cache)]
+    args = [
+        "prove",
+        "--circuit",
+        CIRCUIT,
+        "--params",
+        str(d / "synthetic-300.params"),
+        "--out",
+        str(d / "proof.bin"),
+        "--inputs-out",
+        str(d / "inputs.json"),
+        "--seed",
+        "8",
+        "--workers",
+        "2",
+        "--shape-cache",
+        str(cache),
+    ]
     assert main(args) == 0
     return d / "proof.bin", d / "inputs.json", d / "synthetic-300.vk"
 
@@ -88,16 +118,39 @@ def test_info(keys, capsys):
 
 def test_unknown_circuit_is_a_clear_error(keys, capsys):
     d, cache = keys
-    code = main(["prove", "--circuit", "nope:1", "--params", str(d / "synthetic-300.params"),
-                 "--out", str(d / "p"), "--shape-cache", str(cache)])
+    code = main(
+        [
+            "prove",
+            "--circuit",
+            "nope:1",
+            "--params",
+            str(d / "synthetic-300.params"),
+            "--out",
+            str(d / "p"),
+            "--shape-cache",
+            str(cache),
+        ]
+    )
     assert code == 2 and "unknown circuit" in capsys.readouterr().err
 
 
 def test_params_for_another_circuit_are_refused(keys, capsys):
     d, cache = keys
-    code = main(["prove", "--circuit", "synthetic:600", "--params",
-                 str(d / "synthetic-300.params"), "--out", str(d / "p"),
-                 "--workers", "2", "--shape-cache", str(cache)])
+    code = main(
+        [
+            "prove",
+            "--circuit",
+            "synthetic:600",
+            "--params",
+            str(d / "synthetic-300.params"),
+            "--out",
+            str(d / "p"),
+            "--workers",
+            "2",
+            "--shape-cache",
+            str(cache),
+        ]
+    )
     assert code == 2 and "not made for circuit" in capsys.readouterr().err
 
 
@@ -105,16 +158,56 @@ def test_prove_from_vanilla_request(tmp_path, capsys):
     """gen-vanilla → setup → prove --vanilla → verify, and a request for another circuit is
     refused."""
     cache = tmp_path / "shapes"
-    assert main(["setup", "--circuit", "wpost-2k", "--out", str(tmp_path), "--seed", "3",
-                 "--workers", "2", "--shape-cache", str(cache)]) == 0
-    assert main(["gen-vanilla", "window-post", "--sector-size", "2KiB",
-                 "--out", str(tmp_path / "v.json")]) == 0
+    assert (
+        main(
+            [
+                "setup",
+                "--circuit",
+                "wpost-2k",
+                "--out",
+                str(tmp_path),
+                "--seed",
+                "3",
+                "--workers",
+                "2",
+                "--shape-cache",
+                str(cache),
+            ]
+        )
+        == 0
+    )
+    assert (
+        main(
+            [
+                "gen-vanilla",
+                "window-post",
+                "--sector-size",
+                "2KiB",
+                "--out",
+                str(tmp_path / "v.json"),
+            ]
+        )
+        == 0
+    )
     stem = key_file_stem("wpost-2k")
     assert stem.startswith("v28-proof-of-spacetime-fallback-merkletree-poseidon_hasher-8-0-0-")
-    prove = ["prove", "--circuit", "wpost-2k", "--params", str(tmp_path / f"{stem}.params"),
-             "--vanilla", str(tmp_path / "v.json"), "--out", str(tmp_path / "p.bin"),
-             "--inputs-out", str(tmp_path / "i.json"), "--workers", "2",
-             "--shape-cache", str(cache)]
+    prove = [
+        "prove",
+        "--circuit",
+        "wpost-2k",
+        "--params",
+        str(tmp_path / f"{stem}.params"),
+        "--vanilla",
+        str(tmp_path / "v.json"),
+        "--out",
+        str(tmp_path / "p.bin"),
+        "--inputs-out",
+        str(tmp_path / "i.json"),
+        "--workers",
+        "2",
+        "--shape-cache",
+        str(cache),
+    ]
     assert main(prove) == 0
     assert _verify(tmp_path / "p.bin", tmp_path / "i.json", tmp_path / f"{stem}.vk") == 0
     capsys.readouterr()
@@ -128,9 +221,28 @@ def test_verify_takes_several_partitions(keys, proof_files, tmp_path):
     d, cache = keys
     proof, inputs, vk = proof_files
     other, other_inputs = tmp_path / "p2.bin", tmp_path / "i2.json"
-    assert main(["prove", "--circuit", CIRCUIT, "--params", str(d / "synthetic-300.params"),
-                 "--out", str(other), "--inputs-out", str(other_inputs), "--seed", "9",
-                 "--workers", "2", "--shape-cache", str(cache)]) == 0
+    assert (
+        main(
+            [
+                "prove",
+                "--circuit",
+                CIRCUIT,
+                "--params",
+                str(d / "synthetic-300.params"),
+                "--out",
+                str(other),
+                "--inputs-out",
+                str(other_inputs),
+                "--seed",
+                "9",
+                "--workers",
+                "2",
+                "--shape-cache",
+                str(cache),
+            ]
+        )
+        == 0
+    )
     both = _write(tmp_path / "both.bin", proof.read_bytes() + other.read_bytes())
     lists = [json.loads(inputs.read_text()), json.loads(other_inputs.read_text())]
     assert lists[0] != lists[1]
@@ -143,14 +255,17 @@ def test_verify_takes_several_partitions(keys, proof_files, tmp_path):
     assert _verify(both, inputs, vk) == 2  # two proofs, one input list
 
 
-@pytest.mark.parametrize("kind, circuit, inputs", [("porep", "porep-2k", 39),
-                                                    ("snap", "snap-2k", 4)])
+@pytest.mark.parametrize(
+    "kind, circuit, inputs", [("porep", "porep-2k", 39), ("snap", "snap-2k", 4)]
+)
 def test_gen_vanilla_porep_and_snap_open_as_requests(kind, circuit, inputs, tmp_path, seed):
     from cuzk.circuits import open_statement
 
     out = tmp_path / f"{kind}.json"
-    assert main(["gen-vanilla", kind, "--sector-size", "2KiB", "--seed", str(seed),
-                 "--out", str(out)]) == 0
+    assert (
+        main(["gen-vanilla", kind, "--sector-size", "2KiB", "--seed", str(seed), "--out", str(out)])
+        == 0
+    )
     statement = open_statement(circuit, payload=out.read_bytes())
     assert statement.partitions == 1 and len(statement.expected(0)) == inputs
     assert main(["gen-vanilla", kind, "--partition", "1", "--out", str(out)]) == 2

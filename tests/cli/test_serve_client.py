@@ -23,8 +23,13 @@ CIRCUIT = "synthetic:512"
 @pytest.fixture(scope="module")
 def keys(tmp_path_factory, pool):
     d = tmp_path_factory.mktemp("serve-keys")
-    generate_parameters(synthesize_shape(get_circuit(CIRCUIT), CIRCUIT), d,
-                        key_file_stem(CIRCUIT), seed=77, pool=pool)
+    generate_parameters(
+        synthesize_shape(get_circuit(CIRCUIT), CIRCUIT),
+        d,
+        key_file_stem(CIRCUIT),
+        seed=77,
+        pool=pool,
+    )
     return d
 
 
@@ -41,10 +46,25 @@ def _client(daemon, *args: str) -> int:
 def test_serve_flags_become_config_overrides(tmp_path):
     from cuzk.server.config import load_config
 
-    args = _build_parser().parse_args([
-        "serve", "--listen", "unix:///tmp/x.sock", "--http-listen", "127.0.0.1:0",
-        "--param-cache", str(tmp_path), "--journal", str(tmp_path / "j.db"), "--backend", "cpu",
-        "--set", "engine.devices=2", "--set", "journal.retention_hours=1.5"])
+    args = _build_parser().parse_args(
+        [
+            "serve",
+            "--listen",
+            "unix:///tmp/x.sock",
+            "--http-listen",
+            "127.0.0.1:0",
+            "--param-cache",
+            str(tmp_path),
+            "--journal",
+            str(tmp_path / "j.db"),
+            "--backend",
+            "cpu",
+            "--set",
+            "engine.devices=2",
+            "--set",
+            "journal.retention_hours=1.5",
+        ]
+    )
     cfg = load_config(None, overrides(args))
     assert cfg.server.listen == "unix:///tmp/x.sock" and cfg.http.port == 0
     assert cfg.engine.param_dir == tmp_path and cfg.journal.path == tmp_path / "j.db"
@@ -61,8 +81,23 @@ def test_serve_refuses_exposed_listener(capsys):
 
 def test_client_commands(daemon, tmp_path, capsys):
     proof, inputs = tmp_path / "p.bin", tmp_path / "in.json"
-    assert _client(daemon, "prove", "--circuit", CIRCUIT, "--partitions", "2", "--seed", "9",
-                   "--out", str(proof), "--inputs-out", str(inputs)) == 0
+    assert (
+        _client(
+            daemon,
+            "prove",
+            "--circuit",
+            CIRCUIT,
+            "--partitions",
+            "2",
+            "--seed",
+            "9",
+            "--out",
+            str(proof),
+            "--inputs-out",
+            str(inputs),
+        )
+        == 0
+    )
     printed = capsys.readouterr().out
     assert "completed" in printed and "2 partition(s)" in printed
     vk = read_vk(keys_vk(daemon))
@@ -70,8 +105,9 @@ def test_client_commands(daemon, tmp_path, capsys):
     for part, p in zip(parts, proofs_from_bytes(proof.read_bytes()), strict=True):
         assert verify(vk, [int(x) for x in part], p)
 
-    assert _client(daemon, "submit", "--circuit", CIRCUIT, "--seed", "3",
-                   "--request-id", "cli-1") == 0
+    assert (
+        _client(daemon, "submit", "--circuit", CIRCUIT, "--seed", "3", "--request-id", "cli-1") == 0
+    )
     job = capsys.readouterr().out.strip()
     assert job.startswith("job-")
     assert _client(daemon, "await", job, "--json") == 0
@@ -108,8 +144,28 @@ def test_client_without_daemon(tmp_path, capsys):
 
 def test_bench_against_the_daemon(daemon, tmp_path, capsys):
     out, png = tmp_path / "bench.json", tmp_path / "t.png"
-    assert main(["bench", "--addr", daemon.address, "--circuit", CIRCUIT, "-c", "4", "-j", "2",
-                 "--partitions", "2", "--json", str(out), "--timeline", str(png)]) == 0
+    assert (
+        main(
+            [
+                "bench",
+                "--addr",
+                daemon.address,
+                "--circuit",
+                CIRCUIT,
+                "-c",
+                "4",
+                "-j",
+                "2",
+                "--partitions",
+                "2",
+                "--json",
+                str(out),
+                "--timeline",
+                str(png),
+            ]
+        )
+        == 0
+    )
     printed = capsys.readouterr().out
     assert "proofs per minute" in printed and "latency avg" in printed
     doc = json.loads(out.read_text())
@@ -129,8 +185,10 @@ def test_bench_in_process_still_needs_a_circuit(capsys):
 
 def test_demo_through_a_daemon(keys, tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    assert main(["demo", "--circuit", CIRCUIT, "--dir", str(keys), "--proofs", "3",
-                 "--workers", "1"]) == 0
+    assert (
+        main(["demo", "--circuit", CIRCUIT, "--dir", str(keys), "--proofs", "3", "--workers", "1"])
+        == 0
+    )
     printed = capsys.readouterr().out
     assert "every proof verified" in printed and "proofs/min" in printed
     png = tmp_path / "cache" / "cuzk" / "demo" / "timeline.png"

@@ -21,8 +21,9 @@ def _mixed(n: int, rng: np.random.Generator, p_zero: float, p_one: float) -> np.
     return s
 
 
-@pytest.mark.parametrize("p_zero,p_one", [(0.0, 0.0), (0.3, 0.01), (0.3, 0.5), (1.0, 0.0),
-                                          (0.0, 1.0)])
+@pytest.mark.parametrize(
+    "p_zero,p_one", [(0.0, 0.0), (0.3, 0.01), (0.3, 0.5), (1.0, 0.0), (0.0, 1.0)]
+)
 def test_plan_partitions_the_nonzero_scalars(rng, seed, p_zero, p_one):
     s = _mixed(5000, rng, p_zero, p_one)
     plan = MsmPlan.of(s)

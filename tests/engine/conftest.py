@@ -34,8 +34,14 @@ def make_engine(param_dir) -> Iterator:
     engines: list[Engine] = []
 
     def make(**overrides) -> Engine:
-        cfg = {"param_dir": param_dir, "devices": 1, "workers_per_device": 2, "msm_workers": 1,
-               "memory_budget": 1 << 30, "join_timeout_s": 10.0}
+        cfg = {
+            "param_dir": param_dir,
+            "devices": 1,
+            "workers_per_device": 2,
+            "msm_workers": 1,
+            "memory_budget": 1 << 30,
+            "join_timeout_s": 10.0,
+        }
         cfg.update(overrides)
         engine = Engine(EngineConfig(**cfg))
         engines.append(engine)

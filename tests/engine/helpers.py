@@ -7,8 +7,15 @@ import time
 from cuzk.engine import Engine, JobResult
 from cuzk.groth16 import proofs_from_bytes, read_vk, verify
 
-STAMP_ORDER = ("queued", "synth_start", "synth_end", "device_pick", "kernels_start",
-               "kernels_end", "finalize_end")
+STAMP_ORDER = (
+    "queued",
+    "synth_start",
+    "synth_end",
+    "device_pick",
+    "kernels_start",
+    "kernels_end",
+    "finalize_end",
+)
 
 
 def assert_verifies(result: JobResult, partitions: int) -> None:
@@ -44,6 +51,8 @@ def partition_state(engine: Engine, job_id: str, index: int = 0) -> str:
 def idle_budget(engine: Engine) -> bool:
     """No partition holds memory; only residency (srs, shape) may remain."""
     st = engine.status()
-    return st.budget.by_kind["partition"] == 0 and st.partitions["synthesizing"] == 0 and all(
-        st.partitions[s] == 0 for s in ("ready", "device_wait", "kernels", "finalizing")
+    return (
+        st.budget.by_kind["partition"] == 0
+        and st.partitions["synthesizing"] == 0
+        and all(st.partitions[s] == 0 for s in ("ready", "device_wait", "kernels", "finalizing"))
     )

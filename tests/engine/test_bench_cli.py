@@ -14,22 +14,40 @@ from .conftest import SMALL
 
 
 def _bench(param_dir, *extra: str) -> int:
-    return main(["bench", "--circuit", SMALL, "--param-dir", str(param_dir), "--workers", "1",
-                 *extra])
+    return main(
+        ["bench", "--circuit", SMALL, "--param-dir", str(param_dir), "--workers", "1", *extra]
+    )
 
 
 def test_bench_json(param_dir, tmp_path, capsys):
     out = tmp_path / "bench.json"
-    assert _bench(param_dir, "--devices", "2", "--workers-per-device", "2", "--proofs", "3",
-                  "--partitions", "2", "--concurrency", "2", "--json", str(out)) == 0
+    assert (
+        _bench(
+            param_dir,
+            "--devices",
+            "2",
+            "--workers-per-device",
+            "2",
+            "--proofs",
+            "3",
+            "--partitions",
+            "2",
+            "--concurrency",
+            "2",
+            "--json",
+            str(out),
+        )
+        == 0
+    )
     printed = capsys.readouterr().out
     assert "proofs per minute" in printed and "device 1 busy" in printed
     doc = json.loads(out.read_text())
     vk = read_vk(doc["vk"])
     assert doc["summary"]["succeeded"] == 3 and doc["summary"]["proofs_per_minute"] > 0
     assert len(doc["summary"]["device_busy"]) == 2
-    for whole, steady in zip(doc["summary"]["device_busy"], doc["summary"]["device_busy_steady"],
-                             strict=True):
+    for whole, steady in zip(
+        doc["summary"]["device_busy"], doc["summary"]["device_busy_steady"], strict=True
+    ):
         assert 0 < whole <= steady <= 1  # the steady window lies inside the measured one
     assert len(doc["jobs"]) == 3
     for job in doc["jobs"]:
@@ -55,8 +73,9 @@ def test_bench_missing_key_is_bad_input(tmp_path, capsys):
     assert "synthetic-300.params" in capsys.readouterr().err
 
 
-@pytest.mark.skipif(importlib.util.find_spec("matplotlib") is not None,
-                    reason="matplotlib is installed")
+@pytest.mark.skipif(
+    importlib.util.find_spec("matplotlib") is not None, reason="matplotlib is installed"
+)
 def test_bench_timeline_without_matplotlib_says_what_to_install(param_dir, tmp_path, capsys):
     assert _bench(param_dir, "--timeline", str(tmp_path / "t.png")) == 2
     assert "pip install 'matplotlib==" in capsys.readouterr().err

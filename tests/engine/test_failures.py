@@ -34,7 +34,12 @@ def test_cancel_queued_job(make_engine):
     assert_verifies(engine.result(blocker, timeout=60), 1)
     assert_verifies(engine.result(queued, timeout=60), 3)
     assert engine.status().counts["NORMAL"] == {
-        "queued": 0, "running": 0, "succeeded": 2, "failed": 0, "cancelled": 1}
+        "queued": 0,
+        "running": 0,
+        "succeeded": 2,
+        "failed": 0,
+        "cancelled": 1,
+    }
     wait_until(lambda: idle_budget(engine))
 
 
@@ -115,8 +120,10 @@ def test_fault_in_a_later_partition_names_it(make_engine):
 
 def test_nongraceful_shutdown_cancels_everything(make_engine):
     engine = make_engine(faults=_slow("a", seconds=0.5))
-    jobs = [engine.submit(ProofRequest.of(SMALL, partitions=2, seed=i, request_id=r))
-            for i, r in enumerate(("a", "b", "c"))]
+    jobs = [
+        engine.submit(ProofRequest.of(SMALL, partitions=2, seed=i, request_id=r))
+        for i, r in enumerate(("a", "b", "c"))
+    ]
     wait_until(lambda: partition_state(engine, jobs[0]) == "kernels")
     engine.shutdown(graceful=False)
     with pytest.raises(JobCancelled, match="shut down"):

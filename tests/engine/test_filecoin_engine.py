@@ -76,8 +76,14 @@ def test_snap_8m_four_partitions_on_cuda(tmp_path, seed):
     payload = generate_update(8 << 20, seed).encode()
     stated = open_statement(circuit_id, payload=payload)
     assert stated.partitions == 4
-    cfg = EngineConfig(param_dir=tmp_path, backend="cuda", devices=1, workers_per_device=2,
-                       shape_cache=shapes, join_timeout_s=60.0)
+    cfg = EngineConfig(
+        param_dir=tmp_path,
+        backend="cuda",
+        devices=1,
+        workers_per_device=2,
+        shape_cache=shapes,
+        join_timeout_s=60.0,
+    )
     with Engine(cfg) as engine:
         t0 = time.perf_counter()
         engine.preload(circuit_id)
@@ -85,9 +91,11 @@ def test_snap_8m_four_partitions_on_cuda(tmp_path, seed):
         t0 = time.perf_counter()
         result = engine.prove(ProofRequest(circuit_id, payload=payload), timeout=1800)
         t_prove = time.perf_counter() - t0
-    print(f"\nsnap-8m on cuda: setup {t_setup:.1f} s, load {t_load:.1f} s, "
-          f"prove (4 partitions) {t_prove:.1f} s; per partition "
-          + "; ".join(f"{k} {v:.2f} s" for k, v in result.timelines[0].stages.items()))
+    print(
+        f"\nsnap-8m on cuda: setup {t_setup:.1f} s, load {t_load:.1f} s, "
+        f"prove (4 partitions) {t_prove:.1f} s; per partition "
+        + "; ".join(f"{k} {v:.2f} s" for k, v in result.timelines[0].stages.items())
+    )
     assert result.public_inputs == tuple(stated.expected(i) for i in range(4))
     vk = read_vk(result.vk_path)
     proofs = proofs_from_bytes(result.proof)

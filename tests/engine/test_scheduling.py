@@ -23,10 +23,11 @@ def test_critical_behind_twenty_normal_starts_first(make_engine):
     kernels) before every NORMAL job that had not started yet."""
     faults = FaultInjection(slow_kernel=1.0, slow_kernel_s=1.0, targets=frozenset({"n0"}))
     engine = make_engine(workers_per_device=1, synthesis_lookahead=1, faults=faults)
-    normal = [engine.submit(ProofRequest.of(SMALL, seed=i, request_id=f"n{i}"))
-              for i in range(20)]
-    wait_until(lambda: _job(engine, normal[0]).partitions[0].state.value == "kernels",
-               what="the first job in its kernels")
+    normal = [engine.submit(ProofRequest.of(SMALL, seed=i, request_id=f"n{i}")) for i in range(20)]
+    wait_until(
+        lambda: _job(engine, normal[0]).partitions[0].state.value == "kernels",
+        what="the first job in its kernels",
+    )
     before = {j.job_id: j.partitions[0].timeline for j in engine.status().jobs}
     not_started = [j for j in normal if before[j].synth_start is None]
     assert len(not_started) >= 15, "the pipeline should hold at most a couple of jobs"
@@ -53,16 +54,27 @@ def test_priority_classes_drain_in_order(make_engine):
     engine = make_engine(workers_per_device=1, synthesis_lookahead=1, faults=faults)
     first = engine.submit(ProofRequest.of(SMALL, request_id="slow"))
     wait_until(lambda: _job(engine, first).partitions[0].state.value == "kernels")
-    order = [Priority.LOW, Priority.NORMAL, Priority.HIGH, Priority.LOW, Priority.CRITICAL,
-             Priority.HIGH, Priority.NORMAL, Priority.CRITICAL]
+    order = [
+        Priority.LOW,
+        Priority.NORMAL,
+        Priority.HIGH,
+        Priority.LOW,
+        Priority.CRITICAL,
+        Priority.HIGH,
+        Priority.NORMAL,
+        Priority.CRITICAL,
+    ]
     t0 = time.monotonic()
-    jobs = [(p, engine.submit(ProofRequest.of(SMALL, seed=10 + i, priority=p)))
-            for i, p in enumerate(order)]
+    jobs = [
+        (p, engine.submit(ProofRequest.of(SMALL, seed=10 + i, priority=p)))
+        for i, p in enumerate(order)
+    ]
     assert time.monotonic() - t0 < 2.5, "submissions outlasted the slow kernel: test invalid"
     # The first of them may already have been admitted into the look-ahead slot.
     starts = sorted(
         (engine.result(j, timeout=60).timelines[0].kernels_start, p, k)
-        for k, (p, j) in enumerate(jobs) if k > 0
+        for k, (p, j) in enumerate(jobs)
+        if k > 0
     )
     started = [(p, k) for _, p, k in starts]
     assert started == sorted(started)
@@ -83,8 +95,7 @@ def _sizes(param_dir, cid, shape_cache=None):
     """(residency, one partition) in bytes as the engine will reserve them. With a shape
     cache the shape's size is exact from the start; without, the estimate is an upper bound
     that the exact size replaces once loaded."""
-    info = circuit_info(cid, param_dir / f"{cid.replace(':', '-')}.params", "cpu", 1,
-                        shape_cache)
+    info = circuit_info(cid, param_dir / f"{cid.replace(':', '-')}.params", "cpu", 1, shape_cache)
     exact_shape = shape_nbytes(synthesize_shape(get_circuit(cid), cid))
     residency = info.srs_bytes + max(info.shape_bytes, exact_shape)
     return residency, sum(info.partition_parts.values())
@@ -96,8 +107,9 @@ def test_tight_budget_serialises_partitions(make_engine, param_dir, tmp_path):
     (the first of the two release steps; its witness may still be held until finalize)."""
     ShapeCache(tmp_path).get(SMALL, get_circuit(SMALL))
     residency, part = _sizes(param_dir, SMALL, tmp_path)
-    engine = make_engine(memory_budget=residency + part * 3 // 2, workers_per_device=2,
-                         shape_cache=tmp_path)
+    engine = make_engine(
+        memory_budget=residency + part * 3 // 2, workers_per_device=2, shape_cache=tmp_path
+    )
     jobs = [engine.submit(ProofRequest.of(SMALL, partitions=2, seed=10 * i)) for i in range(4)]
     results = [engine.result(j, timeout=60) for j in jobs]
     spans = sorted((t.synth_start, t.kernels_end) for r in results for t in r.timelines)

@@ -138,9 +138,11 @@ def test_a_failing_snarkjs_job_leaves_the_others_alone(make_engine, snarkjs_dir,
 
     bad = _with_values(wtns, bump)
     engine = make_engine(param_dir=snarkjs_dir, staging=True, staging_budget=1 << 28)
-    ids = [engine.submit(_request(OURS, bad)),
-           engine.submit(_request(OURS, wtns)),
-           engine.submit(ProofRequest.of(SMALL, partitions=2, seed=int(rng.integers(1 << 30))))]
+    ids = [
+        engine.submit(_request(OURS, bad)),
+        engine.submit(_request(OURS, wtns)),
+        engine.submit(ProofRequest.of(SMALL, partitions=2, seed=int(rng.integers(1 << 30)))),
+    ]
     with pytest.raises(BadInput, match="does not satisfy"):
         engine.result(ids[0], timeout=120)
     good = engine.result(ids[1], timeout=120)

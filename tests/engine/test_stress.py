@@ -36,10 +36,13 @@ FAILING_KINDS = ("synthesis", "kernel", "budget", "bad_proof")
 def _tight_budget(param_dir) -> int:
     """Room for one circuit's residency (on both devices) and two partitions: the two
     circuits cannot be resident together, so residency is evicted and reloaded under load."""
-    infos = [circuit_info(c, param_dir / f"{c.replace(':', '-')}.params", "cpu", 2)
-             for c in (SMALL, LARGER)]
+    infos = [
+        circuit_info(c, param_dir / f"{c.replace(':', '-')}.params", "cpu", 2)
+        for c in (SMALL, LARGER)
+    ]
     budget = max(i.srs_bytes + i.shape_bytes for i in infos) + 2 * max(
-        sum(i.partition_parts.values()) for i in infos)
+        sum(i.partition_parts.values()) for i in infos
+    )
     assert budget < sum(i.srs_bytes for i in infos)
     return budget
 
@@ -55,22 +58,40 @@ def test_stress_every_job_ends_once_and_nothing_leaks(param_dir, seed, budget):
     rng = random.Random(seed)
     threads_before = set(threading.enumerate())
     children_before = set(multiprocessing.active_children())
-    faults = FaultInjection(synthesis_error=0.04, kernel_error=0.04, slow_kernel=0.1,
-                            slow_kernel_s=0.05, budget_exhaustion=0.03, bad_proof=0.03, seed=seed)
-    config = EngineConfig(param_dir=param_dir, devices=2, workers_per_device=2,
-                          synthesis_workers=2, msm_workers=1,
-                          memory_budget=1 << 30 if budget == "roomy" else _tight_budget(param_dir),
-                          faults=faults, join_timeout_s=20.0, staging=budget.endswith("staging"),
-                          staging_budget=_one_staged_partition(param_dir))
+    faults = FaultInjection(
+        synthesis_error=0.04,
+        kernel_error=0.04,
+        slow_kernel=0.1,
+        slow_kernel_s=0.05,
+        budget_exhaustion=0.03,
+        bad_proof=0.03,
+        seed=seed,
+    )
+    config = EngineConfig(
+        param_dir=param_dir,
+        devices=2,
+        workers_per_device=2,
+        synthesis_workers=2,
+        msm_workers=1,
+        memory_budget=1 << 30 if budget == "roomy" else _tight_budget(param_dir),
+        faults=faults,
+        join_timeout_s=20.0,
+        staging=budget.endswith("staging"),
+        staging_budget=_one_staged_partition(param_dir),
+    )
     t_start = time.monotonic()
     # If anything hangs, dump every thread's stack before the bounded waits give up.
     faulthandler.dump_traceback_later(DEADLINE_S, exit=False, file=sys.stderr)
     engine = Engine(config)
     try:
         requests = [
-            ProofRequest.of(rng.choice((SMALL, SMALL, LARGER)), partitions=rng.randint(1, 3),
-                            seed=rng.randrange(1 << 32), priority=rng.choice(list(Priority)),
-                            request_id=f"stress-{i}")
+            ProofRequest.of(
+                rng.choice((SMALL, SMALL, LARGER)),
+                partitions=rng.randint(1, 3),
+                seed=rng.randrange(1 << 32),
+                priority=rng.choice(list(Priority)),
+                request_id=f"stress-{i}",
+            )
             for i in range(JOBS)
         ]
         ids: list[str] = []
@@ -118,8 +139,11 @@ def test_stress_every_job_ends_once_and_nothing_leaks(param_dir, seed, budget):
             assert job.state.value == outcomes[job_id], (job_id, job.error)
             if job_id in cancelled:
                 assert job.state is JobState.CANCELLED
-            faulted = any(faults.fires(k, req.request_id, p)
-                          for k in FAILING_KINDS for p in range(req.partitions))
+            faulted = any(
+                faults.fires(k, req.request_id, p)
+                for k in FAILING_KINDS
+                for p in range(req.partitions)
+            )
             if job.state is JobState.FAILED:
                 assert faulted, f"{job_id} failed without an injected fault: {job.error}"
                 assert job.error and job.error.startswith(("partition", "verification"))
@@ -128,8 +152,12 @@ def test_stress_every_job_ends_once_and_nothing_leaks(param_dir, seed, budget):
         counts = engine.status().counts
         assert sum(c["succeeded"] + c["failed"] + c["cancelled"] for c in counts.values()) == JOBS
         assert sum(c["queued"] + c["running"] for c in counts.values()) == 0
-        print({s: sum(o == s for o in outcomes.values())
-               for s in ("succeeded", "failed", "cancelled")})
+        print(
+            {
+                s: sum(o == s for o in outcomes.values())
+                for s in ("succeeded", "failed", "cancelled")
+            }
+        )
         assert any(o == "succeeded" for o in outcomes.values())
 
         # Budget accounting returns to idle: only residency remains reserved.
@@ -153,6 +181,9 @@ def test_stress_every_job_ends_once_and_nothing_leaks(param_dir, seed, budget):
     assert st.budget.reserved == 0 and engine.budget_live_reservations == 0
     leaked = [t for t in threading.enumerate() if t not in threads_before and t.is_alive()]
     assert leaked == [], f"threads left behind: {[t.name for t in leaked]}"
-    wait_until(lambda: not (set(multiprocessing.active_children()) - children_before),
-               timeout=10, what="MSM worker processes to exit")
+    wait_until(
+        lambda: not (set(multiprocessing.active_children()) - children_before),
+        timeout=10,
+        what="MSM worker processes to exit",
+    )
     assert time.monotonic() - t_start < DEADLINE_S

@@ -23,8 +23,13 @@ from cuzk.errors import BadInput, InternalError, ResourceExhausted
 
 def test_scheduler_orders_by_priority_then_job_then_partition():
     s: Scheduler[str] = Scheduler()
-    for job, prio, parts in [(1, Priority.NORMAL, 2), (2, Priority.LOW, 1), (3, Priority.NORMAL, 1),
-                             (4, Priority.CRITICAL, 2), (5, Priority.HIGH, 1)]:
+    for job, prio, parts in [
+        (1, Priority.NORMAL, 2),
+        (2, Priority.LOW, 1),
+        (3, Priority.NORMAL, 1),
+        (4, Priority.CRITICAL, 2),
+        (5, Priority.HIGH, 1),
+    ]:
         for p in reversed(range(parts)):
             s.enqueue(WorkKey(prio, job, p), f"j{job}p{p}")
     order = []
@@ -144,8 +149,9 @@ def test_request_payload_ignores_priority():
 
 
 def _t(device, pick, ks, ke, synth=(0.0, 0.1)):
-    return PartitionTimeline("job-1", 0, device, "w", 0.0, synth[0], synth[1], pick, ks, ke,
-                             ke + 0.01, {"h": 0.2})
+    return PartitionTimeline(
+        "job-1", 0, device, "w", 0.0, synth[0], synth[1], pick, ks, ke, ke + 0.01, {"h": 0.2}
+    )
 
 
 def test_union_and_busy_fraction():

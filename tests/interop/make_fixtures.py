@@ -34,11 +34,22 @@ def main() -> None:
             circuit.r1cs, ptau, work / "fixture.zkey", work / "fixture_vk.json"
         )
         toolchain.snarkjs(
-            "groth16", "prove", zkey, wtns, work / "snarkjs_proof.json",
-            work / "snarkjs_public.json", cwd=work,
+            "groth16",
+            "prove",
+            zkey,
+            wtns,
+            work / "snarkjs_proof.json",
+            work / "snarkjs_public.json",
+            cwd=work,
         )
-        for f in (circuit.r1cs, wtns, zkey, vk, work / "snarkjs_proof.json",
-                  work / "snarkjs_public.json"):
+        for f in (
+            circuit.r1cs,
+            wtns,
+            zkey,
+            vk,
+            work / "snarkjs_proof.json",
+            work / "snarkjs_public.json",
+        ):
             shutil.copy(f, HERE / f.name)
     for f in sorted(HERE.iterdir()):
         print(f"{f.name:24s} {f.stat().st_size:>8,} bytes")

@@ -16,9 +16,20 @@ def proved(tmp_path_factory):
     from tests.interop.conftest import FIXTURES
 
     d = tmp_path_factory.mktemp("snarkjs-cli")
-    rc = main(["snarkjs", "prove", str(FIXTURES / "fixture.zkey"), str(FIXTURES / "fixture.wtns"),
-               str(d / "proof.json"), str(d / "public.json"), "--workers", "2",
-               "--r1cs", str(FIXTURES / "fixture.r1cs")])
+    rc = main(
+        [
+            "snarkjs",
+            "prove",
+            str(FIXTURES / "fixture.zkey"),
+            str(FIXTURES / "fixture.wtns"),
+            str(d / "proof.json"),
+            str(d / "public.json"),
+            "--workers",
+            "2",
+            "--r1cs",
+            str(FIXTURES / "fixture.r1cs"),
+        ]
+    )
     assert rc == 0
     return d
 
@@ -62,8 +73,16 @@ def test_snarkjs_accepts_cli_proof_and_rejects_tampering(npm_bin, proved, fixtur
 
 
 def test_prove_bad_input_exit_2(fixtures, tmp_path, capsys):
-    rc = main(["snarkjs", "prove", str(fixtures / "fixture.wtns"), str(fixtures / "fixture.wtns"),
-               str(tmp_path / "p.json"), str(tmp_path / "q.json")])
+    rc = main(
+        [
+            "snarkjs",
+            "prove",
+            str(fixtures / "fixture.wtns"),
+            str(fixtures / "fixture.wtns"),
+            str(tmp_path / "p.json"),
+            str(tmp_path / "q.json"),
+        ]
+    )
     assert rc == 2
     assert "not a .zkey file" in capsys.readouterr().err
     assert not (tmp_path / "p.json").exists()
@@ -74,9 +93,20 @@ def test_prove_with_a_bases_cache(fixtures, tmp_path):
     for run in range(2):  # translate, then reuse
         out = tmp_path / str(run)
         out.mkdir()
-        rc = main(["snarkjs", "prove", str(fixtures / "fixture.zkey"),
-                   str(fixtures / "fixture.wtns"), str(out / "proof.json"),
-                   str(out / "public.json"), "--workers", "1", "--bases-cache", str(cache)])
+        rc = main(
+            [
+                "snarkjs",
+                "prove",
+                str(fixtures / "fixture.zkey"),
+                str(fixtures / "fixture.wtns"),
+                str(out / "proof.json"),
+                str(out / "public.json"),
+                "--workers",
+                "1",
+                "--bases-cache",
+                str(cache),
+            ]
+        )
         assert rc == 0
         assert _verify(fixtures, out / "public.json", out / "proof.json") == 0
         assert len(list(cache.glob("*.bases"))) == 1

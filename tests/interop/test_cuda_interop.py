@@ -25,8 +25,7 @@ def test_odd_coset_h_device_matches_cpu(cuda_backend, rng, seed, log_m, n):
     domain = Domain(1 << log_m)
     a, b = fr.random(n, rng), fr.random(n, rng)
     want = snarkjs_h(a, b, domain)
-    got = odd_coset_h_device(cuda_backend, cuda_backend.upload(a), cuda_backend.upload(b),
-                             domain)
+    got = odd_coset_h_device(cuda_backend, cuda_backend.upload(a), cuda_backend.upload(b), domain)
     assert (cuda_backend.download(got) == want).all(), f"seed {seed}"
 
 

@@ -42,8 +42,23 @@ def test_circom_snarkjs_cuzk_round_trip(npm_bin, tmp_path):
     )
     proof, public = tmp_path / "proof.json", tmp_path / "public.json"
 
-    assert main(["snarkjs", "prove", str(zkey), str(wtns), str(proof), str(public),
-                 "--workers", "2", "--r1cs", str(circuit.r1cs)]) == 0
+    assert (
+        main(
+            [
+                "snarkjs",
+                "prove",
+                str(zkey),
+                str(wtns),
+                str(proof),
+                str(public),
+                "--workers",
+                "2",
+                "--r1cs",
+                str(circuit.r1cs),
+            ]
+        )
+        == 0
+    )
     assert toolchain.snarkjs_verifies(vk, public, proof)
 
     tampered = json.loads(public.read_text())
@@ -54,7 +69,8 @@ def test_circom_snarkjs_cuzk_round_trip(npm_bin, tmp_path):
 
     # And the other way round: snarkjs's proof of the same statement passes our verifier.
     theirs = tmp_path / "theirs.json"
-    toolchain.snarkjs("groth16", "prove", zkey, wtns, theirs, tmp_path / "their_public.json",
-                      cwd=tmp_path)
+    toolchain.snarkjs(
+        "groth16", "prove", zkey, wtns, theirs, tmp_path / "their_public.json", cwd=tmp_path
+    )
     assert (tmp_path / "their_public.json").read_text() == public.read_text()
     assert main(["snarkjs", "verify", str(vk), str(public), str(theirs)]) == 0

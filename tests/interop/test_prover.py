@@ -160,4 +160,3 @@ def test_translated_bases_are_removed(fixtures):
     assert path.exists()
     key.close()
     assert not path.exists() and not path.parent.exists()
-

@@ -30,7 +30,11 @@ def test_zkey_header_and_vk(fixtures):
     assert (z.n_vars, z.n_public, z.domain_size) == (N_WIRES, N_PUBLIC, DOMAIN)
     assert z.vk.num_inputs == N_PUBLIC + 1
     assert {name: s.id for name, s in z.vectors.items()} == {
-        "a": 5, "b1": 6, "b2": 7, "c": 8, "h": 9
+        "a": 5,
+        "b1": 6,
+        "b2": 7,
+        "c": 8,
+        "h": 9,
     }
     assert z.a.num_rows == z.b.num_rows == DOMAIN
 
@@ -61,7 +65,9 @@ def test_wtns_values(fixtures):
 def test_r1cs_header_and_satisfaction(fixtures):
     r1cs = read_r1cs(fixtures / "fixture.r1cs")
     assert (r1cs.num_constraints, r1cs.num_wires, r1cs.num_public) == (
-        N_CONSTRAINTS, N_WIRES, N_PUBLIC
+        N_CONSTRAINTS,
+        N_WIRES,
+        N_PUBLIC,
     )
     assert (r1cs.num_outputs, r1cs.num_pub_inputs, r1cs.num_prv_inputs) == (1, 2, 2)
     w = read_wtns(fixtures / "fixture.wtns").values

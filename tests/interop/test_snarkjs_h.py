@@ -88,4 +88,3 @@ def test_generic_backend_path_matches_fused(rng):
     fused = snarkjs_h(a, b, d)
     composed = odd_coset_h(_ComposedBackend(), a, b, d)  # type: ignore[arg-type]
     assert np.array_equal(fused, composed)
-

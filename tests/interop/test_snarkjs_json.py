@@ -98,9 +98,21 @@ def _mutations():
     def empty_ic(vk, pub, proof):
         vk["IC"] = []
 
-    return [coordinate_ge_p, off_curve, g2_off_curve, not_affine, missing_point, wrong_shape,
-            wrong_curve, wrong_protocol, signal_ge_r, signal_not_number, too_few_signals,
-            npublic_disagrees, empty_ic]
+    return [
+        coordinate_ge_p,
+        off_curve,
+        g2_off_curve,
+        not_affine,
+        missing_point,
+        wrong_shape,
+        wrong_curve,
+        wrong_protocol,
+        signal_ge_r,
+        signal_not_number,
+        too_few_signals,
+        npublic_disagrees,
+        empty_ic,
+    ]
 
 
 @pytest.mark.parametrize("mutate", _mutations(), ids=lambda f: f.__name__)

@@ -34,7 +34,9 @@ def test_domain_size_rule():
 def test_reads_back_like_a_snarkjs_key(our_zkey, fixtures):
     ours, theirs = read_zkey(our_zkey), read_zkey(fixtures / "fixture.zkey")
     assert (ours.n_vars, ours.n_public, ours.domain_size) == (
-        theirs.n_vars, theirs.n_public, theirs.domain_size
+        theirs.n_vars,
+        theirs.n_public,
+        theirs.domain_size,
     )
     w = read_wtns(fixtures / "fixture.wtns").values
     assert (ours.a.matvec(w) == theirs.a.matvec(w)).all()
@@ -53,8 +55,15 @@ def test_cuzk_proves_with_it(our_zkey, cpu_backend, fixtures):
 def test_snarkjs_proves_and_verifies_with_it(npm_bin, our_zkey, cpu_backend, fixtures, tmp_path):
     vk = tmp_path / "vk.json"
     toolchain.snarkjs("zkey", "export", "verificationkey", our_zkey, vk, cwd=tmp_path)
-    toolchain.snarkjs("groth16", "prove", our_zkey, fixtures / "fixture.wtns",
-                      tmp_path / "theirs.json", tmp_path / "public.json", cwd=tmp_path)
+    toolchain.snarkjs(
+        "groth16",
+        "prove",
+        our_zkey,
+        fixtures / "fixture.wtns",
+        tmp_path / "theirs.json",
+        tmp_path / "public.json",
+        cwd=tmp_path,
+    )
     assert toolchain.snarkjs_verifies(vk, tmp_path / "public.json", tmp_path / "theirs.json")
     key = prepare(read_zkey(our_zkey))
     try:
@@ -69,6 +78,7 @@ def test_snarkjs_proves_and_verifies_with_it(npm_bin, our_zkey, cpu_backend, fix
 
 def test_backend_fixed_base_writes_the_same_key(our_zkey, pool, cpu_backend, fixtures, tmp_path):
     """The backend path (CUDA in benchmarks) must write the pool path's bytes exactly."""
-    path = write_test_zkey(read_r1cs(fixtures / "fixture.r1cs"), tmp_path / "b.zkey", pool,
-                           seed=7, backend=cpu_backend)
+    path = write_test_zkey(
+        read_r1cs(fixtures / "fixture.r1cs"), tmp_path / "b.zkey", pool, seed=7, backend=cpu_backend
+    )
     assert path.read_bytes() == our_zkey.read_bytes()

@@ -78,8 +78,16 @@ def compile_circuit(source: Path, out_dir: Path) -> Circuit:
     """circom2 → .r1cs and witness-generator .wasm, for BLS12-381."""
     out_dir.mkdir(parents=True, exist_ok=True)
     _run(
-        [str(ensure_installed() / "circom2"), str(source), "--r1cs", "--wasm", "--prime",
-         "bls12381", "-o", str(out_dir)],
+        [
+            str(ensure_installed() / "circom2"),
+            str(source),
+            "--r1cs",
+            "--wasm",
+            "--prime",
+            "bls12381",
+            "-o",
+            str(out_dir),
+        ],
         out_dir,
     )
     stem = source.stem

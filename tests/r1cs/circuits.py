@@ -46,8 +46,9 @@ class RandomCircuit:
     def synthesize(self, cs: ConstraintSystem) -> None:
         rng = random.Random(self.seed)
         vars_ = [cs.alloc_input(f"in{i}", rng.randrange(R)) for i in range(self.num_inputs)]
-        vars_ += [cs.alloc(f"aux{i}", rng.choice([0, 1, rng.randrange(R)]))
-                  for i in range(self.num_aux)]
+        vars_ += [
+            cs.alloc(f"aux{i}", rng.choice([0, 1, rng.randrange(R)])) for i in range(self.num_aux)
+        ]
         vars_.append(ONE)
         for k in range(self.num_constraints):
             sides = []

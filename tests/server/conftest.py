@@ -74,10 +74,27 @@ def spawn_daemon(tmp: Path, keys: Path, *extra: str) -> subprocess.Popen:
     from cuzk.server.client import Client
 
     sock = tmp / "cuzk.sock"
-    cmd = [sys.executable, "-m", "cuzk.cli.main", "serve", "--listen", f"unix://{sock}",
-           "--http-listen", "127.0.0.1:0", "--param-cache", str(keys),
-           "--journal", str(tmp / "journal.sqlite3"), "--backend", "cpu",
-           "--set", "engine.msm_workers=1", "--set", "engine.memory_budget=1GiB", *extra]
+    cmd = [
+        sys.executable,
+        "-m",
+        "cuzk.cli.main",
+        "serve",
+        "--listen",
+        f"unix://{sock}",
+        "--http-listen",
+        "127.0.0.1:0",
+        "--param-cache",
+        str(keys),
+        "--journal",
+        str(tmp / "journal.sqlite3"),
+        "--backend",
+        "cpu",
+        "--set",
+        "engine.msm_workers=1",
+        "--set",
+        "engine.memory_budget=1GiB",
+        *extra,
+    ]
     env = dict(os.environ, PYTHONUNBUFFERED="1")
     with open(tmp / "daemon.log", "ab") as log:  # a file, never a pipe nobody drains
         proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env)
@@ -85,8 +102,9 @@ def spawn_daemon(tmp: Path, keys: Path, *extra: str) -> subprocess.Popen:
     with Client(f"unix://{sock}") as c:
         while time.monotonic() < deadline:
             if proc.poll() is not None:
-                raise AssertionError(f"cuzk serve exited with {proc.returncode}:\n"
-                                     f"{daemon_log(tmp)}")
+                raise AssertionError(
+                    f"cuzk serve exited with {proc.returncode}:\n{daemon_log(tmp)}"
+                )
             try:
                 c.status()
                 return proc

@@ -42,6 +42,7 @@ def flatten(table: dict, prefix: str = "") -> dict[str, object]:
 
 # --- defaults and the example file -----------------------------------------------------------
 
+
 def test_embedded_defaults_equal_the_dataclass_defaults():
     cfg = load_config(None)
     assert cfg == DaemonConfig()
@@ -86,7 +87,7 @@ def test_engine_config_carries_every_value(tmp_path, rng):
     rate = float(rng.random())
     text = f"""
 [engine]
-param_dir = "{tmp_path / 'keys'}"
+param_dir = "{tmp_path / "keys"}"
 backend = "cuda"
 devices = {devices}
 workers_per_device = {workers}
@@ -95,7 +96,7 @@ synthesis_lookahead = 7
 msm_workers = 3
 memory_budget = "{budget_gib}GiB"
 memory_margin = 12345
-shape_cache = "{tmp_path / 'shapes'}"
+shape_cache = "{tmp_path / "shapes"}"
 max_partitions = 10
 retain_jobs = 99
 join_timeout_s = 2.5
@@ -106,7 +107,11 @@ targets = ["a", "b"]
 """
     ec = load_config(write(tmp_path, text)).engine_config()
     assert (ec.backend, ec.devices, ec.workers_per_device, ec.synthesis_workers) == (
-        "cuda", devices, workers, synth)
+        "cuda",
+        devices,
+        workers,
+        synth,
+    )
     assert (ec.synthesis_lookahead, ec.msm_workers) == (7, 3)
     assert ec.memory_budget == budget_gib * 2**30 and ec.memory_margin == 12345
     assert ec.param_dir == tmp_path / "keys" and ec.shape_cache == tmp_path / "shapes"
@@ -115,29 +120,49 @@ targets = ["a", "b"]
     assert ec.faults.targets == frozenset({"a", "b"})
 
 
-@pytest.mark.parametrize("text,expected", [
-    ("123456", 123456), ("512MiB", 512 << 20), ("2GiB", 2 << 30), ("1.5KiB", 1536),
-    ("3GB", 3 * 10**9), ("7 tib", 7 << 40),
-])
+@pytest.mark.parametrize(
+    "text,expected",
+    [
+        ("123456", 123456),
+        ("512MiB", 512 << 20),
+        ("2GiB", 2 << 30),
+        ("1.5KiB", 1536),
+        ("3GB", 3 * 10**9),
+        ("7 tib", 7 << 40),
+    ],
+)
 def test_sizes_with_units(text, expected):
-    assert load_config(None, {"server.max_message_bytes": text}).server.max_message_bytes == \
-        expected
+    assert (
+        load_config(None, {"server.max_message_bytes": text}).server.max_message_bytes == expected
+    )
 
 
 def test_auto_and_empty_mean_none(tmp_path):
-    cfg = load_config(write(tmp_path, '[engine]\nmsm_workers = 0\nsynthesis_lookahead = 0\n'
-                                      'memory_budget = 0\nshape_cache = ""\n[auth]\ntoken = ""\n'))
+    cfg = load_config(
+        write(
+            tmp_path,
+            "[engine]\nmsm_workers = 0\nsynthesis_lookahead = 0\n"
+            'memory_budget = 0\nshape_cache = ""\n[auth]\ntoken = ""\n',
+        )
+    )
     e = cfg.engine
     assert (e.msm_workers, e.synthesis_lookahead, e.memory_budget, e.shape_cache) == (
-        None, None, None, None)
+        None,
+        None,
+        None,
+        None,
+    )
     assert cfg.auth.token is None
 
 
 # --- precedence ------------------------------------------------------------------------------
 
+
 def test_file_values_then_overrides_win(tmp_path, rng):
     file_devices, flag_devices = (int(x) for x in rng.choice(range(1, 50), 2, replace=False))
-    path = write(tmp_path, f"""
+    path = write(
+        tmp_path,
+        f"""
 [server]
 listen = "unix:///tmp/from-file.sock"
 grace_seconds = 5
@@ -146,7 +171,8 @@ devices = {file_devices}
 backend = "cuda"
 [journal]
 retention_hours = 2
-""")
+""",
+    )
     from_file = load_config(path)
     assert from_file.server.listen == "unix:///tmp/from-file.sock"
     assert from_file.server.grace_seconds == 5.0
@@ -154,14 +180,17 @@ retention_hours = 2
     assert from_file.journal.retention_hours == 2.0
     assert from_file.http == DaemonConfig().http  # untouched sections keep their defaults
 
-    both = load_config(path, {
-        "server.listen": "127.0.0.1:0",  # a flag wins over the file
-        "engine.devices": str(flag_devices),  # argparse strings are parsed as TOML would
-        "engine.backend": None,  # a flag not given changes nothing
-        "http.enabled": "false",
-        "journal.path": str(tmp_path / "j.sqlite3"),
-        "engine.faults.seed": 9,
-    })
+    both = load_config(
+        path,
+        {
+            "server.listen": "127.0.0.1:0",  # a flag wins over the file
+            "engine.devices": str(flag_devices),  # argparse strings are parsed as TOML would
+            "engine.backend": None,  # a flag not given changes nothing
+            "http.enabled": "false",
+            "journal.path": str(tmp_path / "j.sqlite3"),
+            "engine.faults.seed": 9,
+        },
+    )
     assert both.server.listen == "127.0.0.1:0" and both.server.grace_seconds == 5.0
     assert both.engine.devices == flag_devices and both.engine.backend == "cuda"
     assert both.http.enabled is False
@@ -181,55 +210,73 @@ def test_tilde_is_expanded():
 
 # --- errors name their key -------------------------------------------------------------------
 
-@pytest.mark.parametrize("text,message", [
-    ("[server]\nlisen = 'x'\n", "server.lisen: unknown key"),
-    ("[servers]\n", "servers: unknown section"),
-    ("[engine.faults]\nkernel = 0.5\n", "engine.faults.kernel: unknown key"),
-    ("server = 3\n", "server: expected a table"),
-    ("[engine]\nworkers_per_device = \"x\"\n",
-     'engine.workers_per_device: expected an integer ≥ 1, got "x"'),
-    ("[engine]\nworkers_per_device = 0\n", "engine.workers_per_device: expected an integer ≥ 1, "
-                                           "got 0"),
-    ("[engine]\ndevices = 1.5\n", "engine.devices: expected an integer ≥ 1, got 1.5"),
-    ("[engine]\ndevices = true\n", "engine.devices: expected an integer ≥ 1, got True"),
-    ("[engine]\nbackend = \"tpu\"\n", 'engine.backend: expected one of "cpu", "cuda"'),
-    ("[engine]\nmemory_budget = \"lots\"\n", "engine.memory_budget: expected a size in bytes"),
-    ("[engine]\nmemory_budget = -5\n", "engine.memory_budget: expected a size in bytes"),
-    ("[engine]\nparam_dir = 3\n", "engine.param_dir: expected a path, got 3"),
-    ("[engine]\njoin_timeout_s = 0\n", "engine.join_timeout_s: expected a number > 0, got 0"),
-    ("[engine.faults]\nbad_proof = 1.5\n",
-     "engine.faults.bad_proof: expected a probability in [0, 1], got 1.5"),
-    ("[engine.faults]\ntargets = \"job\"\n", "engine.faults.targets: expected a list"),
-    ("[engine]\nfaults = 1\n", "engine.faults: expected a table, got 1"),
-    ("[server]\nmax_message_bytes = 10\n", "server.max_message_bytes: expected a size in bytes"),
-    ("[server]\ngrace_seconds = -1\n", "server.grace_seconds: expected a number ≥ 0, got -1"),
-    ("[server]\nlisten = \"nowhere\"\n", 'server.listen: expected "unix:///path"'),
-    ("[server]\nlisten = \"unix://rel.sock\"\n", "server.listen: expected \"unix:///absolute"),
-    ("[server]\nlisten = \"127.0.0.1:70000\"\n", "server.listen: expected"),
-    ("[server]\nlisten = 9820\n", "server.listen: expected"),
-    ("[http]\nlisten = \"unix:///tmp/x\"\n", 'http.listen: expected "host:port"'),
-    ("[http]\nlisten = \"localhost\"\n", 'http.listen: expected "host:port"'),
-    ("[http]\nenabled = \"yes\"\n", 'http.enabled: expected true or false, got "yes"'),
-    ("[journal]\nretention_hours = 0\n", "journal.retention_hours: expected a number > 0"),
-    ("[auth]\ntoken = 5\n", "auth.token: expected a string"),
-    ("[auth]\ntls_cert = \"/c.pem\"\n", "auth.tls_cert and auth.tls_key: give both"),
-    ("[log]\nlevel = \"loud\"\n", 'log.level: expected one of "debug"'),
-])
+
+@pytest.mark.parametrize(
+    "text,message",
+    [
+        ("[server]\nlisen = 'x'\n", "server.lisen: unknown key"),
+        ("[servers]\n", "servers: unknown section"),
+        ("[engine.faults]\nkernel = 0.5\n", "engine.faults.kernel: unknown key"),
+        ("server = 3\n", "server: expected a table"),
+        (
+            '[engine]\nworkers_per_device = "x"\n',
+            'engine.workers_per_device: expected an integer ≥ 1, got "x"',
+        ),
+        (
+            "[engine]\nworkers_per_device = 0\n",
+            "engine.workers_per_device: expected an integer ≥ 1, got 0",
+        ),
+        ("[engine]\ndevices = 1.5\n", "engine.devices: expected an integer ≥ 1, got 1.5"),
+        ("[engine]\ndevices = true\n", "engine.devices: expected an integer ≥ 1, got True"),
+        ('[engine]\nbackend = "tpu"\n', 'engine.backend: expected one of "cpu", "cuda"'),
+        ('[engine]\nmemory_budget = "lots"\n', "engine.memory_budget: expected a size in bytes"),
+        ("[engine]\nmemory_budget = -5\n", "engine.memory_budget: expected a size in bytes"),
+        ("[engine]\nparam_dir = 3\n", "engine.param_dir: expected a path, got 3"),
+        ("[engine]\njoin_timeout_s = 0\n", "engine.join_timeout_s: expected a number > 0, got 0"),
+        (
+            "[engine.faults]\nbad_proof = 1.5\n",
+            "engine.faults.bad_proof: expected a probability in [0, 1], got 1.5",
+        ),
+        ('[engine.faults]\ntargets = "job"\n', "engine.faults.targets: expected a list"),
+        ("[engine]\nfaults = 1\n", "engine.faults: expected a table, got 1"),
+        (
+            "[server]\nmax_message_bytes = 10\n",
+            "server.max_message_bytes: expected a size in bytes",
+        ),
+        ("[server]\ngrace_seconds = -1\n", "server.grace_seconds: expected a number ≥ 0, got -1"),
+        ('[server]\nlisten = "nowhere"\n', 'server.listen: expected "unix:///path"'),
+        ('[server]\nlisten = "unix://rel.sock"\n', 'server.listen: expected "unix:///absolute'),
+        ('[server]\nlisten = "127.0.0.1:70000"\n', "server.listen: expected"),
+        ("[server]\nlisten = 9820\n", "server.listen: expected"),
+        ('[http]\nlisten = "unix:///tmp/x"\n', 'http.listen: expected "host:port"'),
+        ('[http]\nlisten = "localhost"\n', 'http.listen: expected "host:port"'),
+        ('[http]\nenabled = "yes"\n', 'http.enabled: expected true or false, got "yes"'),
+        ("[journal]\nretention_hours = 0\n", "journal.retention_hours: expected a number > 0"),
+        ("[auth]\ntoken = 5\n", "auth.token: expected a string"),
+        ('[auth]\ntls_cert = "/c.pem"\n', "auth.tls_cert and auth.tls_key: give both"),
+        ('[log]\nlevel = "loud"\n', 'log.level: expected one of "debug"'),
+    ],
+)
 def test_bad_values_name_the_key(tmp_path, text, message):
     with pytest.raises(BadInput) as e:
         load_config(write(tmp_path, text))
     assert message in str(e.value)
 
 
-@pytest.mark.parametrize("overrides,message", [
-    ({"engine.workers_per_device": "x"}, 'engine.workers_per_device: expected an integer ≥ 1, '
-                                         'got "x"'),
-    ({"server.lissten": "x"}, "server.lissten: unknown key"),
-    ({"nope.key": 1}, "nope: unknown section"),
-    ({"server": "x"}, "expected section.key"),
-    ({"engine.faults.nope": 1}, "engine.faults.nope: unknown key"),
-    ({"server.listen": "0.0.0.0:9820"}, "server.listen"),
-])
+@pytest.mark.parametrize(
+    "overrides,message",
+    [
+        (
+            {"engine.workers_per_device": "x"},
+            'engine.workers_per_device: expected an integer ≥ 1, got "x"',
+        ),
+        ({"server.lissten": "x"}, "server.lissten: unknown key"),
+        ({"nope.key": 1}, "nope: unknown section"),
+        ({"server": "x"}, "expected section.key"),
+        ({"engine.faults.nope": 1}, "engine.faults.nope: unknown key"),
+        ({"server.listen": "0.0.0.0:9820"}, "server.listen"),
+    ],
+)
 def test_bad_overrides_name_the_key(overrides, message):
     with pytest.raises(BadInput) as e:
         load_config(None, overrides)
@@ -251,12 +298,15 @@ def test_remote_listeners_need_a_token_or_tls(tmp_path):
     # a disabled HTTP server may name any address
     off = load_config(None, {"http.listen": "0.0.0.0:9821", "http.enabled": False})
     assert not off.http.enabled
-    with_token = load_config(None, {"server.listen": "0.0.0.0:9820", "http.listen": "[::]:0",
-                                    "auth.token": "s3cret"})
+    with_token = load_config(
+        None, {"server.listen": "0.0.0.0:9820", "http.listen": "[::]:0", "auth.token": "s3cret"}
+    )
     assert with_token.auth.token == "s3cret" and "s3cret" not in repr(with_token)
     cert, key = tmp_path / "c.pem", tmp_path / "k.pem"
-    with_tls = load_config(None, {"server.listen": "10.0.0.1:9820", "auth.tls_cert": str(cert),
-                                  "auth.tls_key": str(key)})
+    with_tls = load_config(
+        None,
+        {"server.listen": "10.0.0.1:9820", "auth.tls_cert": str(cert), "auth.tls_key": str(key)},
+    )
     assert with_tls.auth.tls and with_tls.auth.tls_key == key
     # loopback TCP needs neither
     assert load_config(None, {"server.listen": "[::1]:9820"}).server.address.port == 9820

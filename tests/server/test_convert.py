@@ -28,12 +28,21 @@ def test_registered_proofs_name_circuits(i):
     """filecoin-ffi numbering: seal 0–19 (four groups of five sizes), update 0–4, PoSt winning
     0–4 and window V1_1 10–14."""
     for group in range(4):
-        msg = pb.SubmitProofRequest(proof_kind=pb.POREP_SEAL_COMMIT, registered_proof=5 * group + i,
-                                    vanilla_proof=b"{}", sector_size=SIZES[i])
+        msg = pb.SubmitProofRequest(
+            proof_kind=pb.POREP_SEAL_COMMIT,
+            registered_proof=5 * group + i,
+            vanilla_proof=b"{}",
+            sector_size=SIZES[i],
+        )
         assert convert.to_engine(msg).request.circuit_id == f"porep-{NAMES[i]}"
-    msg = pb.SubmitProofRequest(proof_kind=pb.SNAP_DEALS_UPDATE, registered_proof=i,
-                                vanilla_proofs=[b"x"], comm_r_old=bytes(32), comm_r_new=bytes(32),
-                                comm_d_new=bytes(32))
+    msg = pb.SubmitProofRequest(
+        proof_kind=pb.SNAP_DEALS_UPDATE,
+        registered_proof=i,
+        vanilla_proofs=[b"x"],
+        comm_r_old=bytes(32),
+        comm_r_new=bytes(32),
+        comm_d_new=bytes(32),
+    )
     conv = convert.to_engine(msg)
     assert conv.request.circuit_id == f"snap-{NAMES[i]}" and conv.kind == "snap"
     doc = json.loads(conv.request.payload)
@@ -42,13 +51,23 @@ def test_registered_proofs_name_circuits(i):
 
 def test_sector_size_must_agree_and_window_v1_is_refused():
     with pytest.raises(BadInput, match="does not match"):
-        convert.to_engine(pb.SubmitProofRequest(proof_kind=pb.POREP_SEAL_COMMIT,
-                                                registered_proof=3, sector_size=2048,
-                                                vanilla_proof=b"{}"))
+        convert.to_engine(
+            pb.SubmitProofRequest(
+                proof_kind=pb.POREP_SEAL_COMMIT,
+                registered_proof=3,
+                sector_size=2048,
+                vanilla_proof=b"{}",
+            )
+        )
     with pytest.raises(BadInput, match="retired"):
-        convert.to_engine(pb.SubmitProofRequest(proof_kind=pb.WINDOW_POST_PARTITION,
-                                                registered_proof=8, vanilla_proofs=[b"{}"],
-                                                randomness=bytes(32)))
+        convert.to_engine(
+            pb.SubmitProofRequest(
+                proof_kind=pb.WINDOW_POST_PARTITION,
+                registered_proof=8,
+                vanilla_proofs=[b"{}"],
+                randomness=bytes(32),
+            )
+        )
     with pytest.raises(BadInput, match="unknown value 9"):
         convert.to_engine(pb.SubmitProofRequest(proof_kind=9))
     with pytest.raises(BadInput, match="unspecified"):
@@ -56,28 +75,34 @@ def test_sector_size_must_agree_and_window_v1_is_refused():
 
 
 def test_priorities_map_both_ways():
-    want = {pb.PRIORITY_UNSPECIFIED: Priority.NORMAL, pb.LOW: Priority.LOW,
-            pb.NORMAL: Priority.NORMAL, pb.HIGH: Priority.HIGH, pb.CRITICAL: Priority.CRITICAL}
+    want = {
+        pb.PRIORITY_UNSPECIFIED: Priority.NORMAL,
+        pb.LOW: Priority.LOW,
+        pb.NORMAL: Priority.NORMAL,
+        pb.HIGH: Priority.HIGH,
+        pb.CRITICAL: Priority.CRITICAL,
+    }
     for wire, engine in want.items():
         msg = pb.SubmitProofRequest(circuit_id="synthetic:64", seeds=[1], priority=wire)
         assert convert.to_engine(msg).request.priority is engine
         if wire:
             assert convert.wire_priority(engine) == wire
     with pytest.raises(BadInput, match="priority"):
-        convert.to_engine(pb.SubmitProofRequest(circuit_id="synthetic:64", seeds=[1],
-                                                priority=7))
+        convert.to_engine(pb.SubmitProofRequest(circuit_id="synthetic:64", seeds=[1], priority=7))
 
 
 def test_direct_circuit_requests(rng):
     seeds = [int(x) for x in rng.integers(0, 1 << 62, size=3)]
-    conv = convert.to_engine(pb.SubmitProofRequest(circuit_id="synthetic:64", seeds=seeds,
-                                                   request_id="r"))
+    conv = convert.to_engine(
+        pb.SubmitProofRequest(circuit_id="synthetic:64", seeds=seeds, request_id="r")
+    )
     assert conv.request.seeds == tuple(seeds) and conv.request.request_id == "r"
-    for bad in (pb.SubmitProofRequest(circuit_id="synthetic:64"),
-                pb.SubmitProofRequest(circuit_id="synthetic:64", seeds=[1], vanilla_proof=b"x"),
-                pb.SubmitProofRequest(circuit_id="synthetic:64", vanilla_proofs=[b"x"]),
-                pb.SubmitProofRequest(circuit_id="synthetic:64", seeds=[1],
-                                      request_id="x" * 257)):
+    for bad in (
+        pb.SubmitProofRequest(circuit_id="synthetic:64"),
+        pb.SubmitProofRequest(circuit_id="synthetic:64", seeds=[1], vanilla_proof=b"x"),
+        pb.SubmitProofRequest(circuit_id="synthetic:64", vanilla_proofs=[b"x"]),
+        pb.SubmitProofRequest(circuit_id="synthetic:64", seeds=[1], request_id="x" * 257),
+    ):
         with pytest.raises(BadInput):
             convert.to_engine(bad)
 
@@ -105,12 +130,12 @@ def _bincode(doc: dict) -> bytes:
     for s in sectors:
         out += len(s["inclusion_proofs"]).to_bytes(8, "little")
         for m in s["inclusion_proofs"]:
-            (kind, body), = m["data"].items()
+            ((kind, body),) = m["data"].items()
             out += ["Single", "Sub", "Top"].index(kind).to_bytes(4, "little")
             if kind == "Single":
                 out += bytes(body["root"]) + bytes(body["leaf"]) + _bincode_path(body["path"])
             else:
-                for part in ("base_proof", "sub_proof", "top_proof")[:2 if kind == "Sub" else 3]:
+                for part in ("base_proof", "sub_proof", "top_proof")[: 2 if kind == "Sub" else 3]:
                     out += _bincode_path(body[part])
                 out += bytes(body["root"]) + bytes(body["leaf"])
         out += bytes(s["comm_c"]) + bytes(s["comm_r_last"])
@@ -125,9 +150,15 @@ def test_winning_post_envelope_round_trip(encoding, rng):
     docs = [sector_vanilla_json(s, p) for s in generate(p, [sector], randomness)]
     blobs = [json.dumps(d).encode() if encoding == "json" else _bincode(d) for d in docs]
     miner = int(rng.integers(1000, 1 << 40))
-    msg = pb.SubmitProofRequest(proof_kind=pb.WINNING_POST, registered_proof=0,
-                                sector_size=2048, vanilla_proofs=blobs, miner_id=miner,
-                                randomness=randomness.to_bytes(32, "little"), priority=pb.CRITICAL)
+    msg = pb.SubmitProofRequest(
+        proof_kind=pb.WINNING_POST,
+        registered_proof=0,
+        sector_size=2048,
+        vanilla_proofs=blobs,
+        miner_id=miner,
+        randomness=randomness.to_bytes(32, "little"),
+        priority=pb.CRITICAL,
+    )
     conv = convert.to_engine(msg)
     assert conv.kind == "winning" and conv.request.circuit_id == "winning-2k"
     assert conv.request.priority is Priority.CRITICAL
@@ -144,8 +175,12 @@ def test_bincode_starting_with_a_brace_is_still_bincode(rng):
     doc = sector_vanilla_json(generate(p, [sector], 3)[0], p)
     raw = _bincode(doc)
     assert raw[:1] == b"{"
-    msg = pb.SubmitProofRequest(proof_kind=pb.WINNING_POST, registered_proof=0,
-                                vanilla_proofs=[raw], randomness=(3).to_bytes(32, "little"))
+    msg = pb.SubmitProofRequest(
+        proof_kind=pb.WINNING_POST,
+        registered_proof=0,
+        vanilla_proofs=[raw],
+        randomness=(3).to_bytes(32, "little"),
+    )
     assert json.loads(convert.to_engine(msg).request.payload)["vanilla_proofs"] == [doc]
 
 
@@ -168,21 +203,38 @@ def test_bad_post_inputs_are_refused(rng):
             continue
         pytest.fail(f"{what}: accepted")
     with pytest.raises(BadInput, match="32 bytes"):
-        convert.to_engine(pb.SubmitProofRequest(proof_kind=pb.WINNING_POST, registered_proof=0,
-                                                vanilla_proofs=[good], randomness=b"\1" * 31))
+        convert.to_engine(
+            pb.SubmitProofRequest(
+                proof_kind=pb.WINNING_POST,
+                registered_proof=0,
+                vanilla_proofs=[good],
+                randomness=b"\1" * 31,
+            )
+        )
     with pytest.raises(BadInput, match="canonical"):
-        convert.to_engine(pb.SubmitProofRequest(proof_kind=pb.WINNING_POST, registered_proof=0,
-                                                vanilla_proofs=[good], randomness=b"\xff" * 32))
+        convert.to_engine(
+            pb.SubmitProofRequest(
+                proof_kind=pb.WINNING_POST,
+                registered_proof=0,
+                vanilla_proofs=[good],
+                randomness=b"\xff" * 32,
+            )
+        )
 
 
 def _valid_messages() -> list[bytes]:
     return [
         pb.SubmitProofRequest(circuit_id="synthetic:64", seeds=[1, 2]).SerializeToString(),
-        pb.SubmitProofRequest(proof_kind=pb.POREP_SEAL_COMMIT, registered_proof=8,
-                              vanilla_proof=b'{"SectorNum": 1}').SerializeToString(),
-        pb.SubmitProofRequest(proof_kind=pb.WINNING_POST, registered_proof=0,
-                              randomness=bytes(32), miner_id=1000,
-                              vanilla_proofs=[b'{"sector_id": 1}', bytes(80)]).SerializeToString(),
+        pb.SubmitProofRequest(
+            proof_kind=pb.POREP_SEAL_COMMIT, registered_proof=8, vanilla_proof=b'{"SectorNum": 1}'
+        ).SerializeToString(),
+        pb.SubmitProofRequest(
+            proof_kind=pb.WINNING_POST,
+            registered_proof=0,
+            randomness=bytes(32),
+            miner_id=1000,
+            vanilla_proofs=[b'{"sector_id": 1}', bytes(80)],
+        ).SerializeToString(),
     ]
 
 

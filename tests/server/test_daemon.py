@@ -113,10 +113,18 @@ def test_bad_requests_get_invalid_argument_and_the_daemon_survives(make_daemon):
             pb.SubmitProofRequest(proof_kind=17),  # unknown kind
             pb.SubmitProofRequest(),  # nothing at all
             pb.SubmitProofRequest(circuit_id="nonsense:1", seeds=[1]),  # unknown circuit
-            pb.SubmitProofRequest(proof_kind=pb.WINNING_POST, registered_proof=0,
-                                  randomness=bytes(32), vanilla_proofs=[b"\x01\x02garbage"]),
-            pb.SubmitProofRequest(proof_kind=pb.WINNING_POST, registered_proof=0,
-                                  randomness=bytes(32), vanilla_proofs=[b'{"sector_id": 1}']),
+            pb.SubmitProofRequest(
+                proof_kind=pb.WINNING_POST,
+                registered_proof=0,
+                randomness=bytes(32),
+                vanilla_proofs=[b"\x01\x02garbage"],
+            ),
+            pb.SubmitProofRequest(
+                proof_kind=pb.WINNING_POST,
+                registered_proof=0,
+                randomness=bytes(32),
+                vanilla_proofs=[b'{"sector_id": 1}'],
+            ),
             pb.SubmitProofRequest(circuit_id="winning-2k", vanilla_proof=b'{"circuit": "winn'),
             pb.SubmitProofRequest(circuit_id=CIRCUIT, vanilla_proof=b"\0" * 70_000),  # oversize
         ]
@@ -127,10 +135,15 @@ def test_bad_requests_get_invalid_argument_and_the_daemon_survives(make_daemon):
             assert str(info.value)
         assert "exceeds the limit" in str(info.value)
     # Bytes that are not a SubmitProofRequest at all, or fields of the wrong wire type.
-    for raw in (b"\x0a\xff\xff", b"\xff" * 9, b"\x10\x80", b"\x52\x05abc",
-                b"\x12\x03abc",  # proof_kind (a varint) sent as bytes
-                b"\xc2\x02\x02\x01",  # circuit_id (string) "\x01…" cut short
-                b"\xca\x02\x03\xff\xff\xff"):  # seeds: a packed varint that never ends
+    for raw in (
+        b"\x0a\xff\xff",
+        b"\xff" * 9,
+        b"\x10\x80",
+        b"\x52\x05abc",
+        b"\x12\x03abc",  # proof_kind (a varint) sent as bytes
+        b"\xc2\x02\x02\x01",  # circuit_id (string) "\x01…" cut short
+        b"\xca\x02\x03\xff\xff\xff",
+    ):  # seeds: a packed varint that never ends
         err = _raw(d, "SubmitProof", raw)
         assert err.code() == grpc.StatusCode.INVALID_ARGUMENT, raw
     err = _raw(d, "AwaitProof", b"\x0a\x03job")  # wrong-typed but decodable: unknown job
@@ -157,8 +170,9 @@ def test_results_survive_a_restart(tmp_path, server_keys):
 
 
 def test_token_protected_listener(tmp_path, server_keys):
-    cfg = daemon_config(tmp_path, server_keys, **{"server.listen": "127.0.0.1:0",
-                                                   "auth.token": "s3cret"})
+    cfg = daemon_config(
+        tmp_path, server_keys, **{"server.listen": "127.0.0.1:0", "auth.token": "s3cret"}
+    )
     with Daemon(cfg) as d:
         for token in (None, "wrong"):
             with Client(d.address, token=token) as c, pytest.raises(BadInput) as info:
@@ -198,13 +212,35 @@ def test_tls_listener(tmp_path, server_keys):
     if shutil.which("openssl") is None:
         pytest.skip("openssl is not installed")
     cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
-    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt",
-                    "ec_paramgen_curve:prime256v1", "-nodes", "-subj", "/CN=localhost",
-                    "-addext", "subjectAltName=DNS:localhost", "-days", "1",
-                    "-keyout", str(key), "-out", str(cert)], check=True, capture_output=True)
-    cfg = daemon_config(tmp_path, server_keys, **{"server.listen": "0.0.0.0:0",
-                                                   "auth.tls_cert": str(cert),
-                                                   "auth.tls_key": str(key)})
+    subprocess.run(
+        [
+            "openssl",
+            "req",
+            "-x509",
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:prime256v1",
+            "-nodes",
+            "-subj",
+            "/CN=localhost",
+            "-addext",
+            "subjectAltName=DNS:localhost",
+            "-days",
+            "1",
+            "-keyout",
+            str(key),
+            "-out",
+            str(cert),
+        ],
+        check=True,
+        capture_output=True,
+    )
+    cfg = daemon_config(
+        tmp_path,
+        server_keys,
+        **{"server.listen": "0.0.0.0:0", "auth.tls_cert": str(cert), "auth.tls_key": str(key)},
+    )
     with Daemon(cfg) as d:
         port = d.address.rsplit(":", 1)[1]
         with Client(f"localhost:{port}", tls_ca=cert) as c:

@@ -38,14 +38,30 @@ def get(url: str, token: str | None = None, method: str = "GET") -> tuple[int, d
 def finished_engine(tmp_path_factory, pool):
     """A real engine with one finished two-partition job and its result."""
     keys: Path = tmp_path_factory.mktemp("http-keys")
-    generate_parameters(synthesize_shape(get_circuit(CIRCUIT), CIRCUIT), keys,
-                        key_file_stem(CIRCUIT), seed=7, pool=pool)
-    engine = Engine(EngineConfig(param_dir=keys, devices=1, workers_per_device=2, msm_workers=1,
-                                 memory_budget=1 << 30, join_timeout_s=10.0))
+    generate_parameters(
+        synthesize_shape(get_circuit(CIRCUIT), CIRCUIT),
+        keys,
+        key_file_stem(CIRCUIT),
+        seed=7,
+        pool=pool,
+    )
+    engine = Engine(
+        EngineConfig(
+            param_dir=keys,
+            devices=1,
+            workers_per_device=2,
+            msm_workers=1,
+            memory_budget=1 << 30,
+            join_timeout_s=10.0,
+        )
+    )
     try:
-        result = engine.prove(ProofRequest.of(CIRCUIT, partitions=2, seed=11,
-                                              priority=Priority.HIGH, request_id="req-1"),
-                              timeout=120)
+        result = engine.prove(
+            ProofRequest.of(
+                CIRCUIT, partitions=2, seed=11, priority=Priority.HIGH, request_id="req-1"
+            ),
+            timeout=120,
+        )
         yield engine, result
     finally:
         engine.shutdown(graceful=False)
@@ -98,8 +114,7 @@ def test_status_json_of_a_real_engine(finished_engine):
         stamps = [p["timeline"][s] for s in TIMELINE_STAMPS]
         assert None not in stamps and stamps == sorted(stamps)
         assert p["durations"] == pytest.approx(t.durations())
-        assert set(p["durations"]) == {"queue", "synthesis", "device_wait", "kernels",
-                                       "finalize"}
+        assert set(p["durations"]) == {"queue", "synthesis", "device_wait", "kernels", "finalize"}
 
     assert {w["kind"] for w in body["workers"]} == {"synthesis", "device"}
     assert len(body["workers"]) == 3 and all(w["busy_with"] is None for w in body["workers"])
@@ -129,8 +144,11 @@ def test_routes_over_http_with_a_real_engine(finished_engine, serve):
 
     code, headers, body = get(base + "/metrics")
     assert code == 200 and headers["Content-Type"].startswith("text/plain; version=")
-    got = {(smp.name, frozenset(smp.labels.items())): smp.value
-           for fam in text_string_to_metric_families(body.decode()) for smp in fam.samples}
+    got = {
+        (smp.name, frozenset(smp.labels.items())): smp.value
+        for fam in text_string_to_metric_families(body.decode())
+        for smp in fam.samples
+    }
     assert got[("cuzk_proofs_completed_total", frozenset({("kind", "synthetic")}))] == 2
     assert got[("cuzk_partitions", frozenset({("state", "done")}))] == 2
     assert got[("cuzk_jobs", frozenset({("priority", "high"), ("state", "succeeded")}))] == 1

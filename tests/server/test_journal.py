@@ -11,25 +11,59 @@ import pytest
 from cuzk.server.journal import Journal, JournalEntry
 
 
-def _entry(journal: Journal, request_id: str | None, seeds: tuple[int, ...], at: float,
-           payload: bytes = b"") -> JournalEntry:
-    return JournalEntry(journal.new_id(), request_id, f"digest-{seeds}", "circuit",
-                        "synthetic:64", seeds, payload, 2, "pending", at,
-                        None, None, None, None, None, None)
+def _entry(
+    journal: Journal,
+    request_id: str | None,
+    seeds: tuple[int, ...],
+    at: float,
+    payload: bytes = b"",
+) -> JournalEntry:
+    return JournalEntry(
+        journal.new_id(),
+        request_id,
+        f"digest-{seeds}",
+        "circuit",
+        "synthetic:64",
+        seeds,
+        payload,
+        2,
+        "pending",
+        at,
+        None,
+        None,
+        None,
+        None,
+        None,
+        None,
+    )
 
 
 def test_pending_finish_and_reopen(tmp_path, rng):
     path = tmp_path / "sub" / "j.sqlite3"
     j = Journal(path, retention_s=3600)
     now = time.time()
-    entries = [_entry(j, f"r{i}", (int(rng.integers(1 << 62)),), now + i,
-                      payload=rng.bytes(int(rng.integers(0, 64)))) for i in range(4)]
+    entries = [
+        _entry(
+            j,
+            f"r{i}",
+            (int(rng.integers(1 << 62)),),
+            now + i,
+            payload=rng.bytes(int(rng.integers(0, 64))),
+        )
+        for i in range(4)
+    ]
     for e in reversed(entries):
         j.add(e)
     assert [e.id for e in j.pending()] == [e.id for e in entries]  # oldest first
     inputs = ((int(rng.integers(1 << 62)), 5), (7, 8))
-    j.finish(entries[0].id, "succeeded", proof=b"p" * 384, public_inputs=inputs, vk_path="/v",
-             timings={"total_ms": 12})
+    j.finish(
+        entries[0].id,
+        "succeeded",
+        proof=b"p" * 384,
+        public_inputs=inputs,
+        vk_path="/v",
+        timings={"total_ms": 12},
+    )
     j.finish(entries[0].id, "failed", error="too late")  # a second finish changes nothing
     j.finish(entries[1].id, "failed", error="partition 0: boom")
     with pytest.raises(sqlite3.IntegrityError):

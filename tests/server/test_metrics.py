@@ -45,15 +45,18 @@ def fake_status(rng) -> EngineStatus:
         counts=counts,
         partitions={s.value: r(50) for s in PartitionState},
         jobs=(),
-        budget=BudgetStatus(sum(by_kind.values()) + r(1 << 30) + 1, sum(by_kind.values()),
-                            by_kind),
-        srs=(SrsStatus("synthetic:400", "resident", r(1 << 30), r(3), 1.0),
-             SrsStatus("wpost-2k", "resident", r(1 << 30), 0, 2.0),
-             SrsStatus("winning-2k", "loading", r(1 << 30), 1, 3.0)),
+        budget=BudgetStatus(sum(by_kind.values()) + r(1 << 30) + 1, sum(by_kind.values()), by_kind),
+        srs=(
+            SrsStatus("synthetic:400", "resident", r(1 << 30), r(3), 1.0),
+            SrsStatus("wpost-2k", "resident", r(1 << 30), 0, 2.0),
+            SrsStatus("winning-2k", "loading", r(1 << 30), 1, 3.0),
+        ),
         evictions=r(10),
-        workers=(WorkerStatus("s0", "synthesis", None, "job-1/p0"),
-                 WorkerStatus("d0", "device", 0, None),
-                 WorkerStatus("d1", "device", 1, "job-1/p1")),
+        workers=(
+            WorkerStatus("s0", "synthesis", None, "job-1/p0"),
+            WorkerStatus("d0", "device", 0, None),
+            WorkerStatus("d1", "device", 1, "job-1/p1"),
+        ),
         devices=tuple(DeviceStatus(i, "cpu", float(rng.uniform(0, uptime))) for i in range(2)),
     )
 
@@ -86,11 +89,13 @@ def test_histograms_observe_succeeded_jobs(rng):
     m.job_finished("synthetic:1000", "failed", 1e6, {"queue": 1e6})  # not a proof time
     assert value(m, "cuzk_proof_duration_seconds_count", kind="synthetic") == 5
     assert value(m, "cuzk_proof_duration_seconds_sum", kind="synthetic") == pytest.approx(
-        float(durations.sum()))
+        float(durations.sum())
+    )
     for stage in STAGES:
         assert value(m, "cuzk_stage_seconds_count", kind="synthetic", stage=stage) == 5
-        assert value(m, "cuzk_stage_seconds_sum", kind="synthetic", stage=stage) == \
-            pytest.approx(sum(s[stage] for s in stage_sets))
+        assert value(m, "cuzk_stage_seconds_sum", kind="synthetic", stage=stage) == pytest.approx(
+            sum(s[stage] for s in stage_sets)
+        )
     names = {k[0] for k in samples(m)}
     assert not any("bogus" in str(k[1]) for k in samples(m)) and names
     # buckets are cumulative and end with every observation
@@ -120,8 +125,10 @@ def test_gauges_reflect_the_status_at_scrape_time(rng):
         for prio, by_state in st.counts.items():
             for state, n in by_state.items():
                 assert v("cuzk_jobs", priority=prio.lower(), state=state) == n
-            assert v("cuzk_queue_depth", priority=prio.lower()) == \
-                by_state["queued"] + by_state["running"]
+            assert (
+                v("cuzk_queue_depth", priority=prio.lower())
+                == by_state["queued"] + by_state["running"]
+            )
         for state, n in st.partitions.items():
             assert v("cuzk_partitions", state=state) == n
         assert v("cuzk_budget_limit_bytes") == st.budget.total
@@ -129,10 +136,12 @@ def test_gauges_reflect_the_status_at_scrape_time(rng):
             assert v("cuzk_budget_reserved_bytes", kind=kind) == n
         assert v("cuzk_budget_in_use_ratio") == pytest.approx(st.budget.reserved / st.budget.total)
         for d in st.devices:
-            assert v("cuzk_device_busy_ratio", device=str(d.index), backend="cpu") == \
-                pytest.approx(d.kernel_seconds / st.uptime)
-            assert v("cuzk_device_kernel_seconds_total", device=str(d.index), backend="cpu") == \
-                pytest.approx(d.kernel_seconds)
+            assert v("cuzk_device_busy_ratio", device=str(d.index), backend="cpu") == pytest.approx(
+                d.kernel_seconds / st.uptime
+            )
+            assert v(
+                "cuzk_device_kernel_seconds_total", device=str(d.index), backend="cpu"
+            ) == pytest.approx(d.kernel_seconds)
         resident = [s for s in st.srs if s.state == "resident"]
         assert v("cuzk_srs_entries", state="resident") == len(resident) == 2
         assert v("cuzk_srs_bytes", state="resident") == sum(s.bytes for s in resident)
@@ -151,20 +160,40 @@ def test_registries_are_private():
     assert a.content_type.startswith("text/plain")
 
 
-@pytest.mark.parametrize("cid,kind", [
-    ("synthetic:400", "synthetic"), ("winning-2k", "winning"), ("wpost-32g", "wpost"),
-    ("porep-32g", "porep"), ("snap-64g", "snap"), ("SYNTHETIC:1", "synthetic"),
-    ("made-up:1", "other"), ("", "other"), ("x" * 500, "other"),
-])
+@pytest.mark.parametrize(
+    "cid,kind",
+    [
+        ("synthetic:400", "synthetic"),
+        ("winning-2k", "winning"),
+        ("wpost-32g", "wpost"),
+        ("porep-32g", "porep"),
+        ("snap-64g", "snap"),
+        ("SYNTHETIC:1", "synthetic"),
+        ("made-up:1", "other"),
+        ("", "other"),
+        ("x" * 500, "other"),
+    ],
+)
 def test_circuit_kinds_are_bounded(cid, kind):
     assert circuit_kind(cid) == kind
 
 
 def test_stage_seconds_is_the_mean_over_partitions(rng):
     marks = [sorted(float(x) for x in rng.uniform(0, 10, size=5)) for _ in range(3)]
-    timelines = [PartitionTimeline("job-1", i, 0, "w", queued=m[0], synth_start=m[1],
-                                   kernels_start=m[2], kernels_end=m[3], finalize_end=m[4])
-                 for i, m in enumerate(marks)]
+    timelines = [
+        PartitionTimeline(
+            "job-1",
+            i,
+            0,
+            "w",
+            queued=m[0],
+            synth_start=m[1],
+            kernels_start=m[2],
+            kernels_end=m[3],
+            finalize_end=m[4],
+        )
+        for i, m in enumerate(marks)
+    ]
     got = stage_seconds(timelines)
     # synth_end is missing, so neither synthesis nor device_wait can be measured
     assert set(got) == {"queue", "kernels", "finalize"}

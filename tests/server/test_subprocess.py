@@ -17,17 +17,22 @@ from .conftest import CIRCUIT, SLOW_CIRCUIT, daemon_log, spawn_daemon
 
 def _valid(outcome, tmp) -> bool:
     assert outcome.status == "completed", (
-        f"{outcome.job_id}: {outcome.status}: {outcome.error}\n{daemon_log(tmp)}")
+        f"{outcome.job_id}: {outcome.status}: {outcome.error}\n{daemon_log(tmp)}"
+    )
     vk = read_vk(outcome.vk_path)
     return all(
-        verify(vk, inputs, proof) for inputs, proof in
-        zip(outcome.public_inputs, proofs_from_bytes(outcome.proof), strict=True))
+        verify(vk, inputs, proof)
+        for inputs, proof in zip(
+            outcome.public_inputs, proofs_from_bytes(outcome.proof), strict=True
+        )
+    )
 
 
 def _running(client: Client, job_partitions: int) -> bool:
     doc = json.loads(client.status().status_json)
-    return any(j["state"] == "running" and len(j["partitions"]) == job_partitions
-               for j in doc["jobs"])
+    return any(
+        j["state"] == "running" and len(j["partitions"]) == job_partitions for j in doc["jobs"]
+    )
 
 
 def test_sigkill_mid_job_then_restart_completes_it(tmp_path, server_keys, rng):

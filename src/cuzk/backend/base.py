@@ -46,6 +46,7 @@ class PointSet:
         """Stable identity for residency caches."""
         return f"{self.group}:{self.path}:{self.offset}:{self.count}"
 
+
 #: Below this share of scalar-one entries a split MSM runs one MSM over the non-zero scalars:
 #: batch addition of the ones would save less than its second pass over the points costs.
 MIN_ONES_SHARE_FOR_SPLIT = 0.05
@@ -81,9 +82,7 @@ class Backend(Protocol):
     def intt(self, v: fr.FrVec, domain: Domain) -> fr.FrVec: ...
     def coset_ntt(self, v: fr.FrVec, domain: Domain) -> fr.FrVec: ...
     def coset_intt(self, v: fr.FrVec, domain: Domain) -> fr.FrVec: ...
-    def h_quotient(
-        self, a: fr.FrVec, b: fr.FrVec, c: fr.FrVec, domain: Domain
-    ) -> fr.FrVec: ...
+    def h_quotient(self, a: fr.FrVec, b: fr.FrVec, c: fr.FrVec, domain: Domain) -> fr.FrVec: ...
 
     # -- constraint system ---------------------------------------------------------------------
     def evaluate_abc(

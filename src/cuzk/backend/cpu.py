@@ -25,7 +25,6 @@ from cuzk.r1cs import R1CSShape
 log = logging.getLogger(__name__)
 
 
-
 def combine(futures: Sequence[Future], reduce: Callable[[list], object]) -> Future:
     """A future resolved with ``reduce(results)`` once every input future is done.
 
@@ -86,9 +85,7 @@ class CpuBackend:
         return h_quotient(a, b, c, domain)
 
     # -- constraint system ---------------------------------------------------------------------
-    def evaluate_abc(
-        self, shape: R1CSShape, z: fr.FrVec
-    ) -> tuple[fr.FrVec, fr.FrVec, fr.FrVec]:
+    def evaluate_abc(self, shape: R1CSShape, z: fr.FrVec) -> tuple[fr.FrVec, fr.FrVec, fr.FrVec]:
         return shape.evaluate(z)
 
     # -- MSM -----------------------------------------------------------------------------------

@@ -29,7 +29,7 @@ def snarkjs_name(circuit_id: str) -> str | None:
     """
     if not circuit_id.startswith(SNARKJS_PREFIX):
         return None
-    name = circuit_id[len(SNARKJS_PREFIX):]
+    name = circuit_id[len(SNARKJS_PREFIX) :]
     if not _SNARKJS_NAME.fullmatch(name):
         raise BadInput(
             f"bad circuit id {circuit_id!r}: expected snarkjs:NAME with NAME of letters, "

@@ -90,8 +90,10 @@ class SyntheticCircuit:
         blocks = self.num_blocks
         mt = np.random.MT19937()
         state = rng.getstate()[1]  # 624 key words, then the position
-        mt.state = {"bit_generator": "MT19937",
-                    "state": {"key": np.array(state[:624], dtype=np.uint32), "pos": state[624]}}
+        mt.state = {
+            "bit_generator": "MT19937",
+            "state": {"key": np.array(state[:624], dtype=np.uint32), "pos": state[624]},
+        }
         raw = mt.random_raw(9 * blocks).reshape(blocks, 9)
         words = raw[:, 0]
         y_words = raw[:, 1:].copy()
@@ -143,7 +145,6 @@ class SyntheticCircuit:
         nxt = cs.alloc("x", nxt_val)
         cs.enforce("mul", t, y, nxt)
         return nxt, nxt_val
-
 
 
 @njit(cache=True, nogil=True)

@@ -31,10 +31,14 @@ MATPLOTLIB_PIN = "matplotlib==3.11.2"
 
 
 def add_parser(sub: Any, common: Callable[[argparse.ArgumentParser], None]) -> None:
-    s = sub.add_parser("bench", help="run the proving engine in-process (or load a daemon with "
-                       "--addr) and report throughput")
-    s.add_argument("--circuit", help="circuit id, e.g. synthetic:65536 (with --addr: default "
-                   "synthetic:65536)")
+    s = sub.add_parser(
+        "bench",
+        help="run the proving engine in-process (or load a daemon with "
+        "--addr) and report throughput",
+    )
+    s.add_argument(
+        "--circuit", help="circuit id, e.g. synthetic:65536 (with --addr: default synthetic:65536)"
+    )
     s.add_argument("--addr", help="bench the daemon at unix:///path or host:port over gRPC")
     s.add_argument("--backend", default="cpu", choices=["cpu", "cuda"])
     s.add_argument("--devices", type=int, default=1, help="devices (CPU: virtual devices)")
@@ -43,15 +47,27 @@ def add_parser(sub: Any, common: Callable[[argparse.ArgumentParser], None]) -> N
     s.add_argument("--partitions", type=int, default=1, help="partitions per proof")
     s.add_argument("--proofs", "-c", type=int, default=4, help="proofs (jobs) to make")
     s.add_argument("--concurrency", "-j", type=int, default=2, help="jobs in flight at once")
-    s.add_argument("--inject-faults", type=float, default=0.0, metavar="RATE",
-                   help="probability of each injected fault kind per partition")
+    s.add_argument(
+        "--inject-faults",
+        type=float,
+        default=0.0,
+        metavar="RATE",
+        help="probability of each injected fault kind per partition",
+    )
     s.add_argument("--seed", type=int, default=1, help="first witness seed")
-    s.add_argument("--param-dir", type=Path,
-                   help="directory of <circuit>.params keys (default: the cache's params/)")
+    s.add_argument(
+        "--param-dir",
+        type=Path,
+        help="directory of <circuit>.params keys (default: the cache's params/)",
+    )
     s.add_argument("--memory-budget", type=int, help="bytes (default: available memory)")
-    s.add_argument("--staging", action=argparse.BooleanOptionalAction, default=True,
-                   help="stage inputs under a second per-device lock (the default; "
-                        "--no-staging: everything inside the compute lock)")
+    s.add_argument(
+        "--staging",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="stage inputs under a second per-device lock (the default; "
+        "--no-staging: everything inside the compute lock)",
+    )
     s.add_argument("--json", type=Path, help="write per-job results here")
     s.add_argument("--timeline", type=Path, help="draw a Gantt chart (PNG; needs matplotlib)")
     common(s)
@@ -79,8 +95,14 @@ def cmd_bench(args: argparse.Namespace) -> int:
     from cuzk.engine import Engine, EngineConfig, FaultInjection
     from cuzk.r1cs.cache import default_cache_dir
 
-    for name in ("devices", "workers_per_device", "synthesis_workers", "partitions", "proofs",
-                 "concurrency"):
+    for name in (
+        "devices",
+        "workers_per_device",
+        "synthesis_workers",
+        "partitions",
+        "proofs",
+        "concurrency",
+    ):
         if getattr(args, name) < 1:
             raise BadInput(f"--{name.replace('_', '-')} must be at least 1")
     if not 0.0 <= args.inject_faults <= 1.0:
@@ -112,17 +134,20 @@ def cmd_bench(args: argparse.Namespace) -> int:
         status = engine.status()
         window = (window_start, status.uptime)
         measured = {o.job_id for o in outcomes}
-        timelines = [p.timeline for j in status.jobs if j.job_id in measured
-                     for p in j.partitions]
+        timelines = [p.timeline for j in status.jobs if j.job_id in measured for p in j.partitions]
         vk = str(config.params_path(args.circuit).with_suffix(".vk"))
     report = _summarize(args, outcomes, timelines, window, wall, load_s)
     _print_report(args, report)
     if args.json is not None:
         _write_json(args, report, outcomes, vk)
     if args.timeline is not None:
-        draw_timeline(timelines, args.timeline, title=f"{args.circuit} × {args.partitions} on "
-                      f"{args.devices} {args.backend} device(s), {args.workers_per_device} "
-                      f"workers each{', staging' if args.staging else ''}")
+        draw_timeline(
+            timelines,
+            args.timeline,
+            title=f"{args.circuit} × {args.partitions} on "
+            f"{args.devices} {args.backend} device(s), {args.workers_per_device} "
+            f"workers each{', staging' if args.staging else ''}",
+        )
     failed = sum(o.state != "succeeded" for o in outcomes)
     return 0 if failed == 0 or args.inject_faults > 0 else 3
 
@@ -152,8 +177,14 @@ def _run_jobs(engine: Any, args: argparse.Namespace) -> tuple[list[Outcome], flo
     next_index = iter(range(args.proofs))
     lock = threading.Lock()
 
-    with Progress("bench {task.description}", BarColumn(), MofNCompleteColumn(),
-                  TimeElapsedColumn(), console=err, transient=True) as bar:
+    with Progress(
+        "bench {task.description}",
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=err,
+        transient=True,
+    ) as bar:
         task = bar.add_task(args.circuit, total=args.proofs)
 
         def client() -> None:
@@ -163,8 +194,9 @@ def _run_jobs(engine: Any, args: argparse.Namespace) -> tuple[list[Outcome], flo
                 if i is None:
                     return
                 seed = args.seed + i * args.partitions
-                request = ProofRequest.of(args.circuit, partitions=args.partitions, seed=seed,
-                                          request_id=f"bench-{i}")
+                request = ProofRequest.of(
+                    args.circuit, partitions=args.partitions, seed=seed, request_id=f"bench-{i}"
+                )
                 job_id = None
                 try:
                     job_id = engine.submit(request)
@@ -176,8 +208,10 @@ def _run_jobs(engine: Any, args: argparse.Namespace) -> tuple[list[Outcome], flo
                 bar.advance(task)
 
         t0 = time.perf_counter()
-        clients = [threading.Thread(target=client, name=f"bench-client-{k}")
-                   for k in range(min(args.concurrency, args.proofs))]
+        clients = [
+            threading.Thread(target=client, name=f"bench-client-{k}")
+            for k in range(min(args.concurrency, args.proofs))
+        ]
         for c in clients:
             c.start()
         for c in clients:
@@ -186,8 +220,14 @@ def _run_jobs(engine: Any, args: argparse.Namespace) -> tuple[list[Outcome], flo
     return [o for o in outcomes if o is not None], wall
 
 
-def _summarize(args: argparse.Namespace, outcomes: list[Outcome], timelines: list,
-               window: tuple[float, float], wall: float, load_s: float) -> dict:
+def _summarize(
+    args: argparse.Namespace,
+    outcomes: list[Outcome],
+    timelines: list,
+    window: tuple[float, float],
+    wall: float,
+    load_s: float,
+) -> dict:
     from cuzk.engine.timeline import (
         busy_fraction,
         handoff_gaps,
@@ -224,21 +264,28 @@ def _print_report(args: argparse.Namespace, report: dict) -> None:
 
     from cuzk.cli.tasks import out
 
-    table = Table(title=f"cuzk bench — {args.circuit} × {args.partitions} partition(s), "
-                  f"{args.devices} {args.backend} device(s) × {args.workers_per_device} workers")
+    table = Table(
+        title=f"cuzk bench — {args.circuit} × {args.partitions} partition(s), "
+        f"{args.devices} {args.backend} device(s) × {args.workers_per_device} workers"
+    )
     table.add_column("metric")
     table.add_column("value", justify="right")
     spp = report["s_per_proof"]
     gap = report["handoff_gap_median_s"]
     rows = [
-        ("proofs (ok / failed / cancelled)",
-         f"{report['succeeded']} / {report['failed']} / {report['cancelled']}"),
+        (
+            "proofs (ok / failed / cancelled)",
+            f"{report['succeeded']} / {report['failed']} / {report['cancelled']}",
+        ),
         ("wall time", f"{report['wall_s']:.2f} s (+ {report['load_s']:.2f} s loading)"),
         ("proofs per minute", f"{report['proofs_per_minute']:.1f}"),
         ("seconds per proof", "—" if spp is None else f"{spp:.3f}"),
-        *((f"device {d} busy (whole run / steady)", f"{100 * b:.1f} % / {100 * s:.1f} %")
-          for d, (b, s) in enumerate(zip(report["device_busy"], report["device_busy_steady"],
-                                         strict=True))),
+        *(
+            (f"device {d} busy (whole run / steady)", f"{100 * b:.1f} % / {100 * s:.1f} %")
+            for d, (b, s) in enumerate(
+                zip(report["device_busy"], report["device_busy_steady"], strict=True)
+            )
+        ),
         ("hand-off gap (median)", "—" if gap is None else f"{gap * 1e3:.2f} ms"),
     ]
     for k, v in rows:
@@ -264,7 +311,8 @@ def _write_json(args: argparse.Namespace, report: dict, outcomes: list[Outcome],
                 "error": o.error,
                 "proof": o.proof.hex() if o.proof is not None else None,
                 # One list of decimal strings per partition (as `cuzk prove --inputs-out`).
-                "public_inputs": None if o.public_inputs is None
+                "public_inputs": None
+                if o.public_inputs is None
                 else [[str(x) for x in part] for part in o.public_inputs],
             }
             for o in outcomes
@@ -292,8 +340,12 @@ def _require_matplotlib() -> Any:
     return plt
 
 
-STAGE_COLOURS = {"synthesis": "#7fb3d5", "device_wait": "#e5e7e9", "kernels": "#c0392b",
-                 "finalize": "#f5b041"}
+STAGE_COLOURS = {
+    "synthesis": "#7fb3d5",
+    "device_wait": "#e5e7e9",
+    "kernels": "#c0392b",
+    "finalize": "#f5b041",
+}
 
 
 def draw_timeline(timelines: list, path: Path, title: str = "") -> None:
@@ -310,13 +362,16 @@ def draw_timeline(timelines: list, path: Path, title: str = "") -> None:
                 synth_lanes.append(0.0)
             synth_lanes[lane] = t.synth_end
             rows.setdefault(f"synthesis {lane}", []).append(
-                (t.synth_start, t.synth_end, "synthesis"))
+                (t.synth_start, t.synth_end, "synthesis")
+            )
         if t.worker is None:
             continue
         row = rows.setdefault(t.worker, [])
-        for stage, a, b in (("device_wait", t.device_pick, t.kernels_start),
-                            ("kernels", t.kernels_start, t.kernels_end),
-                            ("finalize", t.kernels_end, t.finalize_end)):
+        for stage, a, b in (
+            ("device_wait", t.device_pick, t.kernels_start),
+            ("kernels", t.kernels_start, t.kernels_end),
+            ("finalize", t.kernels_end, t.finalize_end),
+        ):
             if a is not None and b is not None:
                 row.append((a, b, stage))
     names = sorted(rows, key=lambda n: (not n.startswith("synthesis"), n))
@@ -325,8 +380,13 @@ def draw_timeline(timelines: list, path: Path, title: str = "") -> None:
         for stage in STAGE_COLOURS:
             bars = [(a, b - a) for a, b, s in rows[name] if s == stage]
             if bars:
-                ax.broken_barh(bars, (y - 0.35, 0.7), facecolors=STAGE_COLOURS[stage],
-                               edgecolor="white", linewidth=0.3)
+                ax.broken_barh(
+                    bars,
+                    (y - 0.35, 0.7),
+                    facecolors=STAGE_COLOURS[stage],
+                    edgecolor="white",
+                    linewidth=0.3,
+                )
     ax.set_yticks(range(len(names)), names)
     ax.invert_yaxis()
     ax.set_xlabel("seconds since the engine started")

@@ -25,8 +25,12 @@ from cuzk.errors import BadInput, CuzkError
 
 DEFAULT_BENCH_CIRCUIT = "synthetic:65536"
 _PRIORITIES = ("low", "normal", "high", "critical")
-_KINDS = {"porep": "POREP_SEAL_COMMIT", "snap": "SNAP_DEALS_UPDATE",
-          "wpost": "WINDOW_POST_PARTITION", "winning": "WINNING_POST"}
+_KINDS = {
+    "porep": "POREP_SEAL_COMMIT",
+    "snap": "SNAP_DEALS_UPDATE",
+    "wpost": "WINDOW_POST_PARTITION",
+    "winning": "WINNING_POST",
+}
 
 
 def _default_addr() -> str:
@@ -37,26 +41,39 @@ def _default_addr() -> str:
 
 def add_parser(sub: Any) -> None:
     c = sub.add_parser("client", help="talk to a running daemon over gRPC")
-    c.add_argument("--addr", help="unix:///path or host:port (default: $CUZK_ADDR or "
-                   "unix:///tmp/cuzk.sock)")
+    c.add_argument(
+        "--addr", help="unix:///path or host:port (default: $CUZK_ADDR or unix:///tmp/cuzk.sock)"
+    )
     c.add_argument("--token", help="bearer token (default: $CUZK_TOKEN)")
     c.add_argument("--tls-ca", type=Path, help="CA certificate; connects with TLS")
     csub = c.add_subparsers(dest="client_command", required=True, metavar="RPC")
 
-    for name, helptext in (("prove", "submit a proof and wait for it"),
-                           ("submit", "submit a proof; print its job id")):
+    for name, helptext in (
+        ("prove", "submit a proof and wait for it"),
+        ("submit", "submit a proof; print its job id"),
+    ):
         s = csub.add_parser(name, help=helptext)
         s.add_argument("--circuit", help="a registered circuit id (synthetic:N, wpost-2k, …)")
         s.add_argument("--seed", type=int, default=1, help="first witness seed (--circuit)")
         s.add_argument("--partitions", type=int, default=1, help="seeds seed, seed+1, …")
-        s.add_argument("--payload", type=Path, help="the circuit family's input file instead "
-                       "of seeds (e.g. a PoSt request from cuzk gen-vanilla)")
-        s.add_argument("--kind", choices=sorted(_KINDS), help="Filecoin proof kind (instead "
-                       "of --circuit)")
+        s.add_argument(
+            "--payload",
+            type=Path,
+            help="the circuit family's input file instead "
+            "of seeds (e.g. a PoSt request from cuzk gen-vanilla)",
+        )
+        s.add_argument(
+            "--kind", choices=sorted(_KINDS), help="Filecoin proof kind (instead of --circuit)"
+        )
         s.add_argument("--registered-proof", type=int, default=0)
         s.add_argument("--sector-size", type=int, default=0)
-        s.add_argument("--vanilla", type=Path, action="append", default=[],
-                       help="vanilla proof file (repeatable: one per sector / partition)")
+        s.add_argument(
+            "--vanilla",
+            type=Path,
+            action="append",
+            default=[],
+            help="vanilla proof file (repeatable: one per sector / partition)",
+        )
         s.add_argument("--miner-id", type=int, default=0)
         s.add_argument("--randomness", default="", help="32 bytes as hex")
         s.add_argument("--partition-index", type=int, default=0)
@@ -82,8 +99,11 @@ def add_parser(sub: Any) -> None:
 
 def _result_args(s: argparse.ArgumentParser) -> None:
     s.add_argument("--out", type=Path, help="write the proof bytes here")
-    s.add_argument("--inputs-out", type=Path,
-                   help="public inputs: JSON list (per partition) of decimal strings")
+    s.add_argument(
+        "--inputs-out",
+        type=Path,
+        help="public inputs: JSON list (per partition) of decimal strings",
+    )
     s.add_argument("--json", action="store_true", help="print the whole answer as JSON")
 
 
@@ -104,8 +124,9 @@ def _read(path: Path) -> bytes:
 def _submit_message(args: argparse.Namespace):  # noqa: ANN202 - pb.SubmitProofRequest
     from cuzk.server.proto import proving_pb2 as pb
 
-    msg = pb.SubmitProofRequest(request_id=args.request_id,
-                                priority=pb.Priority.Value(args.priority.upper()))
+    msg = pb.SubmitProofRequest(
+        request_id=args.request_id, priority=pb.Priority.Value(args.priority.upper())
+    )
     if args.circuit and args.kind:
         raise BadInput("give --circuit or --kind, not both")
     if args.circuit:
@@ -143,20 +164,34 @@ def _print_outcome(args: argparse.Namespace, o: Any) -> int:
         args.out.write_bytes(o.proof)
     if args.inputs_out is not None and o.status == "completed":
         args.inputs_out.write_text(
-            json.dumps([[str(x) for x in part] for part in o.public_inputs]) + "\n")
+            json.dumps([[str(x) for x in part] for part in o.public_inputs]) + "\n"
+        )
     if args.json:
-        print(json.dumps({"job_id": o.job_id, "status": o.status, "error": o.error or None,
-                          "circuit_id": o.circuit_id, "vk": o.vk_path,
-                          "proof": o.proof.hex(), "timings_ms": o.timings_ms,
-                          "public_inputs": [[str(x) for x in p] for p in o.public_inputs]}))
+        print(
+            json.dumps(
+                {
+                    "job_id": o.job_id,
+                    "status": o.status,
+                    "error": o.error or None,
+                    "circuit_id": o.circuit_id,
+                    "vk": o.vk_path,
+                    "proof": o.proof.hex(),
+                    "timings_ms": o.timings_ms,
+                    "public_inputs": [[str(x) for x in p] for p in o.public_inputs],
+                }
+            )
+        )
     elif o.status == "completed":
         t = o.timings_ms
-        print(f"{o.job_id}: completed, {len(o.proof)} bytes, {len(o.public_inputs)} "
-              f"partition(s); total {t['total']} ms (queue {t['queue_wait']}, synthesis "
-              f"{t['synthesis']}, kernels {t['gpu_compute']}); vk {o.vk_path}")
+        print(
+            f"{o.job_id}: completed, {len(o.proof)} bytes, {len(o.public_inputs)} "
+            f"partition(s); total {t['total']} ms (queue {t['queue_wait']}, synthesis "
+            f"{t['synthesis']}, kernels {t['gpu_compute']}); vk {o.vk_path}"
+        )
     if o.status != "completed":
-        print(f"cuzk: {o.job_id}: {o.status}" + (f": {o.error}" if o.error else ""),
-              file=sys.stderr)
+        print(
+            f"cuzk: {o.job_id}: {o.status}" + (f": {o.error}" if o.error else ""), file=sys.stderr
+        )
         return 1
     return 0
 
@@ -187,14 +222,21 @@ def run(args: argparse.Namespace) -> int:
             return 0
         if cmd == "preload":
             r = c.preload(args.circuit_id)
-            print(f"{args.circuit_id}: " + ("already resident" if r.already_loaded
-                                             else f"loaded in {r.load_time_ms} ms"))
+            print(
+                f"{args.circuit_id}: "
+                + ("already resident" if r.already_loaded else f"loaded in {r.load_time_ms} ms")
+            )
             return 0
         if cmd == "evict":
             r = c.evict(args.circuit_id)
-            print(f"{args.circuit_id}: " + (f"evicted, {r.freed_bytes:,} bytes freed"
-                                             if r.was_loaded else "not evicted (not resident "
-                                             "or in use)"))
+            print(
+                f"{args.circuit_id}: "
+                + (
+                    f"evicted, {r.freed_bytes:,} bytes freed"
+                    if r.was_loaded
+                    else "not evicted (not resident or in use)"
+                )
+            )
             return 0
     raise BadInput(f"unknown client command {cmd!r}")  # unreachable: argparse checks
 
@@ -204,9 +246,11 @@ def _print_status(st: Any) -> None:
 
     from cuzk.cli.tasks import out
 
-    out.print(f"uptime {st.uptime_seconds} s; proofs completed {st.total_proofs_completed}, "
-              f"failed {st.total_proofs_failed}; memory budget "
-              f"{st.pinned_memory_bytes:,} / {st.pinned_memory_limit_bytes:,} bytes")
+    out.print(
+        f"uptime {st.uptime_seconds} s; proofs completed {st.total_proofs_completed}, "
+        f"failed {st.total_proofs_failed}; memory budget "
+        f"{st.pinned_memory_bytes:,} / {st.pinned_memory_limit_bytes:,} bytes"
+    )
     t = Table(title="devices")
     for col in ("ordinal", "backend", "current job", "circuit"):
         t.add_column(col)
@@ -249,32 +293,60 @@ def bench_daemon(args: argparse.Namespace) -> int:
         client.preload(circuit)
         warm = args.devices * args.workers_per_device
         run_id = secrets.token_hex(4)
-        _run_daemon_jobs(client, circuit, args, warm, f"bench-{run_id}-warm",
-                         (1 << 63) + secrets.randbits(32), show=False)
+        _run_daemon_jobs(
+            client,
+            circuit,
+            args,
+            warm,
+            f"bench-{run_id}-warm",
+            (1 << 63) + secrets.randbits(32),
+            show=False,
+        )
         load_s = time.perf_counter() - t0
-        outcomes, wall = _run_daemon_jobs(client, circuit, args, args.proofs,
-                                          f"bench-{run_id}", args.seed, show=True)
+        outcomes, wall = _run_daemon_jobs(
+            client, circuit, args, args.proofs, f"bench-{run_id}", args.seed, show=True
+        )
     report = _daemon_report(circuit, args, outcomes, wall, load_s)
     _print_daemon_report(report)
     if args.json is not None:
-        doc = {"summary": report, "jobs": [
-            {"job_id": o.job_id, "state": o.status, "error": o.error or None,
-             "latency_s": lat, "vk": o.vk_path, "proof": o.proof.hex() or None,
-             "public_inputs": [[str(x) for x in p] for p in o.public_inputs]}
-            for o, lat in outcomes]}
+        doc = {
+            "summary": report,
+            "jobs": [
+                {
+                    "job_id": o.job_id,
+                    "state": o.status,
+                    "error": o.error or None,
+                    "latency_s": lat,
+                    "vk": o.vk_path,
+                    "proof": o.proof.hex() or None,
+                    "public_inputs": [[str(x) for x in p] for p in o.public_inputs],
+                }
+                for o, lat in outcomes
+            ],
+        }
         try:
             args.json.write_text(json.dumps(doc, indent=1) + "\n")
         except OSError as e:
             raise BadInput(f"cannot write {args.json}: {e.strerror}") from e
     if args.timeline is not None:
         timelines = [t for o, _ in outcomes for t in o.timelines]
-        draw_timeline(timelines, args.timeline,
-                      title=f"{circuit} × {args.partitions} via the daemon at {args.addr}")
+        draw_timeline(
+            timelines,
+            args.timeline,
+            title=f"{circuit} × {args.partitions} via the daemon at {args.addr}",
+        )
     return 0 if report["succeeded"] == len(outcomes) else 3
 
 
-def _run_daemon_jobs(client: Any, circuit: str, args: argparse.Namespace, count: int,
-                     prefix: str, first_seed: int, show: bool) -> tuple[list, float]:
+def _run_daemon_jobs(
+    client: Any,
+    circuit: str,
+    args: argparse.Namespace,
+    count: int,
+    prefix: str,
+    first_seed: int,
+    show: bool,
+) -> tuple[list, float]:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 
     from cuzk.cli.tasks import err
@@ -283,8 +355,15 @@ def _run_daemon_jobs(client: Any, circuit: str, args: argparse.Namespace, count:
     results: list[Any] = [None] * count
     todo = iter(range(count))
     lock = threading.Lock()
-    with Progress("bench {task.description}", BarColumn(), MofNCompleteColumn(),
-                  TimeElapsedColumn(), console=err, transient=True, disable=not show) as bar:
+    with Progress(
+        "bench {task.description}",
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=err,
+        transient=True,
+        disable=not show,
+    ) as bar:
         task = bar.add_task(f"{circuit} via {args.addr}", total=count)
 
         def worker() -> None:
@@ -294,16 +373,21 @@ def _run_daemon_jobs(client: Any, circuit: str, args: argparse.Namespace, count:
                 if i is None:
                     return
                 seed = first_seed + i * args.partitions
-                msg = pb.SubmitProofRequest(circuit_id=circuit, request_id=f"{prefix}-{i}",
-                                            seeds=[seed + k for k in range(args.partitions)])
+                msg = pb.SubmitProofRequest(
+                    circuit_id=circuit,
+                    request_id=f"{prefix}-{i}",
+                    seeds=[seed + k for k in range(args.partitions)],
+                )
                 t = time.perf_counter()
                 outcome = client.prove(msg)
                 results[i] = (outcome, time.perf_counter() - t)
                 bar.advance(task)
 
         t0 = time.perf_counter()
-        threads = [threading.Thread(target=worker, name=f"bench-client-{k}")
-                   for k in range(min(args.concurrency, count))]
+        threads = [
+            threading.Thread(target=worker, name=f"bench-client-{k}")
+            for k in range(min(args.concurrency, count))
+        ]
         for th in threads:
             th.start()
         for th in threads:
@@ -323,8 +407,9 @@ def _engine_seconds(outcome: Any) -> float | None:
     return max(ends) - min(t.queued for t in ts)
 
 
-def _daemon_report(circuit: str, args: argparse.Namespace, outcomes: list,
-                   wall: float, load_s: float) -> dict:
+def _daemon_report(
+    circuit: str, args: argparse.Namespace, outcomes: list, wall: float, load_s: float
+) -> dict:
     ok = [(o, lat) for o, lat in outcomes if o.status == "completed"]
     lats = [lat for _, lat in ok]
     overheads = [lat - e for o, lat in ok if (e := _engine_seconds(o)) is not None]
@@ -356,13 +441,17 @@ def _print_daemon_report(r: dict) -> None:
     def s(v: float | None, unit: str = "s", scale: float = 1.0) -> str:
         return "—" if v is None else f"{v * scale:.3f} {unit}"
 
-    table = Table(title=f"cuzk bench — {r['circuit']} × {r['partitions']} partition(s) via "
-                  f"{r['addr']}, {r['concurrency']} in flight")
+    table = Table(
+        title=f"cuzk bench — {r['circuit']} × {r['partitions']} partition(s) via "
+        f"{r['addr']}, {r['concurrency']} in flight"
+    )
     table.add_column("metric")
     table.add_column("value", justify="right")
     rows = [
-        ("proofs (ok / failed / cancelled)",
-         f"{r['succeeded']} / {r['failed']} / {r['cancelled']}"),
+        (
+            "proofs (ok / failed / cancelled)",
+            f"{r['succeeded']} / {r['failed']} / {r['cancelled']}",
+        ),
         ("wall time", f"{r['wall_s']:.2f} s (+ {r['load_s']:.2f} s loading and warm-up)"),
         ("proofs per minute", f"{r['proofs_per_minute']:.1f}"),
         ("latency avg", s(r["latency_avg_s"])),
@@ -378,8 +467,14 @@ def _print_daemon_report(r: dict) -> None:
 # -- cuzk demo ---------------------------------------------------------------------------------
 
 
-def run_daemon_demo(circuit_id: str, key_dir: Path | None, *, proofs: int,
-                    workers: int | None, shape_cache: Path | None) -> None:
+def run_daemon_demo(
+    circuit_id: str,
+    key_dir: Path | None,
+    *,
+    proofs: int,
+    workers: int | None,
+    shape_cache: Path | None,
+) -> None:
     """Start a daemon in the background (unix socket in a temporary directory, embedded
     defaults), prove ``proofs`` fresh witnesses over gRPC with a progress bar, verify each,
     print throughput and the timeline's path, and stop the daemon."""
@@ -396,17 +491,32 @@ def run_daemon_demo(circuit_id: str, key_dir: Path | None, *, proofs: int,
     key_dir = key_dir or default_cache_dir().parent / "params"
     if not (key_dir / f"{key_file_stem(circuit_id)}.params").exists():
         err.print(f"no parameters for {circuit_id} in {key_dir}: running setup (once)")
-        _, seconds = run_setup(circuit_id, key_dir, seed=None, workers=workers,
-                               shape_cache=shape_cache)
+        _, seconds = run_setup(
+            circuit_id, key_dir, seed=None, workers=workers, shape_cache=shape_cache
+        )
         err.print(f"[dim]setup — {seconds:.1f} s[/dim]")
     backend = _demo_backend()
     demo_dir = default_cache_dir().parent / "demo"
     demo_dir.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="cuzk-demo-") as tmp:
         sock = f"unix://{tmp}/cuzk.sock"
-        cmd = [sys.executable, "-m", "cuzk.cli.main", "serve", "--listen", sock, "--no-http",
-               "--param-cache", str(key_dir), "--journal", f"{tmp}/journal.sqlite3",
-               "--backend", backend, "--set", "log.level=warning"]
+        cmd = [
+            sys.executable,
+            "-m",
+            "cuzk.cli.main",
+            "serve",
+            "--listen",
+            sock,
+            "--no-http",
+            "--param-cache",
+            str(key_dir),
+            "--journal",
+            f"{tmp}/journal.sqlite3",
+            "--backend",
+            backend,
+            "--set",
+            "log.level=warning",
+        ]
         if workers:
             cmd += ["--set", f"engine.msm_workers={workers}"]
         if shape_cache:
@@ -421,18 +531,35 @@ def run_daemon_demo(circuit_id: str, key_dir: Path | None, *, proofs: int,
                 t0 = time.perf_counter()
                 with err.status(f"loading {circuit_id} parameters into the daemon…"):
                     client.preload(circuit_id)
-                    client.prove(pb.SubmitProofRequest(circuit_id=circuit_id,
-                                                       seeds=[(1 << 63) + secrets.randbits(32)]))
-                err.print(f"[dim]parameters loaded, warm-up proof done — "
-                          f"{time.perf_counter() - t0:.1f} s[/dim]")
+                    client.prove(
+                        pb.SubmitProofRequest(
+                            circuit_id=circuit_id, seeds=[(1 << 63) + secrets.randbits(32)]
+                        )
+                    )
+                err.print(
+                    f"[dim]parameters loaded, warm-up proof done — "
+                    f"{time.perf_counter() - t0:.1f} s[/dim]"
+                )
                 n = max(1, proofs)
                 results: list[Any] = []
                 t0 = time.perf_counter()
-                with Progress("proving {task.description}", BarColumn(), MofNCompleteColumn(),
-                              TimeElapsedColumn(), console=err, transient=True) as bar:
+                with Progress(
+                    "proving {task.description}",
+                    BarColumn(),
+                    MofNCompleteColumn(),
+                    TimeElapsedColumn(),
+                    console=err,
+                    transient=True,
+                ) as bar:
                     task = bar.add_task(f"{circuit_id} over gRPC", total=n)
-                    ids = [client.submit(pb.SubmitProofRequest(
-                        circuit_id=circuit_id, seeds=[secrets.randbits(63)])) for _ in range(n)]
+                    ids = [
+                        client.submit(
+                            pb.SubmitProofRequest(
+                                circuit_id=circuit_id, seeds=[secrets.randbits(63)]
+                            )
+                        )
+                        for _ in range(n)
+                    ]
                     for job_id in ids:
                         results.append(client.await_proof(job_id))
                         bar.advance(task)
@@ -455,8 +582,11 @@ def run_daemon_demo(circuit_id: str, key_dir: Path | None, *, proofs: int,
     timeline = demo_dir / "timeline.png"
     try:
         _require_matplotlib()
-        draw_timeline([t for o in results for t in o.timelines], timeline,
-                      title=f"cuzk demo — {n} × {circuit_id} through the daemon ({backend})")
+        draw_timeline(
+            [t for o in results for t in o.timelines],
+            timeline,
+            title=f"cuzk demo — {n} × {circuit_id} through the daemon ({backend})",
+        )
         out.print(f"timeline: {timeline}")
     except BadInput as e:
         err.print(f"[dim]no timeline picture: {e}[/dim]")
@@ -499,8 +629,14 @@ def _demo_table(circuit_id: str, backend: str, results: list, wall: float) -> No
     for o in results:
         t = o.timings_ms
         wait = sum(tl.durations().get("device_wait", 0.0) for tl in o.timelines)
-        table.add_row(o.job_id, str(t["total"]), str(t["queue_wait"]), str(t["synthesis"]),
-                      str(round(wait * 1000)), str(t["gpu_compute"]))
+        table.add_row(
+            o.job_id,
+            str(t["total"]),
+            str(t["queue_wait"]),
+            str(t["synthesis"]),
+            str(round(wait * 1000)),
+            str(t["gpu_compute"]),
+        )
     out.print(table)
     out.print(f"{len(results)} proofs in {wall:.2f} s: {60 * len(results) / wall:.1f} proofs/min")
     out.print(f"proof: {results[-1].proof.hex()}")

@@ -56,10 +56,18 @@ def add_parsers(sub: Any) -> None:
         "seal a random sector and write its C1 output; snap: a SnapDeals update of a random "
         "sector (our envelope around upstream's PartitionProofs).",
     )
-    g.add_argument("post", metavar="KIND", choices=["winning-post", "window-post", "porep", "snap"],
-                   help="winning-post, window-post, porep or snap")
-    g.add_argument("--api", default="1.1.0", choices=["1.0.0", "1.1.0"],
-                   help="porep: StackedDrg…V1 (1.0.0) or …V1_1 (1.1.0, default)")
+    g.add_argument(
+        "post",
+        metavar="KIND",
+        choices=["winning-post", "window-post", "porep", "snap"],
+        help="winning-post, window-post, porep or snap",
+    )
+    g.add_argument(
+        "--api",
+        default="1.1.0",
+        choices=["1.0.0", "1.1.0"],
+        help="porep: StackedDrg…V1 (1.0.0) or …V1_1 (1.1.0, default)",
+    )
     g.add_argument("--sector-size", default="2KiB", choices=["2KiB", "8MiB"])
     g.add_argument("--sectors", type=int, help="WindowPoSt sectors (default: a full partition)")
     g.add_argument("--partition", type=int, default=0, help="WindowPoSt partition index")

@@ -33,8 +33,12 @@ def _build_parser() -> argparse.ArgumentParser:
     s.add_argument("--circuit", required=True, help="circuit id, e.g. synthetic:65536")
     s.add_argument("--out", required=True, type=Path, help="directory for NAME.params/NAME.vk")
     s.add_argument("--seed", type=int, help="reproducible toxic waste (tests only)")
-    s.add_argument("--backend", default="cpu", choices=["cpu", "cuda"],
-                   help="where the fixed-base multiplications run (cuda: seconds at 2^24)")
+    s.add_argument(
+        "--backend",
+        default="cpu",
+        choices=["cpu", "cuda"],
+        help="where the fixed-base multiplications run (cuda: seconds at 2^24)",
+    )
     s.add_argument("--device", type=int, default=0, help="CUDA device index (--backend cuda)")
     _common(s)
 
@@ -46,8 +50,9 @@ def _build_parser() -> argparse.ArgumentParser:
     s.add_argument("--backend", default="cpu", choices=["cpu", "cuda"])
     s.add_argument("--device", type=int, default=0, help="CUDA device index (--backend cuda)")
     s.add_argument("--seed", type=int, default=0, help="selects the witness, not the shape")
-    s.add_argument("--vanilla", type=Path,
-                   help="witness from a vanilla-proof request file (cuzk gen-vanilla)")
+    s.add_argument(
+        "--vanilla", type=Path, help="witness from a vanilla-proof request file (cuzk gen-vanilla)"
+    )
     _common(s)
 
     s = sub.add_parser("verify", help="verify a proof (exit 0 valid, 1 invalid, 2 bad input)")
@@ -59,13 +64,17 @@ def _build_parser() -> argparse.ArgumentParser:
     s.add_argument("file", type=Path)
     s.add_argument("--json", action="store_true")
 
-    s = sub.add_parser("demo", help="start the daemon, prove a default circuit over gRPC, "
-                       "verify, print throughput")
+    s = sub.add_parser(
+        "demo", help="start the daemon, prove a default circuit over gRPC, verify, print throughput"
+    )
     s.add_argument("--circuit", default=DEFAULT_DEMO_CIRCUIT)
     s.add_argument("--dir", type=Path, help="where keys are kept (default: the cache)")
     s.add_argument("--proofs", type=int, default=4, help="proofs to make (after a warm-up)")
-    s.add_argument("--in-process", action="store_true",
-                   help="prove in this process without a daemon (the old demo)")
+    s.add_argument(
+        "--in-process",
+        action="store_true",
+        help="prove in this process without a daemon (the old demo)",
+    )
     _common(s)
 
     _add_bench_parser(sub, _common)
@@ -97,8 +106,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as e:  # noqa: BLE001 - the CLI never shows a raw traceback
         if os.environ.get("CUZK_DEBUG"):
             raise
-        print(f"cuzk: internal error: {type(e).__name__}: {e} (CUZK_DEBUG=1 shows more)",
-              file=sys.stderr)
+        print(
+            f"cuzk: internal error: {type(e).__name__}: {e} (CUZK_DEBUG=1 shows more)",
+            file=sys.stderr,
+        )
         return EXIT_INTERNAL
 
 
@@ -109,8 +120,13 @@ def cmd_setup(args: argparse.Namespace) -> int:
     from cuzk.cli.tasks import run_setup
 
     params_path, seconds = run_setup(
-        args.circuit, args.out, seed=args.seed, workers=args.workers,
-        shape_cache=args.shape_cache, backend=args.backend, device=args.device,
+        args.circuit,
+        args.out,
+        seed=args.seed,
+        workers=args.workers,
+        shape_cache=args.shape_cache,
+        backend=args.backend,
+        device=args.device,
     )
     print(f"wrote {params_path} and {params_path.with_suffix('.vk')} in {seconds:.1f} s")
     return 0
@@ -177,9 +193,18 @@ def cmd_info(args: argparse.Namespace) -> int:
 
     header = read_header(args.file)
     if args.json:
-        print(json.dumps({"file": str(args.file), "kind": header.kind, "size": header.size,
-                          "num_inputs": header.num_ic, "domain_size": header.domain_size,
-                          "counts": header.counts}))
+        print(
+            json.dumps(
+                {
+                    "file": str(args.file),
+                    "kind": header.kind,
+                    "size": header.size,
+                    "num_inputs": header.num_ic,
+                    "domain_size": header.domain_size,
+                    "counts": header.counts,
+                }
+            )
+        )
         return 0
     print(f"{args.file}: {header.kind} file, {header.size:,} bytes")
     print(f"  public inputs (with ONE): {header.num_ic}")
@@ -194,11 +219,21 @@ def cmd_demo(args: argparse.Namespace) -> int:
     if args.in_process:
         from cuzk.cli.tasks import run_demo
 
-        run_demo(args.circuit, args.dir, proofs=args.proofs, workers=args.workers,
-                 shape_cache=args.shape_cache)
+        run_demo(
+            args.circuit,
+            args.dir,
+            proofs=args.proofs,
+            workers=args.workers,
+            shape_cache=args.shape_cache,
+        )
         return 0
-    client_cmd.run_daemon_demo(args.circuit, args.dir, proofs=args.proofs,
-                               workers=args.workers, shape_cache=args.shape_cache)
+    client_cmd.run_daemon_demo(
+        args.circuit,
+        args.dir,
+        proofs=args.proofs,
+        workers=args.workers,
+        shape_cache=args.shape_cache,
+    )
     return 0
 
 

@@ -17,9 +17,12 @@ from cuzk.errors import BadInput
 
 
 def add_parser(sub: Any) -> None:
-    s = sub.add_parser("serve", help="run the proving daemon (gRPC cuzk.v1 + HTTP status)",
-                       description=__doc__,
-                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    s = sub.add_parser(
+        "serve",
+        help="run the proving daemon (gRPC cuzk.v1 + HTTP status)",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     s.add_argument("--config", type=Path, help="TOML file (see cuzk.example.toml)")
     s.add_argument("--listen", help="gRPC address: unix:///path or host:port")
     s.add_argument("--http-listen", metavar="HOST:PORT", help="HTTP /status and /metrics")
@@ -27,8 +30,13 @@ def add_parser(sub: Any) -> None:
     s.add_argument("--param-cache", type=Path, help="directory of .params/.vk keys")
     s.add_argument("--journal", type=Path, help="SQLite journal file")
     s.add_argument("--backend", choices=["cpu", "cuda"])
-    s.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE",
-                   help="override any config key (repeatable), e.g. engine.devices=2")
+    s.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="SECTION.KEY=VALUE",
+        help="override any config key (repeatable), e.g. engine.devices=2",
+    )
 
 
 def overrides(args: argparse.Namespace) -> dict[str, object]:
@@ -39,14 +47,16 @@ def overrides(args: argparse.Namespace) -> dict[str, object]:
         if not eq or not key:
             raise BadInput(f"--set {item!r}: expected SECTION.KEY=VALUE")
         out[key.strip()] = value.strip()
-    out.update({
-        "server.listen": args.listen,
-        "http.listen": args.http_listen,
-        "http.enabled": False if args.no_http else None,
-        "engine.param_dir": None if args.param_cache is None else str(args.param_cache),
-        "journal.path": None if args.journal is None else str(args.journal),
-        "engine.backend": args.backend,
-    })
+    out.update(
+        {
+            "server.listen": args.listen,
+            "http.listen": args.http_listen,
+            "http.enabled": False if args.no_http else None,
+            "engine.param_dir": None if args.param_cache is None else str(args.param_cache),
+            "journal.path": None if args.journal is None else str(args.journal),
+            "engine.backend": args.backend,
+        }
+    )
     return out
 
 
@@ -55,8 +65,11 @@ def run(args: argparse.Namespace) -> int:
     from cuzk.server.daemon import Daemon
 
     config = load_config(args.config, overrides(args))
-    logging.basicConfig(level=config.log.level.upper(), stream=sys.stderr,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=config.log.level.upper(),
+        stream=sys.stderr,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
     daemon = Daemon(config)
     daemon.serve_forever()
     return 0

@@ -35,9 +35,13 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--workers", type=int, help="MSM worker processes (default: CPU count)")
     p.add_argument("--r1cs", type=Path, help="the circuit's .r1cs: name a failing constraint")
     p.add_argument("--timings", action="store_true", help="print per-stage seconds to stderr")
-    p.add_argument("--bases-cache", type=Path, metavar="DIR",
-                   help="keep the key's translated bases in DIR (by the key's SHA-256) and "
-                   "reuse them next time")
+    p.add_argument(
+        "--bases-cache",
+        type=Path,
+        metavar="DIR",
+        help="keep the key's translated bases in DIR (by the key's SHA-256) and "
+        "reuse them next time",
+    )
 
     v = cmds.add_parser("verify", help="verify (exit 0 valid, 1 invalid, 2 bad input)")
     v.add_argument("vk", type=Path, metavar="VK.json")

@@ -62,15 +62,18 @@ def run_setup(
 
     t0 = time.perf_counter()
     shape = load_shape(circuit_id, shape_cache)
-    with ExitStack() as stack, Progress(
-        TextColumn("setup {task.description}"),
-        BarColumn(),
-        TextColumn("{task.completed:,}/{task.total:,} points"),
-        TimeElapsedColumn(),
-        TimeRemainingColumn(),
-        console=err,
-        transient=True,
-    ) as bar:
+    with (
+        ExitStack() as stack,
+        Progress(
+            TextColumn("setup {task.description}"),
+            BarColumn(),
+            TextColumn("{task.completed:,}/{task.total:,} points"),
+            TimeElapsedColumn(),
+            TimeRemainingColumn(),
+            console=err,
+            transient=True,
+        ) as bar,
+    ):
         task = bar.add_task(circuit_id, total=1)
 
         def progress(done: int, total: int) -> None:
@@ -80,8 +83,9 @@ def run_setup(
             where = {"backend": stack.enter_context(get_backend("cuda", device=device))}
         else:
             where = {"pool": stack.enter_context(MsmPool(workers))}
-        generate_parameters(shape, out_dir, key_file_stem(circuit_id), seed=seed,
-                            progress=progress, **where)
+        generate_parameters(
+            shape, out_dir, key_file_stem(circuit_id), seed=seed, progress=progress, **where
+        )
     return out_dir / f"{key_file_stem(circuit_id)}.params", time.perf_counter() - t0
 
 
@@ -148,15 +152,23 @@ def run_demo(
     params_path = key_dir / f"{key_file_stem(circuit_id)}.params"
     if not params_path.exists():
         err.print(f"no parameters for {circuit_id} in {key_dir}: running setup (once)")
-        _, seconds = run_setup(circuit_id, key_dir, seed=None, workers=workers,
-                               shape_cache=shape_cache)
+        _, seconds = run_setup(
+            circuit_id, key_dir, seed=None, workers=workers, shape_cache=shape_cache
+        )
         err.print(f"[dim]setup — {seconds:.1f} s[/dim]")
     params = read_params(params_path)
     results = []
     with get_backend("cpu", workers=workers) as backend:
         for i in range(max(1, proofs)):
-            result = run_prove(circuit_id, params_path, seed=i + 1, backend_name="cpu",
-                               workers=workers, shape_cache=shape_cache, backend=backend)
+            result = run_prove(
+                circuit_id,
+                params_path,
+                seed=i + 1,
+                backend_name="cpu",
+                workers=workers,
+                shape_cache=shape_cache,
+                backend=backend,
+            )
             if not verify(params.vk, result.public_inputs, result.proof):
                 raise AssertionError("unreachable: prove() returned an invalid proof")
             results.append(result)

@@ -41,8 +41,7 @@ class Engine:
                 self._synth_pool.close()
             raise
         self._workers: list[Worker] = [
-            SynthesisWorker(self._core, f"cuzk-synth-{i}")
-            for i in range(config.synthesis_threads)
+            SynthesisWorker(self._core, f"cuzk-synth-{i}") for i in range(config.synthesis_threads)
         ]
         for d in self.devices:
             self._workers += [

@@ -35,8 +35,13 @@ class FaultInjection:
     targets: frozenset[str] | None = None  # client request ids; None: all jobs
 
     def __post_init__(self) -> None:
-        for name in ("synthesis_error", "kernel_error", "slow_kernel", "budget_exhaustion",
-                     "bad_proof"):
+        for name in (
+            "synthesis_error",
+            "kernel_error",
+            "slow_kernel",
+            "budget_exhaustion",
+            "bad_proof",
+        ):
             p = getattr(self, name)
             if not 0.0 <= p <= 1.0:
                 raise BadInput(f"fault probability {name} must lie in [0, 1], got {p}")
@@ -51,8 +56,13 @@ class FaultInjection:
     @property
     def active(self) -> bool:
         return any(
-            (self.synthesis_error, self.kernel_error, self.slow_kernel, self.budget_exhaustion,
-             self.bad_proof)
+            (
+                self.synthesis_error,
+                self.kernel_error,
+                self.slow_kernel,
+                self.budget_exhaustion,
+                self.bad_proof,
+            )
         )
 
     def fires(self, kind: str, request_key: str, partition: int) -> bool:
@@ -111,8 +121,13 @@ class EngineConfig:
             object.__setattr__(self, "shape_cache", Path(self.shape_cache))
         if self.backend not in ("cpu", "cuda"):
             raise BadInput(f"unknown backend {self.backend!r}; available: cpu, cuda")
-        for name in ("devices", "workers_per_device", "synthesis_workers", "max_partitions",
-                     "retain_jobs"):
+        for name in (
+            "devices",
+            "workers_per_device",
+            "synthesis_workers",
+            "max_partitions",
+            "retain_jobs",
+        ):
             if getattr(self, name) < 1:
                 raise BadInput(f"{name} must be at least 1, got {getattr(self, name)}")
         if self.synthesis_processes is not None and self.synthesis_processes < 0:

@@ -146,8 +146,13 @@ class EngineCore:
             if request.request_id is not None:
                 self._by_request[request.request_id] = job
             self._cv.notify_all()
-        log.debug("submitted %s: %s × %d (%s)", job.id, request.circuit_id,
-                  statement.partitions, request.priority.name)
+        log.debug(
+            "submitted %s: %s × %d (%s)",
+            job.id,
+            request.circuit_id,
+            statement.partitions,
+            request.priority.name,
+        )
         return job.id
 
     def result(self, job_id: str, timeout: float | None = None) -> JobResult:
@@ -226,15 +231,17 @@ class EngineCore:
                 ),
                 evictions=self._srs.evictions,
                 workers=tuple(
-                    WorkerStatus(w.name, w.kind, w.device.index if w.device else None,
-                                 w.busy_with)
+                    WorkerStatus(w.name, w.kind, w.device.index if w.device else None, w.busy_with)
                     for w in workers
                 ),
                 devices=tuple(
                     DeviceStatus(
-                        d.index, d.backend.name, d.kernel_seconds,
+                        d.index,
+                        d.backend.name,
+                        d.kernel_seconds,
                         d.staging.held if d.staging is not None else 0,
-                        d.pinned.lent, d.pinned.idle_bytes,
+                        d.pinned.lent,
+                        d.pinned.idle_bytes,
                     )
                     for d in devices
                 ),
@@ -256,8 +263,9 @@ class EngineCore:
             if not graceful:
                 for job in list(self._jobs.values()):
                     if not job.terminal:
-                        self._terminate(job, JobState.CANCELLED,
-                                        JobCancelled("the engine shut down"))
+                        self._terminate(
+                            job, JobState.CANCELLED, JobCancelled("the engine shut down")
+                        )
             drained = time.monotonic() + self.config.join_timeout_s
             if not self._wait(lambda: self._active == 0, drained, raise_on_timeout=False):
                 log.error("shutdown: %d partitions still in flight", self._active)
@@ -305,8 +313,15 @@ class EngineCore:
     def _all_finished(self) -> bool:
         return self._active == 0 and all(j.terminal for j in self._jobs.values())
 
-    def _wait(self, predicate, deadline: float | None, what: str = "",  # noqa: ANN001
-              *, raise_on_timeout: bool = True, once: bool = False) -> bool:
+    def _wait(
+        self,
+        predicate,
+        deadline: float | None,
+        what: str = "",  # noqa: ANN001
+        *,
+        raise_on_timeout: bool = True,
+        once: bool = False,
+    ) -> bool:
         """Predicate loop on the engine condition; ``once`` waits for one notification."""
         while once or not predicate():
             remaining = None if deadline is None else deadline - time.monotonic()
@@ -322,8 +337,9 @@ class EngineCore:
     def _stamp(self, part: Partition, mark: str) -> None:
         part.marks[mark] = self._clock()
 
-    def _terminate(self, job: Job, state: JobState, error: BaseException,
-                   text: str | None = None) -> None:
+    def _terminate(
+        self, job: Job, state: JobState, error: BaseException, text: str | None = None
+    ) -> None:
         job.state, job.error = state, error
         job.error_text = text or str(error)
         queued, ready = self._scheduler.drop_job(job.seq)
@@ -393,8 +409,9 @@ class EngineCore:
         if self.fault("budget", part):
             self._scheduler.admit(lambda *_: True)
             part.state = PartitionState.FAILED
-            self._fail_job(job, part, "admission",
-                           ResourceExhausted("injected fault: memory budget exhausted"))
+            self._fail_job(
+                job, part, "admission", ResourceExhausted("injected fault: memory budget exhausted")
+            )
             return _RETRY
         entry = self._srs.get(info.circuit_id)
         need = self._srs.residency_need(info) + sum(info.partition_parts.values())
@@ -526,8 +543,9 @@ class EngineCore:
         try:
             if vk is None:
                 raise InternalError("no verifying key was recorded for the job")
-            proof, inputs = assemble_job(vk, [p.output for p in job.parts],
-                                         family_of(job.info).unverified)
+            proof, inputs = assemble_job(
+                vk, [p.output for p in job.parts], family_of(job.info).unverified
+            )
         except Exception as e:  # noqa: BLE001 - the job fails, nothing is returned
             with self._cv:
                 if not job.terminal:
@@ -537,8 +555,14 @@ class EngineCore:
             if job.terminal:  # cancelled while verifying
                 return
             job.result = JobResult(
-                job.id, job.request.request_id, job.request.circuit_id, proof, inputs,
-                str(job.info.vk_path), tuple(p.timeline() for p in job.parts), _srs_wait(job),
+                job.id,
+                job.request.request_id,
+                job.request.circuit_id,
+                proof,
+                inputs,
+                str(job.info.vk_path),
+                tuple(p.timeline() for p in job.parts),
+                _srs_wait(job),
             )
             for p in job.parts:
                 p.output = None

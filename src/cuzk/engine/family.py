@@ -242,8 +242,13 @@ class SnarkjsFamily(ProverFamily):
         del witness  # the request keeps the bytes; synthesis parses them again
         digest = payload_digest(cid, (), payload)
         return (
-            Statement(cid, 1, lambda _i: read_wtns(name, payload), digest,  # type: ignore[arg-type, return-value]
-                      (public,)),  # fmt: skip
+            Statement(
+                cid,
+                1,
+                lambda _i: read_wtns(name, payload),
+                digest,  # type: ignore[arg-type, return-value]
+                (public,),
+            ),  # fmt: skip
             info,
         )
 

@@ -183,8 +183,11 @@ class SrsManager:
         if self._budget.fits(need):
             return True
         idle = sorted(
-            (e for e in self._entries.values()
-             if e.users == 0 and e.state != LOADING and e.info.circuit_id != keep),
+            (
+                e
+                for e in self._entries.values()
+                if e.users == 0 and e.state != LOADING and e.info.circuit_id != keep
+            ),
             key=lambda e: e.last_used,
         )
         if self._budget.available + sum(e.held for e in idle) < need:

@@ -105,4 +105,3 @@ def _remote(
         raise
     finally:
         shm.close()
-

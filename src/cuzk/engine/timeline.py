@@ -98,8 +98,11 @@ def handoff_gaps(timelines: Sequence[PartitionTimeline], device: int) -> list[fl
     counted only when the next partition was already waiting (picked before the previous
     ended): the engine's own overhead, not a lack of work."""
     runs = sorted(
-        (t for t in timelines
-         if t.device == device and t.kernels_start is not None and t.kernels_end is not None),
+        (
+            t
+            for t in timelines
+            if t.device == device and t.kernels_start is not None and t.kernels_end is not None
+        ),
         key=lambda t: t.kernels_start,  # type: ignore[arg-type, return-value]
     )
     gaps = []

@@ -155,9 +155,7 @@ def from_ints(values: Sequence[int] | np.ndarray) -> FrVec:
     return from_canonical_limbs(words)
 
 
-def take_into(
-    v: FrVec, rows: np.ndarray | None, out: FrVec, offset: int = 0
-) -> FrVec:
+def take_into(v: FrVec, rows: np.ndarray | None, out: FrVec, offset: int = 0) -> FrVec:
     """``out[offset : offset + len(rows)] = v[rows]`` in parallel without the GIL (``rows``:
     int64 indices, a boolean mask over ``v``, or None for all of ``v``). Returns ``out``."""
     v = _vec(v)

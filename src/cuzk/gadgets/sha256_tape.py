@@ -69,6 +69,7 @@ def input_groups(
     for word in state:
         yield word, word.bits, _BIT_WEIGHTS
 
+
 # Opcodes. Bit ops append one value; _ADD appends ``z`` bits of a sum of ``y`` words whose
 # literals start at ``x`` in the tape's word-literal array.
 _XOR, _AND, _CH, _MAJ, _ADD = 0, 1, 2, 3, 4

@@ -164,9 +164,7 @@ def _read_bytes(path: str | os.PathLike[str]) -> bytes:
         raise BadInput(f"cannot read {path}: {e.strerror}") from e
 
 
-def _scan_vectors(
-    buf: bytes | mmap.mmap, start: int, path: str
-) -> tuple[dict[str, PointSet], int]:
+def _scan_vectors(buf: bytes | mmap.mmap, start: int, path: str) -> tuple[dict[str, PointSet], int]:
     """Walk the five count-prefixed vectors; returns their locations and the end offset."""
     pos = start
     sets: dict[str, PointSet] = {}

@@ -78,9 +78,7 @@ def synthesize(circuit: Circuit, timings: Timings | None = None) -> Assignment:
         assignment = Assignment(fr.from_ints(inputs), aux, tuple(inputs[1:]))
     else:
         cs = synthesize_witness(circuit)
-        assignment = Assignment(
-            fr.from_ints(cs.inputs), fr.from_ints(cs.aux), tuple(cs.inputs[1:])
-        )
+        assignment = Assignment(fr.from_ints(cs.inputs), fr.from_ints(cs.aux), tuple(cs.inputs[1:]))
     if timings is not None:
         timings.record("synthesis", time.perf_counter() - t0)
     return assignment
@@ -153,8 +151,9 @@ class StagedInputs:
 
     @property
     def device_bytes(self) -> int:
-        on_device = [v for v in (self.z, self.a_scalars, self.b_scalars)
-                     if not isinstance(v, np.ndarray)]
+        on_device = [
+            v for v in (self.z, self.a_scalars, self.b_scalars) if not isinstance(v, np.ndarray)
+        ]
         return sum(int(v.nbytes) for v in on_device)
 
 
@@ -237,8 +236,11 @@ def start(
     """
     timings = timings if timings is not None else Timings()
     check_compatible(params, shape)
-    staged = inputs if isinstance(inputs, StagedInputs) else stage(inputs, shape, backend,
-                                                                      timings=timings)
+    staged = (
+        inputs
+        if isinstance(inputs, StagedInputs)
+        else stage(inputs, shape, backend, timings=timings)
+    )
     domain = Domain.for_size(shape.num_constraints)
 
     # With a device-resident assignment (CUDA), a, b, c and h never visit the host: the
@@ -331,9 +333,7 @@ def assemble(pending: PendingProof, sums: MsmSums) -> Proof:
     proof_a = vk.alpha_g1 + sums.a + g1_mul(vk.delta_g1, r)
     proof_b = vk.beta_g2 + sums.b_g2 + g2_mul(vk.delta_g2, s)
     b1 = vk.beta_g1 + sums.b_g1 + g1_mul(vk.delta_g1, s)
-    proof_c = (
-        g1_mul(proof_a, s) + g1_mul(b1, r) - g1_mul(vk.delta_g1, r * s % R) + sums.h + sums.l
-    )
+    proof_c = g1_mul(proof_a, s) + g1_mul(b1, r) - g1_mul(vk.delta_g1, r * s % R) + sums.h + sums.l
     pending.timings.record("assemble", time.perf_counter() - t0)
     return Proof(proof_a, proof_b, proof_c)
 

@@ -94,9 +94,7 @@ def generate_parameters(
         )
     ic_scalars = fr.scale(mixed[:ni], gamma_inv)
     a_scalars = np.concatenate([at[:ni], at[ni:][shape.a_aux_density]])
-    b_scalars = np.concatenate(
-        [bt[:ni][shape.b_input_density], bt[ni:][shape.b_aux_density]]
-    )
+    b_scalars = np.concatenate([bt[:ni][shape.b_input_density], bt[ni:][shape.b_aux_density]])
     t_tau = (pow(tau, domain.m, R) - 1) % R
     h_scalars = fr.powers(tau, domain.m - 1, start=t_tau * delta_inv % R)
 

@@ -27,9 +27,7 @@ def _scalars_le(values: Sequence[int]) -> np.ndarray:
 
 def _check_inputs(vk: VerifyingKey, inputs: Sequence[int]) -> None:
     if len(inputs) + 1 != len(vk.ic):
-        raise BadInput(
-            f"the key takes {len(vk.ic) - 1} public inputs, {len(inputs)} were given"
-        )
+        raise BadInput(f"the key takes {len(vk.ic) - 1} public inputs, {len(inputs)} were given")
     for i, x in enumerate(inputs):
         if not 0 <= x < R:
             raise BadInput(f"public input {i} is not a field element (0 ≤ x < r)")
@@ -43,12 +41,14 @@ def input_commitment(vk: VerifyingKey, inputs: Sequence[int]) -> G1:
 
 def verify(vk: VerifyingKey, inputs: Sequence[int], proof: Proof) -> bool:
     acc = input_commitment(vk, inputs)
-    return pairing_check([
-        (proof.a, proof.b),
-        (-vk.alpha_g1, vk.beta_g2),
-        (-acc, vk.gamma_g2),
-        (-proof.c, vk.delta_g2),
-    ])
+    return pairing_check(
+        [
+            (proof.a, proof.b),
+            (-vk.alpha_g1, vk.beta_g2),
+            (-acc, vk.gamma_g2),
+            (-proof.c, vk.delta_g2),
+        ]
+    )
 
 
 def verify_batch(vk: VerifyingKey, statements: Sequence[tuple[Sequence[int], Proof]]) -> bool:

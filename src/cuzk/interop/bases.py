@@ -100,7 +100,13 @@ def bases_layout(zkey: Zkey, path: str | os.PathLike[str]) -> dict[str, PointSet
 
 
 def _translate(
-    src: BinaryIO, dst: BinaryIO, offset: int, count: int, size: int, group: str, zkey: Zkey,
+    src: BinaryIO,
+    dst: BinaryIO,
+    offset: int,
+    count: int,
+    size: int,
+    group: str,
+    zkey: Zkey,
     sid: int,
 ) -> None:
     """Copy ``count`` points from ``src`` at ``offset`` to ``dst``, translated block by block."""

@@ -213,4 +213,3 @@ class Cursor:
             raise self.f.error(
                 self.sid, f"has {len(self.data) - self.pos} unexpected trailing bytes"
             )
-

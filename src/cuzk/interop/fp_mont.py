@@ -42,7 +42,6 @@ def _reduce(t):  # pragma: no cover - compiled
             k += 1
 
 
-
 @njit(cache=True, nogil=True, parallel=True)
 def _k_redc(x, out):  # pragma: no cover - compiled
     """out[i] = x[i]·2^-384 mod p for canonical x[i] < p (uint32 words, little-endian).

@@ -136,8 +136,7 @@ def start(
     z = witness.values
     if len(witness) != zkey.n_vars:
         raise BadInput(
-            f"{witness.path} has {len(witness)} values; {zkey.path} expects nVars = "
-            f"{zkey.n_vars}"
+            f"{witness.path} has {len(witness)} values; {zkey.path} expects nVars = {zkey.n_vars}"
         )
     if r1cs is not None:
         t0 = time.perf_counter()
@@ -203,9 +202,7 @@ def _masked(z: Any, wires: np.ndarray, backend: Backend) -> Any:
         return out
 
 
-def _submit(
-    key: PreparedKey, name: str, msm: Callable[..., Future], scalars: fr.FrVec
-) -> Future:
+def _submit(key: PreparedKey, name: str, msm: Callable[..., Future], scalars: fr.FrVec) -> Future:
     """Start the MSM over the key's vector ``name``; a backend that loads bases eagerly
     reports a bad point section here, named after the key's section, not the translated file."""
     try:
@@ -271,8 +268,7 @@ def assemble(pending: PendingSnarkjsProof, sums: dict[str, object]) -> Proof:
     proof_b = vk.beta_g2 + sums["b2"] + g2_mul(vk.delta_g2, s)
     b1 = vk.beta_g1 + sums["b1"] + g1_mul(vk.delta_g1, s)
     proof_c = (
-        sums["c"] + sums["h"] + g1_mul(proof_a, s) + g1_mul(b1, r)
-        - g1_mul(vk.delta_g1, r * s % R)
+        sums["c"] + sums["h"] + g1_mul(proof_a, s) + g1_mul(b1, r) - g1_mul(vk.delta_g1, r * s % R)
     )
     proof = Proof(proof_a, proof_b, proof_c)
     pending.timings.record("assemble", time.perf_counter() - t1)

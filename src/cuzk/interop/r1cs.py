@@ -139,12 +139,14 @@ def read_r1cs(path: str | os.PathLike[str]) -> CircomR1cs:
         cur.expect_end()
         if prime != R or n8 != FR_BYTES:
             raise f.error(
-                1, f"the circuit is over {describe_prime(prime)}; cuzk proves over BLS12-381 "
+                1,
+                f"the circuit is over {describe_prime(prime)}; cuzk proves over BLS12-381 "
                 "(compile with `circom --prime bls12381`)",
             )
         if num_wires < 1 + num_outputs + num_pub + num_prv:
             raise f.error(
-                1, f"{num_wires} wires cannot hold ONE, {num_outputs} outputs, {num_pub} public "
+                1,
+                f"{num_wires} wires cannot hold ONE, {num_outputs} outputs, {num_pub} public "
                 f"and {num_prv} private inputs",
             )
         if f.has(4) or f.has(5):
@@ -179,6 +181,4 @@ def read_r1cs(path: str | os.PathLike[str]) -> CircomR1cs:
         indptr = np.zeros(num_constraints + 1, dtype=np.int64)
         np.cumsum(counts[:, m], out=indptr[1:])
         mats.append(CsrMatrix(indptr, wires[lo:hi], coeffs[lo:hi], num_wires))
-    return CircomR1cs(
-        str(path), num_wires, num_outputs, num_pub, num_prv, num_labels, *mats
-    )
+    return CircomR1cs(str(path), num_wires, num_outputs, num_pub, num_prv, num_labels, *mats)

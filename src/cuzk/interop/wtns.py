@@ -55,7 +55,8 @@ def read_wtns(path: str | os.PathLike[str], data: bytes | None = None) -> Witnes
         cur.expect_end()
         if prime != R or n8 != FR_BYTES:
             raise f.error(
-                1, f"the witness is over {describe_prime(prime)}; cuzk proves over BLS12-381 "
+                1,
+                f"the witness is over {describe_prime(prime)}; cuzk proves over BLS12-381 "
                 "(compile with `circom --prime bls12381`)",
             )
         if count == 0:

@@ -159,9 +159,7 @@ def _read_header(f: BinFile) -> tuple[int, int, int, tuple]:
     r = cur.bigint(n8r, "the scalar field prime r")
     if q != P or r != R:
         wrong = q if q != P else r
-        raise f.error(
-            2, f"the key is for {describe_prime(wrong)}; cuzk proves over BLS12-381 only"
-        )
+        raise f.error(2, f"the key is for {describe_prime(wrong)}; cuzk proves over BLS12-381 only")
     n_vars = cur.u32("nVars")
     n_public = cur.u32("nPublic")
     m = cur.u32("domainSize")
@@ -184,7 +182,8 @@ def _read_coefficients(f: BinFile, n_vars: int, m: int) -> tuple[CsrMatrix, CsrM
     sec = f.section(4)
     if sec.size != 4 + count * _COEF.itemsize:
         raise f.error(
-            4, f"declares {count} entries ({4 + count * _COEF.itemsize} bytes) but is "
+            4,
+            f"declares {count} entries ({4 + count * _COEF.itemsize} bytes) but is "
             f"{sec.size} bytes",
         )
     entries = f.array(4, _COEF, count, offset=4)

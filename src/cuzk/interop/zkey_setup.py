@@ -99,16 +99,24 @@ def write_test_zkey(
     h = fr.scale(_lagrange(tau, odd, 2 * m), pow(delta, -1, R))
 
     g1, g2 = g1_generator(), g2_generator()
-    jobs = {"ic": ("g1", ic), "a": ("g1", u), "b1": ("g1", v), "b2": ("g2", v),
-            "c": ("g1", c), "h": ("g1", h)}
+    jobs = {
+        "ic": ("g1", ic),
+        "a": ("g1", u),
+        "b1": ("g1", v),
+        "b2": ("g2", v),
+        "c": ("g1", c),
+        "h": ("g1", h),
+    }
     points = {}
     if backend is not None:
         for name, (group, scalars) in jobs.items():
             rows = backend.fixed_base(group, scalars)  # type: ignore[arg-type]
             points[name] = zcash_to_lem(rows, group).tobytes()
     else:
-        pending = {name: _fixed_base(pool, group, g1 if group == "g1" else g2, scalars)
-                   for name, (group, scalars) in jobs.items()}
+        pending = {
+            name: _fixed_base(pool, group, g1 if group == "g1" else g2, scalars)
+            for name, (group, scalars) in jobs.items()
+        }
         for name, futures in pending.items():
             group = jobs[name][0]
             size = 96 if group == "g1" else 192
@@ -116,13 +124,21 @@ def write_test_zkey(
             rows = np.frombuffer(raw, dtype=np.uint8).reshape(-1, size)
             points[name] = zcash_to_lem(rows, group).tobytes()
 
-    header = b"".join([
-        struct.pack("<I", FP_BYTES), P.to_bytes(FP_BYTES, "little"),
-        struct.pack("<I", FR_BYTES), R.to_bytes(FR_BYTES, "little"),
-        struct.pack("<III", n_vars, n_pub, m),
-        _g1_lem(g1_mul(g1, alpha)), _g1_lem(g1_mul(g1, beta)), _g2_lem(g2_mul(g2, beta)),
-        _g2_lem(g2_mul(g2, gamma)), _g1_lem(g1_mul(g1, delta)), _g2_lem(g2_mul(g2, delta)),
-    ])
+    header = b"".join(
+        [
+            struct.pack("<I", FP_BYTES),
+            P.to_bytes(FP_BYTES, "little"),
+            struct.pack("<I", FR_BYTES),
+            R.to_bytes(FR_BYTES, "little"),
+            struct.pack("<III", n_vars, n_pub, m),
+            _g1_lem(g1_mul(g1, alpha)),
+            _g1_lem(g1_mul(g1, beta)),
+            _g2_lem(g2_mul(g2, beta)),
+            _g2_lem(g2_mul(g2, gamma)),
+            _g1_lem(g1_mul(g1, delta)),
+            _g2_lem(g2_mul(g2, delta)),
+        ]
+    )
     # snarkjs's own order of sections, which is not id order: readers must not assume one.
     sections = [
         (1, struct.pack("<I", GROTH16_PROTOCOL)),
@@ -175,8 +191,9 @@ def _coefficients(r1cs: CircomR1cs, n_pub: int) -> bytes:
             rows = np.concatenate([rows, np.arange(n, n + n_pub + 1, dtype=np.uint32)])
             cols = np.concatenate([cols, np.arange(n_pub + 1, dtype=np.uint32)])
             coeffs = np.concatenate([coeffs, fr.ones(n_pub + 1)])
-        rec = np.empty(len(rows), dtype=[("m", "<u4"), ("c", "<u4"), ("s", "<u4"),
-                                         ("v", "u1", (FR_BYTES,))])
+        rec = np.empty(
+            len(rows), dtype=[("m", "<u4"), ("c", "<u4"), ("s", "<u4"), ("v", "u1", (FR_BYTES,))]
+        )
         rec["m"], rec["c"], rec["s"] = which, rows, cols
         rec["v"] = fr.to_bytes_le(fr.scale(coeffs, _R2))
         parts.append(rec.tobytes())

@@ -163,9 +163,7 @@ class R1CSShape:
             k = np.asarray(keys, dtype=np.int64)
             cols = np.where(k < 0, ~k, k + num_inputs)
             mats.append(
-                CsrMatrix(
-                    np.asarray(indptr, dtype=np.int64), cols, fr.from_ints(coeffs), num_cols
-                )
+                CsrMatrix(np.asarray(indptr, dtype=np.int64), cols, fr.from_ints(coeffs), num_cols)
             )
         return cls(circuit_id, num_inputs, num_aux, *mats, names=tuple(names))
 

@@ -33,8 +33,10 @@ class TokenInterceptor(grpc.ServerInterceptor):
         self._expected = f"Bearer {token}".encode()
 
         def deny(_request: Any, context: grpc.ServicerContext) -> None:
-            context.abort(grpc.StatusCode.UNAUTHENTICATED,
-                          "missing or wrong bearer token (metadata 'authorization: Bearer …')")
+            context.abort(
+                grpc.StatusCode.UNAUTHENTICATED,
+                "missing or wrong bearer token (metadata 'authorization: Bearer …')",
+            )
 
         self._deny = grpc.unary_unary_rpc_method_handler(deny)
 
@@ -60,8 +62,7 @@ def _read(path: Path, what: str) -> bytes:
 
 def server_credentials(cert: Path, key: Path) -> grpc.ServerCredentials:
     """TLS for the listener from PEM files (certificate chain and private key)."""
-    return grpc.ssl_server_credentials([(_read(key, "auth.tls_key"),
-                                         _read(cert, "auth.tls_cert"))])
+    return grpc.ssl_server_credentials([(_read(key, "auth.tls_key"), _read(cert, "auth.tls_cert"))])
 
 
 def channel_credentials(ca_cert: Path | None) -> grpc.ChannelCredentials:

@@ -46,11 +46,17 @@ class ProofOutcome:
     @classmethod
     def of(cls, r: pb.AwaitProofResponse) -> ProofOutcome:
         return cls(
-            r.job_id, pb.AwaitProofResponse.Status.Name(r.status).lower(), r.proof,
-            r.error_message, convert.public_inputs_from_message(r.public_inputs), r.vk_path,
+            r.job_id,
+            pb.AwaitProofResponse.Status.Name(r.status).lower(),
+            r.proof,
+            r.error_message,
+            convert.public_inputs_from_message(r.public_inputs),
+            r.vk_path,
             r.circuit_id,
-            {k: getattr(r, f"{k}_ms") for k in ("queue_wait", "srs_load", "synthesis",
-                                                  "gpu_compute", "total")},
+            {
+                k: getattr(r, f"{k}_ms")
+                for k in ("queue_wait", "srs_load", "synthesis", "gpu_compute", "total")
+            },
             [convert.timeline_from_message(r.job_id, t) for t in r.timelines],
         )
 
@@ -63,11 +69,20 @@ def channel_target(addr: str) -> str:
 class Client:
     """One channel to a daemon; methods mirror the RPCs."""
 
-    def __init__(self, addr: str, *, token: str | None = None, tls_ca: Path | None = None,
-                 tls: bool = False, max_message_bytes: int = DEFAULT_MAX_MESSAGE) -> None:
+    def __init__(
+        self,
+        addr: str,
+        *,
+        token: str | None = None,
+        tls_ca: Path | None = None,
+        tls: bool = False,
+        max_message_bytes: int = DEFAULT_MAX_MESSAGE,
+    ) -> None:
         self.addr = addr
-        options = [("grpc.max_receive_message_length", max_message_bytes),
-                   ("grpc.max_send_message_length", max_message_bytes)]
+        options = [
+            ("grpc.max_receive_message_length", max_message_bytes),
+            ("grpc.max_send_message_length", max_message_bytes),
+        ]
         target = channel_target(addr)
         if tls or tls_ca is not None:
             self._channel = grpc.secure_channel(target, channel_credentials(tls_ca), options)
@@ -82,8 +97,12 @@ class Client:
     def __enter__(self) -> Client:
         return self
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
         self.close()
 
     def wait_ready(self, timeout: float) -> None:
@@ -104,15 +123,29 @@ class Client:
     def submit(self, request: pb.SubmitProofRequest) -> str:
         return self._call("SubmitProof", request).job_id  # type: ignore[attr-defined]
 
-    def submit_circuit(self, circuit_id: str, seeds: Sequence[int] = (), payload: bytes = b"",
-                       *, priority: int = pb.NORMAL, request_id: str = "") -> str:
-        return self.submit(pb.SubmitProofRequest(circuit_id=circuit_id, seeds=list(seeds),
-                                                 vanilla_proof=payload, priority=priority,
-                                                 request_id=request_id))
+    def submit_circuit(
+        self,
+        circuit_id: str,
+        seeds: Sequence[int] = (),
+        payload: bytes = b"",
+        *,
+        priority: int = pb.NORMAL,
+        request_id: str = "",
+    ) -> str:
+        return self.submit(
+            pb.SubmitProofRequest(
+                circuit_id=circuit_id,
+                seeds=list(seeds),
+                vanilla_proof=payload,
+                priority=priority,
+                request_id=request_id,
+            )
+        )
 
     def await_proof(self, job_id: str, timeout_s: float = 0.0) -> ProofOutcome:
-        r = self._call("AwaitProof", pb.AwaitProofRequest(
-            job_id=job_id, timeout_ms=round(timeout_s * 1000)))
+        r = self._call(
+            "AwaitProof", pb.AwaitProofRequest(job_id=job_id, timeout_ms=round(timeout_s * 1000))
+        )
         return ProofOutcome.of(r)  # type: ignore[arg-type]
 
     def prove(self, request: pb.SubmitProofRequest) -> ProofOutcome:
@@ -120,30 +153,42 @@ class Client:
         return ProofOutcome.of(r.result)  # type: ignore[attr-defined]
 
     def cancel(self, job_id: str) -> bool:
-        return self._call("CancelProof",  # type: ignore[attr-defined]
-                          pb.CancelProofRequest(job_id=job_id)).was_running
+        return self._call(
+            "CancelProof",  # type: ignore[attr-defined]
+            pb.CancelProofRequest(job_id=job_id),
+        ).was_running
 
     def status(self) -> pb.GetStatusResponse:
         return self._call("GetStatus", pb.GetStatusRequest())  # type: ignore[return-value]
 
     def metrics(self) -> str:
-        return self._call("GetMetrics",  # type: ignore[attr-defined]
-                          pb.GetMetricsRequest()).prometheus_text
+        return self._call(
+            "GetMetrics",  # type: ignore[attr-defined]
+            pb.GetMetricsRequest(),
+        ).prometheus_text
 
     def preload(self, circuit_id: str) -> pb.PreloadSrsResponse:
-        return self._call("PreloadSRS",  # type: ignore[return-value]
-                          pb.PreloadSrsRequest(circuit_id=circuit_id))
+        return self._call(
+            "PreloadSRS",  # type: ignore[return-value]
+            pb.PreloadSrsRequest(circuit_id=circuit_id),
+        )
 
     def evict(self, circuit_id: str) -> pb.EvictSrsResponse:
-        return self._call("EvictSRS",  # type: ignore[return-value]
-                          pb.EvictSrsRequest(circuit_id=circuit_id))
+        return self._call(
+            "EvictSRS",  # type: ignore[return-value]
+            pb.EvictSrsRequest(circuit_id=circuit_id),
+        )
 
 
 def _error(e: grpc.RpcError, addr: str) -> CuzkError:
     code = e.code() if hasattr(e, "code") else None
     detail = e.details() if hasattr(e, "details") else str(e)
-    if code in (grpc.StatusCode.INVALID_ARGUMENT, grpc.StatusCode.NOT_FOUND,
-                grpc.StatusCode.UNAUTHENTICATED, grpc.StatusCode.PERMISSION_DENIED):
+    if code in (
+        grpc.StatusCode.INVALID_ARGUMENT,
+        grpc.StatusCode.NOT_FOUND,
+        grpc.StatusCode.UNAUTHENTICATED,
+        grpc.StatusCode.PERMISSION_DENIED,
+    ):
         err: CuzkError = BadInput(detail)
     elif code == grpc.StatusCode.RESOURCE_EXHAUSTED:
         err = ResourceExhausted(detail)

@@ -54,6 +54,7 @@ def _show(value: object) -> str:
 
 # --- converters -----------------------------------------------------------------------------
 
+
 def _integer(
     lo: int | None = None, hi: int | None = None, auto: bool = False, zero_is_auto: bool = True
 ) -> Converter:
@@ -112,8 +113,17 @@ def _choice(*options: str) -> Converter:
 
 
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([KMGT]i?B|B)?\s*$", re.IGNORECASE)
-_UNITS = {"b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
-          "kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30, "tib": 1 << 40}
+_UNITS = {
+    "b": 1,
+    "kb": 10**3,
+    "mb": 10**6,
+    "gb": 10**9,
+    "tb": 10**12,
+    "kib": 1 << 10,
+    "mib": 1 << 20,
+    "gib": 1 << 30,
+    "tib": 1 << 40,
+}
 
 
 def _size(minimum: int = 0, auto: bool = False) -> Converter:
@@ -192,6 +202,7 @@ def _host_port(v: Any) -> str:
 
 # --- listen addresses -----------------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class ListenAddress:
     """A parsed listen address: a unix socket path, or a TCP host and port."""
@@ -236,14 +247,14 @@ def _split_host_port(addr: str) -> tuple[str, int]:
 
 def _parse_listen(addr: str) -> ListenAddress:
     if addr.startswith("unix://"):
-        path = addr[len("unix://"):]
+        path = addr[len("unix://") :]
         if not path.startswith("/"):
             raise _Expected('"unix:///absolute/path" (three slashes) or "unix:relative/path"')
         return ListenAddress(path, None, None)
     if addr.startswith("unix:"):
         if addr == "unix:":
             raise _Expected('a socket path after "unix:"')
-        return ListenAddress(addr[len("unix:"):], None, None)
+        return ListenAddress(addr[len("unix:") :], None, None)
     try:
         host, port = _split_host_port(addr)
     except _Expected:
@@ -270,6 +281,7 @@ def parse_listen(addr: str) -> ListenAddress:
 
 # --- sections -------------------------------------------------------------------------------
 
+
 def _setting(default: Any, conv: Converter, doc: str) -> Any:
     return field(default=default, metadata={"conv": conv, "doc": doc})
 
@@ -285,8 +297,9 @@ class _Section:
             try:
                 converted = f.metadata["conv"](value)
             except _Expected as e:  # (a nested section raises BadInput naming its own keys)
-                raise BadInput(f"{self.SECTION}.{f.name}: expected {e}, got {_show(value)}") \
-                    from None
+                raise BadInput(
+                    f"{self.SECTION}.{f.name}: expected {e}, got {_show(value)}"
+                ) from None
             object.__setattr__(self, f.name, converted)
 
 
@@ -460,6 +473,7 @@ class DaemonConfig:
 
 # --- loading --------------------------------------------------------------------------------
 
+
 def _check_keys(cls: type, table: Mapping[str, Any], where: str) -> None:
     known = [f.name for f in fields(cls)]
     for key in table:
@@ -493,7 +507,7 @@ def _set_override(data: dict[str, Any], key: str, value: Any) -> None:
     for i, part in enumerate(parts[:-1]):
         table = table.setdefault(part, {})
         if not isinstance(table, dict):
-            raise BadInput(f"{'.'.join(parts[:i + 1])}: expected a table, got {_show(table)}")
+            raise BadInput(f"{'.'.join(parts[: i + 1])}: expected a table, got {_show(table)}")
     table[parts[-1]] = _coerce_flag(value, _converter(parts))
 
 
@@ -506,9 +520,7 @@ def _converter(parts: list[str]) -> Converter | None:
     return {f.name: f.metadata["conv"] for f in fields(cls)}.get(parts[1])
 
 
-def load_config(
-    path: Path | None, overrides: Mapping[str, object] | None = None
-) -> DaemonConfig:
+def load_config(path: Path | None, overrides: Mapping[str, object] | None = None) -> DaemonConfig:
     """Read the TOML file at ``path`` (None: embedded defaults) and apply ``overrides``.
 
     ``overrides`` maps dotted keys (``"server.listen"``, ``"engine.faults.seed"``) to values;

@@ -81,11 +81,21 @@ def to_engine(msg: pb.SubmitProofRequest) -> Converted:
     return Converted(make_request(circuit_id, seeds, payload, priority, request_id), kind)
 
 
-def make_request(circuit_id: str, seeds: Sequence[int], payload: bytes, priority: Priority,
-                 request_id: str | None) -> ProofRequest:
+def make_request(
+    circuit_id: str,
+    seeds: Sequence[int],
+    payload: bytes,
+    priority: Priority,
+    request_id: str | None,
+) -> ProofRequest:
     """A ProofRequest with either seeds or a payload (also used to re-submit journalled jobs)."""
-    return ProofRequest(circuit_id=circuit_id, seeds=tuple(seeds), payload=bytes(payload),
-                        priority=priority, request_id=request_id)
+    return ProofRequest(
+        circuit_id=circuit_id,
+        seeds=tuple(seeds),
+        payload=bytes(payload),
+        priority=priority,
+        request_id=request_id,
+    )
 
 
 def engine_priority(value: int) -> Priority:
@@ -114,8 +124,9 @@ def _direct(msg: pb.SubmitProofRequest) -> tuple[str, tuple[int, ...], bytes]:
 def _size_index(msg: pb.SubmitProofRequest, registered: int, first: int, what: str) -> int:
     i = registered - first
     if msg.sector_size and msg.sector_size != SECTOR_SIZES[i]:
-        raise BadInput(f"sector_size {msg.sector_size} does not match {what} "
-                       f"{registered} ({_SIZE_LABELS[i]})")
+        raise BadInput(
+            f"sector_size {msg.sector_size} does not match {what} {registered} ({_SIZE_LABELS[i]})"
+        )
     return i
 
 
@@ -146,8 +157,9 @@ def _by_kind(msg: pb.SubmitProofRequest) -> tuple[str, str, tuple[int, ...], byt
         return "winning", f"winning-{SIZE_NAMES[i]}", (), _post_payload(msg, "winning", i)
     if kind == pb.WINDOW_POST_PARTITION:
         if 5 <= rp <= 9:
-            raise BadInput(f"registered_proof {rp} is a retired WindowPoSt V1 type; "
-                           "use V1_1 (10–14)")
+            raise BadInput(
+                f"registered_proof {rp} is a retired WindowPoSt V1 type; use V1_1 (10–14)"
+            )
         if not 10 <= rp <= 14:
             raise BadInput(f"registered_proof {rp} is not a Window RegisteredPoStProof (10–14)")
         i = _size_index(msg, rp, 10, "RegisteredPoStProof")
@@ -182,11 +194,16 @@ def _post_payload(msg: pb.SubmitProofRequest, family: str, i: int) -> bytes:
         raise BadInput("PoSt requests need vanilla_proofs (one per sector)")
     randomness = _bytes32(msg.randomness, "randomness")
     if int.from_bytes(bytes(randomness), "little") >= R:
-        raise BadInput("randomness: not a canonical field element (clear its top two bits: "
-                       "randomness[31] &= 0x3f, as Lotus does)")
+        raise BadInput(
+            "randomness: not a canonical field element (clear its top two bits: "
+            "randomness[31] &= 0x3f, as Lotus does)"
+        )
     sectors = [_sector_proof(raw, k) for k, raw in enumerate(msg.vanilla_proofs)]
-    name = (f"StackedDrgWinning{_SIZE_LABELS[i]}V1" if family == "winning"
-            else f"StackedDrgWindow{_SIZE_LABELS[i]}V1_2")
+    name = (
+        f"StackedDrgWinning{_SIZE_LABELS[i]}V1"
+        if family == "winning"
+        else f"StackedDrgWindow{_SIZE_LABELS[i]}V1_2"
+    )
     envelope = {
         "registered_proof": name,
         "circuit": f"{family}-{SIZE_NAMES[i]}",
@@ -235,9 +252,11 @@ class _Bincode:
 
     def take(self, n: int) -> bytes:
         if self.pos + n > len(self.data):
-            raise BadInput(f"{self.what}: truncated bincode (needs {n} bytes at offset "
-                           f"{self.pos}, {len(self.data)} in all)")
-        out = self.data[self.pos:self.pos + n]
+            raise BadInput(
+                f"{self.what}: truncated bincode (needs {n} bytes at offset "
+                f"{self.pos}, {len(self.data)} in all)"
+            )
+        out = self.data[self.pos : self.pos + n]
         self.pos += n
         return out
 
@@ -250,13 +269,16 @@ class _Bincode:
     def seq(self, item, min_item_bytes: int) -> list:  # noqa: ANN001 - a reader method
         n = self.u64()
         if n * min_item_bytes > len(self.data) - self.pos:
-            raise BadInput(f"{self.what}: bincode sequence of {n} items at offset "
-                           f"{self.pos - 8} is longer than the data")
+            raise BadInput(
+                f"{self.what}: bincode sequence of {n} items at offset "
+                f"{self.pos - 8} is longer than the data"
+            )
         return [item() for _ in range(n)]
 
     def path(self) -> dict:
-        return {"path": self.seq(lambda: {"hashes": self.seq(self.domain, 32),
-                                          "index": self.u64()}, 16)}
+        return {
+            "path": self.seq(lambda: {"hashes": self.seq(self.domain, 32), "index": self.u64()}, 16)
+        }
 
     def merkle_proof(self) -> dict:
         variant = int.from_bytes(self.take(4), "little")
@@ -265,24 +287,47 @@ class _Bincode:
             return {"data": {"Single": {"root": root, "leaf": leaf, "path": self.path()}}}
         if variant == 1:
             base, sub = self.path(), self.path()
-            return {"data": {"Sub": {"base_proof": base, "sub_proof": sub,
-                                     "root": self.domain(), "leaf": self.domain()}}}
+            return {
+                "data": {
+                    "Sub": {
+                        "base_proof": base,
+                        "sub_proof": sub,
+                        "root": self.domain(),
+                        "leaf": self.domain(),
+                    }
+                }
+            }
         if variant == 2:
             base, sub, top = self.path(), self.path(), self.path()
-            return {"data": {"Top": {"base_proof": base, "sub_proof": sub, "top_proof": top,
-                                     "root": self.domain(), "leaf": self.domain()}}}
+            return {
+                "data": {
+                    "Top": {
+                        "base_proof": base,
+                        "sub_proof": sub,
+                        "top_proof": top,
+                        "root": self.domain(),
+                        "leaf": self.domain(),
+                    }
+                }
+            }
         raise BadInput(f"{self.what}: unknown Merkle proof variant {variant} in bincode")
 
     def sector(self) -> dict:
-        return {"inclusion_proofs": self.seq(self.merkle_proof, 4),
-                "comm_c": self.domain(), "comm_r_last": self.domain()}
+        return {
+            "inclusion_proofs": self.seq(self.merkle_proof, 4),
+            "comm_c": self.domain(),
+            "comm_r_last": self.domain(),
+        }
 
 
 def sector_proof_from_bincode(data: bytes, what: str) -> dict:
     """A bincode ``FallbackPoStSectorProof`` as the dict its serde JSON would parse to."""
     r = _Bincode(data, what)
-    out = {"sector_id": r.u64(), "comm_r": r.domain(),
-           "vanilla_proof": {"sectors": r.seq(r.sector, 72)}}
+    out = {
+        "sector_id": r.u64(),
+        "comm_r": r.domain(),
+        "vanilla_proof": {"sectors": r.seq(r.sector, 72)},
+    }
     if r.pos != len(data):
         raise BadInput(f"{what}: {len(data) - r.pos} bytes left over after the bincode proof")
     return out
@@ -292,13 +337,16 @@ def _snap_payload(msg: pb.SubmitProofRequest, i: int) -> bytes:
     """SnapDeals: the partition proofs and the three commitments, in one JSON document."""
     if not msg.vanilla_proofs:
         raise BadInput("SNAP_DEALS_UPDATE needs vanilla_proofs (one per partition)")
-    return json.dumps({
-        "registered_proof": f"StackedDrg{_SIZE_LABELS[i]}V1",
-        "comm_r_old": _bytes32(msg.comm_r_old, "comm_r_old"),
-        "comm_r_new": _bytes32(msg.comm_r_new, "comm_r_new"),
-        "comm_d_new": _bytes32(msg.comm_d_new, "comm_d_new"),
-        "vanilla_proofs": [base64.b64encode(p).decode() for p in msg.vanilla_proofs],
-    }, separators=(",", ":")).encode()
+    return json.dumps(
+        {
+            "registered_proof": f"StackedDrg{_SIZE_LABELS[i]}V1",
+            "comm_r_old": _bytes32(msg.comm_r_old, "comm_r_old"),
+            "comm_r_new": _bytes32(msg.comm_r_new, "comm_r_new"),
+            "comm_d_new": _bytes32(msg.comm_d_new, "comm_d_new"),
+            "vanilla_proofs": [base64.b64encode(p).decode() for p in msg.vanilla_proofs],
+        },
+        separators=(",", ":"),
+    ).encode()
 
 
 # -- answers -------------------------------------------------------------------------------
@@ -307,15 +355,22 @@ def _snap_payload(msg: pb.SubmitProofRequest, i: int) -> bytes:
 def timing_ms(timelines: Sequence[PartitionTimeline]) -> dict[str, int]:
     """AwaitProof's timing fields from the partitions' timelines: the job's wait before its
     first partition started, and synthesis and kernel time summed over partitions."""
+
     def ms(seconds: float) -> int:
         return max(0, round(seconds * 1000))
 
     queued = [t.queued for t in timelines]
     starts = [t.synth_start for t in timelines if t.synth_start is not None]
-    synth = sum(t.synth_end - t.synth_start for t in timelines
-                if t.synth_start is not None and t.synth_end is not None)
-    gpu = sum(t.kernels_end - t.kernels_start for t in timelines
-              if t.kernels_start is not None and t.kernels_end is not None)
+    synth = sum(
+        t.synth_end - t.synth_start
+        for t in timelines
+        if t.synth_start is not None and t.synth_end is not None
+    )
+    gpu = sum(
+        t.kernels_end - t.kernels_start
+        for t in timelines
+        if t.kernels_start is not None and t.kernels_end is not None
+    )
     ends = [t.finalize_end for t in timelines if t.finalize_end is not None]
     return {
         "queue_wait_ms": ms(min(starts) - min(queued)) if starts and queued else 0,
@@ -329,8 +384,14 @@ def timeline_message(t: PartitionTimeline) -> pb.PartitionTimeline:
     msg = pb.PartitionTimeline(partition=t.partition, worker=t.worker or "", queued=t.queued)
     if t.device is not None:
         msg.device = t.device
-    for name in ("synth_start", "synth_end", "device_pick", "kernels_start", "kernels_end",
-                 "finalize_end"):
+    for name in (
+        "synth_start",
+        "synth_end",
+        "device_pick",
+        "kernels_start",
+        "kernels_end",
+        "finalize_end",
+    ):
         value = getattr(t, name)
         if value is not None:
             setattr(msg, name, value)
@@ -339,19 +400,29 @@ def timeline_message(t: PartitionTimeline) -> pb.PartitionTimeline:
 
 def timeline_from_message(job_id: str, msg: pb.PartitionTimeline) -> PartitionTimeline:
     """The engine's dataclass again (for drawing a daemon's timeline with the bench's code)."""
+
     def opt(name: str) -> float | None:
         return getattr(msg, name) if msg.HasField(name) else None
 
     return PartitionTimeline(
-        job_id, msg.partition, msg.device if msg.HasField("device") else None,
-        msg.worker or None, msg.queued, opt("synth_start"), opt("synth_end"),
-        opt("device_pick"), opt("kernels_start"), opt("kernels_end"), opt("finalize_end"),
+        job_id,
+        msg.partition,
+        msg.device if msg.HasField("device") else None,
+        msg.worker or None,
+        msg.queued,
+        opt("synth_start"),
+        opt("synth_end"),
+        opt("device_pick"),
+        opt("kernels_start"),
+        opt("kernels_end"),
+        opt("finalize_end"),
     )
 
 
 def public_inputs_message(inputs: Sequence[Sequence[int]]) -> list[pb.PublicInputs]:
-    return [pb.PublicInputs(values=[int(x).to_bytes(32, "little") for x in part])
-            for part in inputs]
+    return [
+        pb.PublicInputs(values=[int(x).to_bytes(32, "little") for x in part]) for part in inputs
+    ]
 
 
 def public_inputs_from_message(parts: Sequence[pb.PublicInputs]) -> list[list[int]]:

@@ -67,16 +67,21 @@ class Daemon:
                 log.info("journal: dropped %d result(s) past retention", purged)
             self.engine = Engine(self.engine_config)
             metrics, status_doc = _metrics_and_status(self.engine)
-            self.service = ProvingService(self.engine, self.journal,
-                                          max_message_bytes=cfg.server.max_message_bytes,
-                                          metrics=metrics, status_doc=status_doc)
+            self.service = ProvingService(
+                self.engine,
+                self.journal,
+                max_message_bytes=cfg.server.max_message_bytes,
+                metrics=metrics,
+                status_doc=status_doc,
+            )
             self.service.resume()
             self._listen(addr)
             if cfg.http.enabled and metrics is not None:
                 from cuzk.server.http import StatusServer
 
-                self.http = StatusServer(cfg.http.host, cfg.http.port, self._status_doc,
-                                         metrics, cfg.auth.token)
+                self.http = StatusServer(
+                    cfg.http.host, cfg.http.port, self._status_doc, metrics, cfg.auth.token
+                )
                 self.http.start()
         except BaseException:
             self.stop(graceful=False)
@@ -89,12 +94,17 @@ class Daemon:
         # The transport admits up to twice the limit so that a message just over it reaches
         # the servicer, which refuses it with INVALID_ARGUMENT and a reason; beyond that gRPC
         # itself answers RESOURCE_EXHAUSTED.
-        options = [("grpc.max_receive_message_length", min(_MAX_GRPC_LIMIT, 2 * limit)),
-                   ("grpc.max_send_message_length", min(_MAX_GRPC_LIMIT, 2 * limit)),
-                   ("grpc.so_reuseport", 0)]
+        options = [
+            ("grpc.max_receive_message_length", min(_MAX_GRPC_LIMIT, 2 * limit)),
+            ("grpc.max_send_message_length", min(_MAX_GRPC_LIMIT, 2 * limit)),
+            ("grpc.so_reuseport", 0),
+        ]
         interceptors = [TokenInterceptor(cfg.auth.token)] if cfg.auth.token else []
-        server = grpc.server(ThreadPoolExecutor(RPC_THREADS, thread_name_prefix="cuzk-rpc"),
-                             interceptors=interceptors, options=options)
+        server = grpc.server(
+            ThreadPoolExecutor(RPC_THREADS, thread_name_prefix="cuzk-rpc"),
+            interceptors=interceptors,
+            options=options,
+        )
         assert self.service is not None
         server.add_generic_rpc_handlers([self.service.handler()])
         if addr.unix_path is not None:
@@ -106,7 +116,8 @@ class Daemon:
         try:
             if cfg.auth.tls:
                 port = server.add_secure_port(
-                    target, server_credentials(cfg.auth.tls_cert, cfg.auth.tls_key))
+                    target, server_credentials(cfg.auth.tls_cert, cfg.auth.tls_key)
+                )
             else:
                 port = server.add_insecure_port(target)
         except RuntimeError as e:
@@ -115,8 +126,11 @@ class Daemon:
             raise BadInput(f"server.listen: cannot listen on {cfg.server.listen}")
         server.start()
         self._server = server
-        self._address = (f"unix://{addr.unix_path}" if addr.unix_path is not None
-                         else f"{target.rsplit(':', 1)[0]}:{port}")
+        self._address = (
+            f"unix://{addr.unix_path}"
+            if addr.unix_path is not None
+            else f"{target.rsplit(':', 1)[0]}:{port}"
+        )
 
     @property
     def address(self) -> str:
@@ -134,9 +148,13 @@ class Daemon:
         from cuzk.server.http import status_json
 
         doc = status_json(self.engine.status())
-        doc["daemon"] = {"grpc": self._address, "journal": str(self.config.journal.path),
-                         "journal_jobs": self.service.journal.counts(),
-                         "completed": self.service.completed, "failed": self.service.failed}
+        doc["daemon"] = {
+            "grpc": self._address,
+            "journal": str(self.config.journal.path),
+            "journal_jobs": self.service.journal.counts(),
+            "completed": self.service.completed,
+            "failed": self.service.failed,
+        }
         return doc
 
     # -- stop ---------------------------------------------------------------------------------
@@ -191,15 +209,21 @@ class Daemon:
         self.start()
         return self
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
         self.stop(graceful=exc_type is None)
 
 
 def _check_exposure(addr: ListenAddress, cfg: DaemonConfig) -> None:
     if not addr.loopback and not cfg.auth.token and not cfg.auth.tls:
-        raise BadInput(f"server.listen: {cfg.server.listen} is reachable from other hosts; "
-                       "refusing to serve it without auth.token or TLS (auth.tls_cert/tls_key)")
+        raise BadInput(
+            f"server.listen: {cfg.server.listen} is reachable from other hosts; "
+            "refusing to serve it without auth.token or TLS (auth.tls_cert/tls_key)"
+        )
 
 
 def _clear_stale_socket(path: Path) -> None:

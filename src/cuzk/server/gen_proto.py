@@ -26,16 +26,23 @@ def generate(out_dir: Path, proto_root: Path = PROTO_ROOT) -> list[Path]:
     from grpc_tools import protoc
 
     with tempfile.TemporaryDirectory() as tmp:
-        args = ["grpc_tools.protoc", f"-I{proto_root}", f"--python_out={tmp}",
-                f"--pyi_out={tmp}", f"--grpc_python_out={tmp}", PROTO_FILE]
+        args = [
+            "grpc_tools.protoc",
+            f"-I{proto_root}",
+            f"--python_out={tmp}",
+            f"--pyi_out={tmp}",
+            f"--grpc_python_out={tmp}",
+            PROTO_FILE,
+        ]
         if protoc.main(args) != 0:
             raise RuntimeError(f"protoc failed on {proto_root / PROTO_FILE}")
         out_dir.mkdir(parents=True, exist_ok=True)
         written = []
         for name in GENERATED:
             text = (Path(tmp) / "cuzk" / "v1" / name).read_text()
-            text = text.replace("from cuzk.v1 import proving_pb2",
-                                "from cuzk.server.proto import proving_pb2")
+            text = text.replace(
+                "from cuzk.v1 import proving_pb2", "from cuzk.server.proto import proving_pb2"
+            )
             path = out_dir / name
             path.write_text(_HEADER + text)
             written.append(path)

@@ -37,6 +37,7 @@ TIMELINE_STAMPS = tuple(
 
 # --- /status ---------------------------------------------------------------------------------
 
+
 def _partition_json(p: PartitionStatus) -> dict[str, Any]:
     t = p.timeline
     return {
@@ -110,8 +111,13 @@ def status_json(status: EngineStatus) -> dict[str, Any]:
             for d in status.devices
         ],
         "srs": [
-            {"circuit_id": s.circuit_id, "state": s.state, "bytes": s.bytes, "users": s.users,
-             "last_used": s.last_used}
+            {
+                "circuit_id": s.circuit_id,
+                "state": s.state,
+                "bytes": s.bytes,
+                "users": s.users,
+                "last_used": s.last_used,
+            }
             for s in status.srs
         ],
         "evictions": status.evictions,
@@ -170,8 +176,9 @@ class StatusServer:
         if self._error is not None:
             self._thread.join()
             err = self._error
-            raise BadInput(f"HTTP status server cannot listen on {self.host}:"
-                           f"{self._requested_port}: {err}") from err
+            raise BadInput(
+                f"HTTP status server cannot listen on {self.host}:{self._requested_port}: {err}"
+            ) from err
 
     def stop(self, timeout: float = 10.0) -> None:
         """Close the listener and open connections, join the thread. Idempotent."""

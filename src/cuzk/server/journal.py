@@ -86,8 +86,9 @@ class Journal:
         self.retention_s = retention_s
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._db = sqlite3.connect(self.path, check_same_thread=False,
-                                       isolation_level=None, timeout=30.0)
+            self._db = sqlite3.connect(
+                self.path, check_same_thread=False, isolation_level=None, timeout=30.0
+            )
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=FULL")
             self._db.executescript(_SCHEMA)
@@ -110,30 +111,57 @@ class Journal:
             self._db.execute(
                 "INSERT INTO jobs (id, request_id, digest, kind, circuit_id, seeds, payload, "
                 "priority, state, submitted_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (entry.id, entry.request_id, entry.digest, entry.kind, entry.circuit_id,
-                 json.dumps(list(entry.seeds)), entry.payload, entry.priority, entry.state,
-                 entry.submitted_at),
+                (
+                    entry.id,
+                    entry.request_id,
+                    entry.digest,
+                    entry.kind,
+                    entry.circuit_id,
+                    json.dumps(list(entry.seeds)),
+                    entry.payload,
+                    entry.priority,
+                    entry.state,
+                    entry.submitted_at,
+                ),
             )
 
-    def finish(self, job_id: str, state: str, *, proof: bytes | None = None,
-               public_inputs: tuple[tuple[int, ...], ...] | None = None,
-               vk_path: str | None = None, error: str | None = None,
-               timings: dict | None = None) -> None:
+    def finish(
+        self,
+        job_id: str,
+        state: str,
+        *,
+        proof: bytes | None = None,
+        public_inputs: tuple[tuple[int, ...], ...] | None = None,
+        vk_path: str | None = None,
+        error: str | None = None,
+        timings: dict | None = None,
+    ) -> None:
         """Record a job's end (once; a later call for a finished job changes nothing). The
         payload (a PoRep C1 output can be tens of MB) is dropped: deduplication only needs the
         digest, and a finished job is never proved again."""
         if state not in TERMINAL:
             raise ValueError(f"not a terminal state: {state}")
-        inputs = None if public_inputs is None else json.dumps(
-            [[str(x) for x in part] for part in public_inputs])
+        inputs = (
+            None
+            if public_inputs is None
+            else json.dumps([[str(x) for x in part] for part in public_inputs])
+        )
         with self._lock:
             self._db.execute("PRAGMA synchronous=NORMAL")
             self._db.execute(
                 "UPDATE jobs SET state = ?, finished_at = ?, proof = ?, public_inputs = ?, "
                 "vk_path = ?, error = ?, timings = ?, payload = X'' "
                 "WHERE id = ? AND state = 'pending'",
-                (state, time.time(), proof, inputs, vk_path, error,
-                 None if timings is None else json.dumps(timings), job_id),
+                (
+                    state,
+                    time.time(),
+                    proof,
+                    inputs,
+                    vk_path,
+                    error,
+                    None if timings is None else json.dumps(timings),
+                    job_id,
+                ),
             )
 
     def get(self, job_id: str) -> JournalEntry | None:
@@ -146,7 +174,8 @@ class Journal:
         """Accepted jobs without a result, oldest first (to re-submit after a restart)."""
         with self._lock:
             rows = self._db.execute(
-                "SELECT * FROM jobs WHERE state = 'pending' ORDER BY submitted_at").fetchall()
+                "SELECT * FROM jobs WHERE state = 'pending' ORDER BY submitted_at"
+            ).fetchall()
         return [_entry(r) for r in rows]
 
     def counts(self) -> dict[str, int]:
@@ -159,7 +188,8 @@ class Journal:
         cutoff = (time.time() if now is None else now) - self.retention_s
         with self._lock:
             cur = self._db.execute(
-                "DELETE FROM jobs WHERE state != 'pending' AND finished_at < ?", (cutoff,))
+                "DELETE FROM jobs WHERE state != 'pending' AND finished_at < ?", (cutoff,)
+            )
         return cur.rowcount
 
     def _one(self, sql: str, args: tuple) -> JournalEntry | None:
@@ -169,12 +199,41 @@ class Journal:
 
 
 def _entry(row: tuple) -> JournalEntry:
-    (id_, request_id, digest, kind, circuit_id, seeds, payload, priority, state, submitted_at,
-     finished_at, proof, public_inputs, vk_path, error, timings) = row
+    (
+        id_,
+        request_id,
+        digest,
+        kind,
+        circuit_id,
+        seeds,
+        payload,
+        priority,
+        state,
+        submitted_at,
+        finished_at,
+        proof,
+        public_inputs,
+        vk_path,
+        error,
+        timings,
+    ) = row
     return JournalEntry(
-        id_, request_id, digest, kind, circuit_id, tuple(json.loads(seeds)), bytes(payload),
-        priority, state, submitted_at, finished_at, None if proof is None else bytes(proof),
-        None if public_inputs is None
+        id_,
+        request_id,
+        digest,
+        kind,
+        circuit_id,
+        tuple(json.loads(seeds)),
+        bytes(payload),
+        priority,
+        state,
+        submitted_at,
+        finished_at,
+        None if proof is None else bytes(proof),
+        None
+        if public_inputs is None
         else tuple(tuple(int(x) for x in part) for part in json.loads(public_inputs)),
-        vk_path, error, None if timings is None else json.loads(timings),
+        vk_path,
+        error,
+        None if timings is None else json.loads(timings),
     )

@@ -31,10 +31,42 @@ CIRCUIT_KINDS = ("synthetic", "winning", "wpost", "porep", "snap")
 STAGES = ("queue", "synthesis", "device_wait", "kernels", "finalize")
 # Proofs take from tens of milliseconds (tiny synthetic circuits) to many minutes (32 GiB PoRep
 # on a CPU); roughly ×2.5 steps cover that range with 16 buckets.
-DURATION_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 25.0, 50.0, 100.0, 250.0,
-                    500.0, 1000.0, 2500.0, float("inf"))
-STAGE_BUCKETS = (0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 25.0, 50.0,
-                 100.0, 250.0, float("inf"))
+DURATION_BUCKETS = (
+    0.05,
+    0.1,
+    0.25,
+    0.5,
+    1.0,
+    2.5,
+    5.0,
+    10.0,
+    25.0,
+    50.0,
+    100.0,
+    250.0,
+    500.0,
+    1000.0,
+    2500.0,
+    float("inf"),
+)
+STAGE_BUCKETS = (
+    0.001,
+    0.005,
+    0.01,
+    0.05,
+    0.1,
+    0.25,
+    0.5,
+    1.0,
+    2.5,
+    5.0,
+    10.0,
+    25.0,
+    50.0,
+    100.0,
+    250.0,
+    float("inf"),
+)
 
 
 def circuit_kind(circuit_id: str) -> str:
@@ -65,17 +97,32 @@ class Metrics:
     def __init__(self, engine_status: Callable[[], EngineStatus]) -> None:
         self.registry = CollectorRegistry(auto_describe=False)
         r = self.registry
-        self._completed = Counter("cuzk_proofs_completed", "Jobs whose proofs were made and "
-                                  "verified", ["kind"], registry=r)
+        self._completed = Counter(
+            "cuzk_proofs_completed",
+            "Jobs whose proofs were made and verified",
+            ["kind"],
+            registry=r,
+        )
         self._failed = Counter("cuzk_proofs_failed", "Jobs that failed", ["kind"], registry=r)
-        self._cancelled = Counter("cuzk_proofs_cancelled", "Jobs that were cancelled",
-                                  ["kind"], registry=r)
-        self._duration = Histogram("cuzk_proof_duration_seconds", "Seconds from submission "
-                                   "to a verified proof, succeeded jobs", ["kind"],
-                                   buckets=DURATION_BUCKETS, registry=r)
-        self._stage = Histogram("cuzk_stage_seconds", "Seconds a partition spent in each "
-                                "engine stage (per job: mean over its partitions), succeeded "
-                                "jobs", ["kind", "stage"], buckets=STAGE_BUCKETS, registry=r)
+        self._cancelled = Counter(
+            "cuzk_proofs_cancelled", "Jobs that were cancelled", ["kind"], registry=r
+        )
+        self._duration = Histogram(
+            "cuzk_proof_duration_seconds",
+            "Seconds from submission to a verified proof, succeeded jobs",
+            ["kind"],
+            buckets=DURATION_BUCKETS,
+            registry=r,
+        )
+        self._stage = Histogram(
+            "cuzk_stage_seconds",
+            "Seconds a partition spent in each "
+            "engine stage (per job: mean over its partitions), succeeded "
+            "jobs",
+            ["kind", "stage"],
+            buckets=STAGE_BUCKETS,
+            registry=r,
+        )
         self._by_state = {
             JobState.SUCCEEDED.value: self._completed,
             JobState.FAILED.value: self._failed,
@@ -97,8 +144,9 @@ class Metrics:
         """
         counter = self._by_state.get(state)
         if counter is None:
-            raise BadInput(f"job_finished: state must be one of {', '.join(self._by_state)}, "
-                           f"got {state!r}")
+            raise BadInput(
+                f"job_finished: state must be one of {', '.join(self._by_state)}, got {state!r}"
+            )
         kind = circuit_kind(circuit_id)
         counter.labels(kind=kind).inc()
         if state != JobState.SUCCEEDED.value:
@@ -123,8 +171,9 @@ class _StatusCollector(Collector):
         return ()  # do not call engine_status() at registration
 
     def collect(self) -> Iterator[Metric]:
-        up = GaugeMetricFamily("cuzk_engine_status_up",
-                               "1 if the engine's status could be read at this scrape")
+        up = GaugeMetricFamily(
+            "cuzk_engine_status_up", "1 if the engine's status could be read at this scrape"
+        )
         try:
             st = self._status()
         except Exception:  # a scrape must not fail for the counters' sake
@@ -137,8 +186,9 @@ class _StatusCollector(Collector):
         yield from _status_metrics(st)
 
 
-def _gauge(name: str, doc: str, labels: list[str], rows: Iterable[tuple[list[str], float]]
-           ) -> GaugeMetricFamily:
+def _gauge(
+    name: str, doc: str, labels: list[str], rows: Iterable[tuple[list[str], float]]
+) -> GaugeMetricFamily:
     g = GaugeMetricFamily(name, doc, labels=labels)
     for values, v in rows:
         g.add_metric(values, v)
@@ -146,32 +196,67 @@ def _gauge(name: str, doc: str, labels: list[str], rows: Iterable[tuple[list[str
 
 
 def _status_metrics(st: EngineStatus) -> Iterator[Metric]:
-    yield _gauge("cuzk_uptime_seconds", "Seconds since the engine started", [],
-                 [([], st.uptime)])
-    yield _gauge("cuzk_accepting", "1 while the engine takes new work", [],
-                 [([], 1.0 if st.accepting else 0.0)])
-    yield _gauge("cuzk_jobs", "Jobs the engine remembers, by priority and state",
-                 ["priority", "state"],
-                 [([prio.lower(), state], n) for prio, by_state in st.counts.items()
-                  for state, n in by_state.items()])
-    yield _gauge("cuzk_queue_depth", "Jobs queued or running (not finished), by priority",
-                 ["priority"],
-                 [([prio.lower()], by_state.get("queued", 0) + by_state.get("running", 0))
-                  for prio, by_state in st.counts.items()])
-    yield _gauge("cuzk_partitions", "Partitions of remembered jobs, by state", ["state"],
-                 [([state], n) for state, n in st.partitions.items()])
-    yield _gauge("cuzk_budget_limit_bytes", "Memory the engine may reserve", [],
-                 [([], st.budget.total)])
-    yield _gauge("cuzk_budget_reserved_bytes", "Memory reserved now, by what holds it",
-                 ["kind"], [([k], v) for k, v in st.budget.by_kind.items()])
-    yield _gauge("cuzk_budget_in_use_ratio", "Reserved / limit", [],
-                 [([], st.budget.reserved / st.budget.total if st.budget.total else 0.0)])
-    yield _gauge("cuzk_device_busy_ratio", "Kernel (compute lock) seconds / uptime",
-                 ["device", "backend"],
-                 [([str(d.index), d.backend], d.kernel_seconds / st.uptime if st.uptime > 0
-                   else 0.0) for d in st.devices])
-    kernel = CounterMetricFamily("cuzk_device_kernel_seconds", "Seconds the device's compute "
-                                 "lock was held", labels=["device", "backend"])
+    yield _gauge("cuzk_uptime_seconds", "Seconds since the engine started", [], [([], st.uptime)])
+    yield _gauge(
+        "cuzk_accepting",
+        "1 while the engine takes new work",
+        [],
+        [([], 1.0 if st.accepting else 0.0)],
+    )
+    yield _gauge(
+        "cuzk_jobs",
+        "Jobs the engine remembers, by priority and state",
+        ["priority", "state"],
+        [
+            ([prio.lower(), state], n)
+            for prio, by_state in st.counts.items()
+            for state, n in by_state.items()
+        ],
+    )
+    yield _gauge(
+        "cuzk_queue_depth",
+        "Jobs queued or running (not finished), by priority",
+        ["priority"],
+        [
+            ([prio.lower()], by_state.get("queued", 0) + by_state.get("running", 0))
+            for prio, by_state in st.counts.items()
+        ],
+    )
+    yield _gauge(
+        "cuzk_partitions",
+        "Partitions of remembered jobs, by state",
+        ["state"],
+        [([state], n) for state, n in st.partitions.items()],
+    )
+    yield _gauge(
+        "cuzk_budget_limit_bytes", "Memory the engine may reserve", [], [([], st.budget.total)]
+    )
+    yield _gauge(
+        "cuzk_budget_reserved_bytes",
+        "Memory reserved now, by what holds it",
+        ["kind"],
+        [([k], v) for k, v in st.budget.by_kind.items()],
+    )
+    yield _gauge(
+        "cuzk_budget_in_use_ratio",
+        "Reserved / limit",
+        [],
+        [([], st.budget.reserved / st.budget.total if st.budget.total else 0.0)],
+    )
+    yield _gauge(
+        "cuzk_device_busy_ratio",
+        "Kernel (compute lock) seconds / uptime",
+        ["device", "backend"],
+        [
+            ([str(d.index), d.backend], d.kernel_seconds / st.uptime if st.uptime > 0 else 0.0)
+            for d in st.devices
+        ],
+    )
+    kernel = CounterMetricFamily(
+        "cuzk_device_kernel_seconds",
+        "Seconds the device's compute lock was held",
+        labels=["device", "backend"],
+    )
     for d in st.devices:
         kernel.add_metric([str(d.index), d.backend], d.kernel_seconds)
     yield kernel
@@ -179,12 +264,21 @@ def _status_metrics(st: EngineStatus) -> Iterator[Metric]:
     for s in st.srs:
         n, b = by_state.get(s.state, (0, 0))
         by_state[s.state] = (n + 1, b + s.bytes)
-    yield _gauge("cuzk_srs_entries", "Circuits' parameters held, by state", ["state"],
-                 [([state], n) for state, (n, _) in by_state.items()])
-    yield _gauge("cuzk_srs_bytes", "Budget bytes held by circuits' parameters, by state",
-                 ["state"], [([state], b) for state, (_, b) in by_state.items()])
-    evictions = CounterMetricFamily("cuzk_srs_evictions", "Parameter sets evicted under memory "
-                                    "pressure")
+    yield _gauge(
+        "cuzk_srs_entries",
+        "Circuits' parameters held, by state",
+        ["state"],
+        [([state], n) for state, (n, _) in by_state.items()],
+    )
+    yield _gauge(
+        "cuzk_srs_bytes",
+        "Budget bytes held by circuits' parameters, by state",
+        ["state"],
+        [([state], b) for state, (_, b) in by_state.items()],
+    )
+    evictions = CounterMetricFamily(
+        "cuzk_srs_evictions", "Parameter sets evicted under memory pressure"
+    )
     evictions.add_metric([], st.evictions)
     yield evictions
     workers: dict[str, list[int]] = {}
@@ -192,7 +286,15 @@ def _status_metrics(st: EngineStatus) -> Iterator[Metric]:
         row = workers.setdefault(w.kind, [0, 0])
         row[0] += 1
         row[1] += w.busy_with is not None
-    yield _gauge("cuzk_workers", "Worker threads, by kind", ["kind"],
-                 [([k], n) for k, (n, _) in workers.items()])
-    yield _gauge("cuzk_workers_busy", "Worker threads working on a partition now, by kind",
-                 ["kind"], [([k], busy) for k, (_, busy) in workers.items()])
+    yield _gauge(
+        "cuzk_workers",
+        "Worker threads, by kind",
+        ["kind"],
+        [([k], n) for k, (n, _) in workers.items()],
+    )
+    yield _gauge(
+        "cuzk_workers_busy",
+        "Worker threads working on a partition now, by kind",
+        ["kind"],
+        [([k], busy) for k, (_, busy) in workers.items()],
+    )

@@ -87,8 +87,13 @@ class ProvingService:
         many. A job the engine now refuses (keys gone, …) is recorded as failed."""
         n = 0
         for entry in self.journal.pending():
-            request = convert.make_request(entry.circuit_id, entry.seeds, entry.payload,
-                                           Priority(entry.priority), entry.request_id)
+            request = convert.make_request(
+                entry.circuit_id,
+                entry.seeds,
+                entry.payload,
+                Priority(entry.priority),
+                entry.request_id,
+            )
             try:
                 engine_id = self.engine.submit(request)
             except CuzkError as e:
@@ -124,24 +129,39 @@ class ProvingService:
                 prior = self.journal.by_request_id(req.request_id)
                 if prior is not None:
                     if prior.digest != digest:
-                        raise BadInput(f"request_id {req.request_id!r} was already used for "
-                                       "another payload")
+                        raise BadInput(
+                            f"request_id {req.request_id!r} was already used for another payload"
+                        )
                     return pb.SubmitProofResponse(job_id=prior.id)
             with self._lock:
                 ahead = len(self._engine_ids)
             engine_id = self.engine.submit(req)
             entry = JournalEntry(
-                self.journal.new_id(), req.request_id, digest, conv.kind, req.circuit_id,
-                tuple(req.seeds), payload, int(req.priority), "pending", time.time(),
-                None, None, None, None, None, None,
+                self.journal.new_id(),
+                req.request_id,
+                digest,
+                conv.kind,
+                req.circuit_id,
+                tuple(req.seeds),
+                payload,
+                int(req.priority),
+                "pending",
+                time.time(),
+                None,
+                None,
+                None,
+                None,
+                None,
+                None,
             )
             try:
                 self.journal.add(entry)
             except Exception as e:
                 self.engine.cancel(engine_id)
                 log.exception("journal write failed")
-                raise _Abort(grpc.StatusCode.UNAVAILABLE,
-                             f"cannot journal the request ({e}); not accepted") from e
+                raise _Abort(
+                    grpc.StatusCode.UNAVAILABLE, f"cannot journal the request ({e}); not accepted"
+                ) from e
             self._track(entry.id, engine_id, req.circuit_id, entry.submitted_at)
         return pb.SubmitProofResponse(job_id=entry.id, queue_position=ahead)
 
@@ -149,14 +169,16 @@ class ProvingService:
         with self._lock:
             self._engine_ids[job_id] = engine_id
             self._done[job_id] = threading.Event()
-            t = threading.Thread(target=self._collect,
-                                 args=(job_id, engine_id, circuit_id, submitted_at),
-                                 name=f"cuzk-collect-{job_id}", daemon=True)
+            t = threading.Thread(
+                target=self._collect,
+                args=(job_id, engine_id, circuit_id, submitted_at),
+                name=f"cuzk-collect-{job_id}",
+                daemon=True,
+            )
             self._collectors[job_id] = t
         t.start()
 
-    def _collect(self, job_id: str, engine_id: str, circuit_id: str,
-                 submitted_at: float) -> None:
+    def _collect(self, job_id: str, engine_id: str, circuit_id: str, submitted_at: float) -> None:
         """Block on the engine's result and journal it."""
         state, timelines = None, ()
         try:
@@ -183,9 +205,14 @@ class ProvingService:
             timings["total_ms"] = max(0, round((time.time() - submitted_at) * 1000))
             timings["timelines"] = [_timeline_dict(t) for t in timelines]
             state = "succeeded"
-            self.journal.finish(job_id, state, proof=result.proof,
-                                public_inputs=result.public_inputs, vk_path=result.vk_path,
-                                timings=timings)
+            self.journal.finish(
+                job_id,
+                state,
+                proof=result.proof,
+                public_inputs=result.public_inputs,
+                vk_path=result.vk_path,
+                timings=timings,
+            )
         except Exception:  # noqa: BLE001 - the journal itself failed; keep the daemon up
             log.exception("job %s: cannot journal its result", job_id)
         finally:
@@ -216,8 +243,9 @@ class ProvingService:
         except Exception:  # noqa: BLE001 - housekeeping never fails a job
             log.exception("journal purge")
 
-    def await_(self, job_id: str, timeout_ms: int,
-               context: grpc.ServicerContext) -> pb.AwaitProofResponse:
+    def await_(
+        self, job_id: str, timeout_ms: int, context: grpc.ServicerContext
+    ) -> pb.AwaitProofResponse:
         entry = self._entry(job_id)
         if not entry.terminal:
             with self._lock:
@@ -225,19 +253,26 @@ class ProvingService:
             if done is not None:
                 deadline = None if timeout_ms == 0 else time.monotonic() + timeout_ms / 1000
                 while not done.is_set():
-                    left = _WAIT_SLICE_S if deadline is None else min(
-                        _WAIT_SLICE_S, deadline - time.monotonic())
+                    left = (
+                        _WAIT_SLICE_S
+                        if deadline is None
+                        else min(_WAIT_SLICE_S, deadline - time.monotonic())
+                    )
                     if left <= 0:
-                        return pb.AwaitProofResponse(job_id=job_id,
-                                                     status=pb.AwaitProofResponse.TIMEOUT)
+                        return pb.AwaitProofResponse(
+                            job_id=job_id, status=pb.AwaitProofResponse.TIMEOUT
+                        )
                     if done.wait(left):
                         break
                     if not context.is_active():
                         raise _Abort(grpc.StatusCode.CANCELLED, "the client went away")
             entry = self._entry(job_id)
         if not entry.terminal:
-            raise _Abort(grpc.StatusCode.UNAVAILABLE, f"{job_id} is journalled but not running "
-                         "(the daemon is shutting down); it resumes when the daemon restarts")
+            raise _Abort(
+                grpc.StatusCode.UNAVAILABLE,
+                f"{job_id} is journalled but not running "
+                "(the daemon is shutting down); it resumes when the daemon restarts",
+            )
         return await_response(entry)
 
     def cancel(self, job_id: str) -> bool:
@@ -261,15 +296,28 @@ class ProvingService:
         circuits = {j.job_id: j.circuit_id for j in st.jobs}
         gpus = []
         for d in st.devices:
-            busy = next((w.busy_with for w in st.workers
-                         if w.device == d.index and w.busy_with), None)
+            busy = next(
+                (w.busy_with for w in st.workers if w.device == d.index and w.busy_with), None
+            )
             engine_job = busy.split("/")[0] if busy else ""
-            gpus.append(pb.GPUStatus(ordinal=d.index, name=d.backend,
-                                     current_job_id=by_engine.get(engine_job, engine_job),
-                                     current_proof_kind=circuits.get(engine_job, "")))
+            gpus.append(
+                pb.GPUStatus(
+                    ordinal=d.index,
+                    name=d.backend,
+                    current_job_id=by_engine.get(engine_job, engine_job),
+                    current_proof_kind=circuits.get(engine_job, ""),
+                )
+            )
         tiers = {"resident": pb.SRSStatus.HOT, "loading": pb.SRSStatus.WARM}
-        srs = [pb.SRSStatus(circuit_id=s.circuit_id, tier=tiers.get(s.state, pb.SRSStatus.COLD),
-                            size_bytes=s.bytes, ref_count=s.users) for s in st.srs]
+        srs = [
+            pb.SRSStatus(
+                circuit_id=s.circuit_id,
+                tier=tiers.get(s.state, pb.SRSStatus.COLD),
+                size_bytes=s.bytes,
+                ref_count=s.users,
+            )
+            for s in st.srs
+        ]
         queues: dict[str, list[int]] = {}
         for j in st.jobs:
             q = queues.setdefault(j.circuit_id, [0, 0])
@@ -284,12 +332,17 @@ class ProvingService:
             except Exception:  # noqa: BLE001 - the summary fields still answer
                 log.exception("status document")
         return pb.GetStatusResponse(
-            gpus=gpus, loaded_srs=srs,
-            queues=[pb.QueueStatus(proof_kind=k, pending=p, in_progress=r)
-                    for k, (p, r) in sorted(queues.items())],
-            total_proofs_completed=self.completed, total_proofs_failed=self.failed,
+            gpus=gpus,
+            loaded_srs=srs,
+            queues=[
+                pb.QueueStatus(proof_kind=k, pending=p, in_progress=r)
+                for k, (p, r) in sorted(queues.items())
+            ],
+            total_proofs_completed=self.completed,
+            total_proofs_failed=self.failed,
             uptime_seconds=int(time.time() - self.started),
-            pinned_memory_bytes=st.budget.reserved, pinned_memory_limit_bytes=st.budget.total,
+            pinned_memory_bytes=st.budget.reserved,
+            pinned_memory_limit_bytes=st.budget.total,
             status_json=doc,
         )
 
@@ -302,7 +355,8 @@ class ProvingService:
         self.engine.preload(circuit_id)
         return pb.PreloadSrsResponse(
             already_loaded=already,
-            load_time_ms=0 if already else round((time.perf_counter() - t0) * 1000))
+            load_time_ms=0 if already else round((time.perf_counter() - t0) * 1000),
+        )
 
     def evict(self, circuit_id: str) -> pb.EvictSrsResponse:
         if not circuit_id:
@@ -310,7 +364,8 @@ class ProvingService:
         before = _srs(self.engine.status(), circuit_id)
         evicted = self.engine.evict(circuit_id)
         return pb.EvictSrsResponse(
-            was_loaded=evicted, freed_bytes=before.bytes if evicted and before else 0)
+            was_loaded=evicted, freed_bytes=before.bytes if evicted and before else 0
+        )
 
     def metrics_text(self) -> str:
         return "" if self.metrics is None else self.metrics.render().decode()
@@ -320,8 +375,10 @@ class ProvingService:
             raise BadInput("job_id is empty")
         entry = self.journal.get(job_id)
         if entry is None:
-            raise _Abort(grpc.StatusCode.NOT_FOUND, f"no job {job_id!r} (unknown, or older than "
-                         "the journal's retention)")
+            raise _Abort(
+                grpc.StatusCode.NOT_FOUND,
+                f"no job {job_id!r} (unknown, or older than the journal's retention)",
+            )
         return entry
 
     # -- gRPC plumbing ---------------------------------------------------------------------------
@@ -329,23 +386,28 @@ class ProvingService:
     def handler(self) -> grpc.GenericRpcHandler:
         """Every RPC as a raw-bytes unary handler (see the module docstring for why)."""
         rpcs: dict[str, tuple[type, Callable[[Any, grpc.ServicerContext], Any]]] = {
-            "SubmitProof": (pb.SubmitProofRequest,
-                            lambda r, c: self.submit(convert.to_engine(r))),
-            "AwaitProof": (pb.AwaitProofRequest,
-                           lambda r, c: self.await_(r.job_id, r.timeout_ms, c)),
+            "SubmitProof": (pb.SubmitProofRequest, lambda r, c: self.submit(convert.to_engine(r))),
+            "AwaitProof": (
+                pb.AwaitProofRequest,
+                lambda r, c: self.await_(r.job_id, r.timeout_ms, c),
+            ),
             "Prove": (pb.ProveRequest, self._prove),
-            "CancelProof": (pb.CancelProofRequest,
-                            lambda r, c: pb.CancelProofResponse(was_running=self.cancel(r.job_id))),
+            "CancelProof": (
+                pb.CancelProofRequest,
+                lambda r, c: pb.CancelProofResponse(was_running=self.cancel(r.job_id)),
+            ),
             "GetStatus": (pb.GetStatusRequest, lambda r, c: self.status()),
-            "GetMetrics": (pb.GetMetricsRequest,
-                           lambda r, c: pb.GetMetricsResponse(prometheus_text=self.metrics_text())),
+            "GetMetrics": (
+                pb.GetMetricsRequest,
+                lambda r, c: pb.GetMetricsResponse(prometheus_text=self.metrics_text()),
+            ),
             "PreloadSRS": (pb.PreloadSrsRequest, lambda r, c: self.preload(r.circuit_id)),
             "EvictSRS": (pb.EvictSrsRequest, lambda r, c: self.evict(r.circuit_id)),
         }
         handlers = {
             name: grpc.unary_unary_rpc_method_handler(
-                self._wrap(name, req_type, fn),
-                response_serializer=lambda m: m.SerializeToString())
+                self._wrap(name, req_type, fn), response_serializer=lambda m: m.SerializeToString()
+            )
             for name, (req_type, fn) in rpcs.items()
         }
         return grpc.method_handlers_generic_handler(SERVICE, handlers)
@@ -354,15 +416,18 @@ class ProvingService:
         job_id = self.submit(convert.to_engine(request.submit)).job_id
         return pb.ProveResponse(result=self.await_(job_id, 0, context))
 
-    def _wrap(self, name: str, req_type: type,
-              fn: Callable[[Any, grpc.ServicerContext], Any]) -> Callable[[bytes, Any], Any]:
+    def _wrap(
+        self, name: str, req_type: type, fn: Callable[[Any, grpc.ServicerContext], Any]
+    ) -> Callable[[bytes, Any], Any]:
         limit = self.max_message_bytes
 
         def handle(raw: bytes, context: grpc.ServicerContext) -> Any:
             try:
                 if len(raw) > limit:
-                    raise BadInput(f"{name}: message of {len(raw):,} bytes exceeds the limit "
-                                   f"of {limit:,} (server.max_message_bytes)")
+                    raise BadInput(
+                        f"{name}: message of {len(raw):,} bytes exceeds the limit "
+                        f"of {limit:,} (server.max_message_bytes)"
+                    )
                 return fn(convert.decode(req_type, raw, name), context)
             except _Abort as e:
                 code, message = e.code, str(e)
@@ -382,11 +447,14 @@ class ProvingService:
 
 def await_response(entry: JournalEntry) -> pb.AwaitProofResponse:
     """The AwaitProof answer for a finished journal entry."""
-    status = {"succeeded": pb.AwaitProofResponse.COMPLETED,
-              "failed": pb.AwaitProofResponse.FAILED,
-              "cancelled": pb.AwaitProofResponse.CANCELLED}[entry.state]
-    resp = pb.AwaitProofResponse(job_id=entry.id, status=status, error_message=entry.error or "",
-                                 circuit_id=entry.circuit_id)
+    status = {
+        "succeeded": pb.AwaitProofResponse.COMPLETED,
+        "failed": pb.AwaitProofResponse.FAILED,
+        "cancelled": pb.AwaitProofResponse.CANCELLED,
+    }[entry.state]
+    resp = pb.AwaitProofResponse(
+        job_id=entry.id, status=status, error_message=entry.error or "", circuit_id=entry.circuit_id
+    )
     if entry.state == "succeeded":
         t = entry.timings or {}
         resp.proof = entry.proof or b""
@@ -397,8 +465,9 @@ def await_response(entry: JournalEntry) -> pb.AwaitProofResponse:
         resp.gpu_compute_ms = t.get("gpu_compute_ms", 0)
         resp.total_ms = t.get("total_ms", 0)
         resp.srs_load_ms = t.get("srs_load_ms", 0)  # part of queue_wait_ms
-        resp.timelines.extend(convert.timeline_message(PartitionTimeline(**d))
-                              for d in t.get("timelines", ()))
+        resp.timelines.extend(
+            convert.timeline_message(PartitionTimeline(**d)) for d in t.get("timelines", ())
+        )
     return resp
 
 
@@ -410,8 +479,13 @@ def _srs(st: EngineStatus, circuit_id: str) -> Any:
     return next((s for s in st.srs if s.circuit_id == circuit_id), None)
 
 
-def _report(metrics: Any, circuit_id: str, state: str, seconds: float,
-            timelines: tuple[PartitionTimeline, ...]) -> None:
+def _report(
+    metrics: Any,
+    circuit_id: str,
+    state: str,
+    seconds: float,
+    timelines: tuple[PartitionTimeline, ...],
+) -> None:
     try:
         from cuzk.server.metrics import stage_seconds
 

@@ -49,9 +49,7 @@ def device_arch(device: int) -> str:
     return f"sm_{cupy().cuda.Device(device).compute_capability}"  # e.g. "90" on Hopper
 
 
-def load_module(
-    filename: str, *, device: int, defines: dict[str, object] | None = None
-) -> Any:
+def load_module(filename: str, *, device: int, defines: dict[str, object] | None = None) -> Any:
     """The compiled ``cupy.RawModule`` for ``filename`` (relative to this package) on
     ``device``; ``defines`` become ``-DNAME=VALUE`` options."""
     key_defines = tuple(sorted((k, str(v)) for k, v in (defines or {}).items()))

@@ -288,12 +288,14 @@ def _read_partition(
     partition_path: list[list[int]] | None = None
     for j, (c, item) in enumerate(zip(want, raw, strict=True)):
         w = f"{what} challenge {j}"
-        r_old = read_merkle_proof(field(item, "proof_r_old", w), p.tree, f"{w} proof_r_old",
-                                  check_root=True)
+        r_old = read_merkle_proof(
+            field(item, "proof_r_old", w), p.tree, f"{w} proof_r_old", check_root=True
+        )
         d_new = _read_tree_d_proof(field(item, "proof_d_new", w), p.challenge_bit_len,
                                    f"{w} proof_d_new")  # fmt: skip
-        r_new = read_merkle_proof(field(item, "proof_r_new", w), p.tree, f"{w} proof_r_new",
-                                  check_root=True)
+        r_new = read_merkle_proof(
+            field(item, "proof_r_new", w), p.tree, f"{w} proof_r_new", check_root=True
+        )
         for name, proof, tree in (("proof_r_old", r_old, p.tree), ("proof_d_new", d_new, tree_d),
                                   ("proof_r_new", r_new, p.tree)):  # fmt: skip
             if leaf_index(proof, tree) != c:

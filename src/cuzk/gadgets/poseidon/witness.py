@@ -61,8 +61,9 @@ def hash_witness(
             _checked.add(key)
         else:
             _refused.add(key)
-            log.warning("Poseidon arity %d: kernel values disagree with the gadget; not used",
-                        key[0])
+            log.warning(
+                "Poseidon arity %d: kernel values disagree with the gadget; not used", key[0]
+            )
         return digest
     cs.aux.extend(appended)
     return AllocatedNum(Variable(len(cs.aux) - 1), appended[-1])
