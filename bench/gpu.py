@@ -211,7 +211,7 @@ def bench_impls(
                 ms_n = t.ms(lambda v=v, d=d: be.fr.ntt(v, d), runs=5)
                 a, b, c = v, rand_dev(be, d.m), rand_dev(be, d.m)
                 ms_h = t.ms(
-                    lambda a=a, b=b, c=c, d=d: be.h_quotient_device(a, b, c, d), runs=3, warmup=1
+                    lambda a=a, b=b, c=c, d=d: be.h_quotient(a, b, c, d), runs=3, warmup=1
                 )
                 out.setdefault("impls", {})[f"{impl}:{L}"] = {
                     "ntt": round(ms_n, 4),
@@ -229,10 +229,10 @@ def bench_h(be: CudaBackend, t: Timer, logs: list[int], out: dict[str, Any]) -> 
         d = Domain(1 << L)
         a, b, c = (rand_dev(be, d.m) for _ in range(3))
         ms = t.ms(
-            lambda a=a, b=b, c=c, d=d: be.h_quotient_device(a, b, c, d), runs=5 if L >= 26 else None
+            lambda a=a, b=b, c=c, d=d: be.h_quotient(a, b, c, d), runs=5 if L >= 26 else None
         )
         out.setdefault("h_pipeline", {})[str(L)] = round(ms, 4)
-        print(f"2^{L}: h_quotient_device {ms:9.3f} ms", flush=True)
+        print(f"2^{L}: h_quotient {ms:9.3f} ms", flush=True)
         del a, b, c
 
 
@@ -269,16 +269,16 @@ def bench_transfers(be: CudaBackend, mib: int, out: dict[str, Any]) -> None:
     host = (
         np.random.default_rng(1).integers(0, 1 << 62, size=(n, 4), dtype=np.int64).view(np.uint64)
     )
-    pinned = be.pinned_empty(n)
+    pinned = be.host_vector(n)
     pinned[:] = host
     res: dict[str, float] = {}
     for label, src in (("h2d_pageable_staged", host), ("h2d_pinned", pinned)):
         be.upload(src)
-        be.synchronize()
+        be.gpu.synchronize()
         t0 = time.perf_counter()
         for _ in range(3):
             d = be.upload(src)
-        be.synchronize()
+        be.gpu.synchronize()
         res[label] = 3 * host.nbytes / (time.perf_counter() - t0) / 1e9
     be.download(d)  # the first call grows CuPy's pinned pool (cudaHostAlloc), later ones reuse it
     t0 = time.perf_counter()

@@ -30,6 +30,7 @@ import numpy as np
 
 from cuzk.backend.base import PointSet
 from cuzk.backend.cuda import loader
+from cuzk.backend.cuda.device import Gpu
 from cuzk.backend.cuda.msm import GpuMsm, choose_window
 from cuzk.curve import g1_generator, g2_generator
 from cuzk.curve.encoding import (
@@ -63,7 +64,7 @@ class Bench:
     def __init__(self, args: argparse.Namespace) -> None:
         self.args = args
         self.cp = loader.cupy()
-        self.gpu = GpuMsm(args.device)
+        self.gpu = GpuMsm(Gpu(args.device))
         self.rng = np.random.default_rng(args.seed)
         self.tmp = Path(tempfile.mkdtemp(prefix="gpu_msm_"))
         self.points: dict[str, tuple[PointSet, list]] = {}

@@ -51,7 +51,7 @@ def cuda_backend():
         pytest.skip(why)
     from cuzk.backend.cuda.backend import CudaBackend
 
-    with CudaBackend(0, workers=2) as b:
+    with CudaBackend(0) as b:
         yield b
 
 

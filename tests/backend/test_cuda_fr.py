@@ -15,6 +15,7 @@ from cuzk.errors import BadInput, DeviceFault
 from cuzk.field import fr
 from cuzk.field.constants import R
 from cuzk.r1cs.shape import CsrMatrix, R1CSShape
+from tests.backend.hostcall import on_host
 
 _OK, _WHY = cuda_available()
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not _OK, reason=_WHY)]
@@ -80,8 +81,8 @@ def test_classify_and_split_plan(backend, rng, seed, n):
     v[rng.random(n) < 0.3] = fr.from_int(1)
     v[rng.random(n) < 0.3] = 0
     d = backend.upload(v)
-    assert np.array_equal(_host(backend, backend.classify_device(d)), fr.classify(v)), seed
-    ones, tail = backend.msm_plan_device(d)
+    assert np.array_equal(_host(backend, backend.fr.classify(d)), fr.classify(v)), seed
+    ones, tail = backend.fr.split_plan(d)
     plan = MsmPlan.of(v)
     assert np.array_equal(_host(backend, ones), plan.ones), seed
     assert np.array_equal(_host(backend, tail), plan.tail), seed
@@ -131,20 +132,20 @@ def test_spmv_and_evaluate_abc(backend, rng, seed, rows, cols):
     z = fr.random(cols, rng)
     z[0] = fr.from_int(1)
     want = shape.evaluate(z)
-    got = backend.evaluate_abc(shape, z)
+    got = on_host(backend, "evaluate_abc", shape, z)
     for label, g, w in zip("abc", got, want, strict=True):
         assert np.array_equal(g, w), f"{label} rows={rows} seed={seed}"
     dm = backend.abc.upload_csr(mats[0])
     assert np.array_equal(_host(backend, backend.abc.spmv(dm, backend.upload(z))), want[0]), seed
     with pytest.raises(BadInput):
-        backend.evaluate_abc(shape, z[:-1])
+        backend.evaluate_abc(shape, backend.upload(z[:-1]))
 
 
 def test_upload_download_pinned_and_staged(backend, rng, seed, monkeypatch):
     from cuzk.backend.cuda import device as dev
 
     v = fr.random(3000, rng)
-    pinned = backend.pinned_empty(3000)
+    pinned = backend.host_vector(3000)
     pinned[:] = v
     assert backend.gpu.is_pinned(pinned) and not backend.gpu.is_pinned(v)
     assert np.array_equal(backend.download(backend.upload(pinned)), v), seed

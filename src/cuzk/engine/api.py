@@ -13,6 +13,7 @@ import logging
 import threading
 from types import TracebackType
 
+from cuzk.backend.base import Backend
 from cuzk.engine.config import EngineConfig
 from cuzk.engine.core import EngineCore
 from cuzk.engine.request import EngineStatus, JobResult, ProofRequest
@@ -134,15 +135,11 @@ class Engine:
 CPU_STAGING_BUDGET = 8 << 30  # virtual devices: accounting only, no device memory exists
 
 
-def _default_staging_budget(backend: object, index: int) -> int:
-    """Half the GPU's memory (the other half is for resident parameters), asked once at
-    start-up; a fixed figure for CPU virtual devices."""
-    if getattr(backend, "name", "") != "cuda":
-        return CPU_STAGING_BUDGET
-    import cupy
-
-    with cupy.cuda.Device(index):
-        return int(cupy.cuda.runtime.memGetInfo()[1]) // 2
+def _default_staging_budget(backend: Backend) -> int:
+    """Half the device's memory (the other half is for resident parameters), asked once at
+    start-up; a fixed figure for CPU virtual devices, which have none."""
+    memory = backend.memory()
+    return CPU_STAGING_BUDGET if memory is None else memory.total // 2
 
 
 def _make_devices(config: EngineConfig) -> list[Device]:
@@ -157,7 +154,7 @@ def _make_devices(config: EngineConfig) -> list[Device]:
             backend = factory(i)  # the index is explicit, always
             staging = None
             if config.staging:
-                total = config.staging_budget or _default_staging_budget(backend, i)
+                total = config.staging_budget or _default_staging_budget(backend)
                 staging = StagingArea(i, total)
             devices.append(Device(i, backend, staging, config.pinned_pool_bytes))
     except BaseException:

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from cuzk.backend.cuda.device import Gpu
-from cuzk.backend.cuda.msm import zcash_to_limbs
+from cuzk.backend.cuda.points import zcash_to_limbs
 from cuzk.errors import BadInput
 from cuzk.field import fr
 
