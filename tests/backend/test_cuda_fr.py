@@ -41,7 +41,8 @@ def _vec(n: int, rng: np.random.Generator, edges: bool = True) -> fr.FrVec:
 
 
 def _host(backend, d) -> np.ndarray:
-    return backend.download(d)
+    """Any device array back on the host (the backend's download takes Fr vectors only)."""
+    return backend.gpu.download(d)
 
 
 @pytest.mark.parametrize("n", SIZES)
