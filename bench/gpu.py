@@ -125,7 +125,7 @@ def bench_mul(be: CudaBackend, t: Timer, out: dict[str, Any]) -> None:
                 kern: str = kern, blocks: int = blocks, res: Any = res, a: Any = a, n: int = n
             ) -> None:
                 gpu.launch(
-                    "fr_kernels.cu", kern, blocks, threads, (res, a, np.int32(iters), np.int64(n))
+                    "fr_bench.cu", kern, blocks, threads, (res, a, np.int32(iters), np.int64(n))
                 )
 
             ms = t.ms(go, runs=5)
@@ -210,9 +210,7 @@ def bench_impls(
                 v = rand_dev(be, d.m)
                 ms_n = t.ms(lambda v=v, d=d: be.fr.ntt(v, d), runs=5)
                 a, b, c = v, rand_dev(be, d.m), rand_dev(be, d.m)
-                ms_h = t.ms(
-                    lambda a=a, b=b, c=c, d=d: be.h_quotient(a, b, c, d), runs=3, warmup=1
-                )
+                ms_h = t.ms(lambda a=a, b=b, c=c, d=d: be.h_quotient(a, b, c, d), runs=3, warmup=1)
                 out.setdefault("impls", {})[f"{impl}:{L}"] = {
                     "ntt": round(ms_n, 4),
                     "h": round(ms_h, 4),
@@ -228,9 +226,7 @@ def bench_h(be: CudaBackend, t: Timer, logs: list[int], out: dict[str, Any]) -> 
     for L in logs:
         d = Domain(1 << L)
         a, b, c = (rand_dev(be, d.m) for _ in range(3))
-        ms = t.ms(
-            lambda a=a, b=b, c=c, d=d: be.h_quotient(a, b, c, d), runs=5 if L >= 26 else None
-        )
+        ms = t.ms(lambda a=a, b=b, c=c, d=d: be.h_quotient(a, b, c, d), runs=5 if L >= 26 else None)
         out.setdefault("h_pipeline", {})[str(L)] = round(ms, 4)
         print(f"2^{L}: h_quotient {ms:9.3f} ms", flush=True)
         del a, b, c

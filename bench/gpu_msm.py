@@ -153,8 +153,14 @@ class Bench:
                     for k in range(self.args.runs + 1):
                         start, end = cp.cuda.Event(), cp.cuda.Event()
                         start.record(gpu._stream)
-                        gpu._launch(
-                            "g1", "msm_fp_bench", nthreads, d, np.uint32(nthreads), np.uint32(iters)
+                        gpu.gpu.launch(
+                            "fp_bench.cu",
+                            "msm_fp_bench",
+                            -(-nthreads // 128),
+                            128,
+                            (d, np.uint32(nthreads), np.uint32(iters)),
+                            defines=gpu.defines,
+                            stream=gpu._stream,
                         )
                         end.record(gpu._stream)
                         end.synchronize()

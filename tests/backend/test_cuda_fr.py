@@ -103,7 +103,7 @@ def test_microbenchmark_kernels_compute_products(backend, rng, seed, kernel):
     a = fr.random(n, rng)
     out = backend.gpu.empty(n)
     backend.gpu.launch(
-        "fr_kernels.cu", kernel, 1, 64, (out, backend.upload(a), np.int32(iters), np.int64(n))
+        "fr_bench.cu", kernel, 1, 64, (out, backend.upload(a), np.int32(iters), np.int64(n))
     )
     ints = fr.to_ints(a)
     want = [
