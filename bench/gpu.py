@@ -1,5 +1,5 @@
 """Benchmark the CUDA Fr kernels: Fr multiplications/s, NTT, coset NTT, the H pipeline and the
-a/b/c sparse products, device-resident like sppark's anchors (shared/design/ANCHORS.md).
+a/b/c sparse products, device-resident like sppark's anchors (the sppark anchors in BENCHMARKS.md).
 
 Usage: python bench/gpu.py [--ntt 16:27] [--h 16:27] [--spmv 16:26] [--runs 7]
        [--configs 11,2,256;10,1,256] [--transfer-mib 1024] [--device 0]

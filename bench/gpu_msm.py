@@ -43,7 +43,7 @@ from cuzk.curve.msm import g1_fixed_base_batch, g1_msm, g2_fixed_base_batch, g2_
 from cuzk.field import fr
 
 RESULTS = Path(__file__).resolve().parent / "results" / "h200.json"
-SPPARK = {  # ms, H200, device-resident (shared/design/ANCHORS.md)
+SPPARK = {  # ms, H200, device-resident (the sppark anchors in BENCHMARKS.md)
     "g1": {16: 6.8, 18: 20.3, 20: 22.1, 22: 54.9, 24: 162.3, 26: 567.4},
     "g2": {18: 32.7, 20: 49.3, 22: 137.9},
 }
