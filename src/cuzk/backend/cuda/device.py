@@ -184,22 +184,24 @@ class Gpu:
         kind = getattr(attrs, "type", None)
         return kind == getattr(rt, "memoryTypeHost", 1)
 
-    def upload(self, host: np.ndarray, out: Any = None) -> Any:
-        """Copy a host array to the device (queued on the stream; returns at once when the
-        source is page-locked, after the last chunk's host copy otherwise)."""
+    def upload(self, host: np.ndarray, out: Any = None, stream: Any = None) -> Any:
+        """Copy a host array to the device (queued on ``stream``, default the compute stream;
+        returns at once when the source is page-locked, after the last chunk's host copy
+        otherwise — so a memory-mapped file is read straight into the staging chunks)."""
         host = np.ascontiguousarray(host)
-        with self.context(), self.guard("host→device copy"):
+        stream = stream or self.stream
+        with self.context(stream), self.guard("host→device copy"):
             d = self.cp.empty(host.shape, dtype=host.dtype) if out is None else out
             if host.nbytes == 0:
                 return d
             if self.is_pinned(host):
-                d.set(host, stream=self.stream)
+                d.set(host, stream=stream)
                 return d
             with self._lock:  # one user of the staging chunks at a time
-                self._staged_upload(host, d)
+                self._staged_upload(host, d, stream)
         return d
 
-    def _staged_upload(self, host: np.ndarray, d: Any) -> None:
+    def _staged_upload(self, host: np.ndarray, d: Any, stream: Any) -> None:
         cp = self.cp
         if self._stage is None:
             self._stage = [
@@ -208,7 +210,7 @@ class Gpu:
             ]
             self._stage_events = [cp.cuda.Event(disable_timing=True) for _ in range(2)]
             for ev in self._stage_events:
-                ev.record(self.stream)
+                ev.record(stream)
         src = host.reshape(-1).view(np.uint8)
         dst = d.reshape(-1).view(cp.uint8)
         for k, off in enumerate(range(0, src.size, STAGING_CHUNK)):
@@ -217,8 +219,8 @@ class Gpu:
             self._stage_events[slot].synchronize()  # the DMA that last read this slot is done
             buf = self._stage[slot][:n]
             np.copyto(buf, src[off : off + n])
-            dst[off : off + n].set(buf, stream=self.stream)
-            self._stage_events[slot].record(self.stream)
+            dst[off : off + n].set(buf, stream=stream)
+            self._stage_events[slot].record(stream)
 
     def download(self, d: Any) -> np.ndarray:
         """Copy a device array to (page-locked) host memory and wait for it: the one place the

@@ -70,6 +70,38 @@ extern "C" __global__ void msm_to_mont(u32* __restrict__ data, u64 count) {
     for (int k = 0; k < FP_LIMBS; k++) data[i * FP_LIMBS + k] = a.l[k];
 }
 
+// A block of zcash-uncompressed points (big-endian Fp elements, flags in the top three bits of
+// the first byte, G2 coordinates c1 before c0) → the resident layout (little-endian limbs,
+// x‖y, G2 c0 first, Montgomery form, the point at infinity as zeros). One thread per Fp
+// element; a point whose flags are neither 0 nor "infinity" sets *bad to the smallest such
+// point index (first_point + its index here), so the host checks one word per vector.
+extern "C" __global__ void msm_from_zcash(const unsigned char* __restrict__ raw,
+                                          u32* __restrict__ out, u64 elements, u64 first_point,
+                                          unsigned long long* bad) {
+    u64 i = global_thread();
+    if (i >= elements) return;
+    const int per_point = MSM_G2 ? 4 : 2;
+    const u64 p = i / per_point;
+    const int j = (int)(i % per_point);
+    const int src = MSM_G2 ? (j ^ 1) : j;  // zcash writes c1 before c0
+    const unsigned char* point = raw + p * (48 * per_point);
+    const unsigned flags = point[0] & 0xE0u;
+    fp_t a = fp_t::zero();
+    if (flags == 0) {
+        const unsigned char* e = point + 48 * src;
+#pragma unroll
+        for (int k = 0; k < FP_LIMBS; k++) {
+            const unsigned char* w = e + 44 - 4 * k;
+            a.l[k] = ((u32)w[0] << 24) | ((u32)w[1] << 16) | ((u32)w[2] << 8) | (u32)w[3];
+        }
+        a = to_mont(a);
+    } else if (flags != 0x40u && j == 0) {
+        atomicMin(bad, (unsigned long long)(first_point + p));
+    }
+#pragma unroll
+    for (int k = 0; k < FP_LIMBS; k++) out[i * FP_LIMBS + k] = a.l[k];
+}
+
 // scatter == 0: counts[key] += 1 for every non-zero digit.
 // scatter != 0: entries[cursor[key]++] = point | sign.
 // The point index is gather[i] when use_gather, else i. Scalars: m Montgomery-form Fr elements

@@ -33,7 +33,7 @@ import numpy as np
 
 from cuzk.backend.base import MIN_ONES_SHARE_FOR_SPLIT, MsmPlan, PointSet, check_fr_vec
 from cuzk.backend.cuda.device import Gpu
-from cuzk.backend.cuda.points import FLAG_INFINITY, FP_WORDS, GROUPS, xyzz_to_zcash, zcash_to_limbs
+from cuzk.backend.cuda.points import FLAG_INFINITY, FLAG_MASK, FP_WORDS, GROUPS, xyzz_to_zcash
 from cuzk.errors import BadInput
 
 KERNEL_FILE = "msm.cu"
@@ -50,8 +50,10 @@ GROUP_SIZE = 32
 #: Points summed per thread by the batch-addition and tree-reduction kernels.
 SUM_FANIN = 8
 ONES_FANIN = 32
-#: Points converted per numpy pass while loading a vector.
+#: Points uploaded and converted per step while loading a vector.
 LOAD_BLOCK = 1 << 20
+#: ``msm_from_zcash``'s "no bad point" marker.
+NO_BAD_POINT = (1 << 64) - 1
 
 
 def choose_window(m: int, group: str = "g1") -> int:
@@ -123,7 +125,9 @@ class GpuMsm:
 
     # -- residency -----------------------------------------------------------------------------
     def preload(self, bases: PointSet) -> None:
-        """Load ``bases`` from its file into VRAM (once per key)."""
+        """Load ``bases`` from its file into VRAM (once per key): the file's bytes stream
+        through page-locked chunks to the device, where ``msm_from_zcash`` converts them — no
+        per-point work on the host, one host wait per vector (its flags check)."""
         if bases.group not in GROUPS:
             raise BadInput(f"unknown group {bases.group!r}")
         with self._lock:
@@ -133,24 +137,27 @@ class GpuMsm:
         nfp, size = GROUPS[bases.group]
         n = bases.count
         try:
-            mm = (
-                np.memmap(
-                    bases.path, dtype=np.uint8, mode="r", offset=bases.offset, shape=(n * size,)
-                )
-                if n
-                else None
-            )
+            mm = np.memmap(bases.path, dtype=np.uint8, mode="r", offset=bases.offset,
+                           shape=(n * size,)) if n else None  # fmt: skip
         except (OSError, ValueError) as e:
             raise BadInput(f"cannot read {n} {bases.group} points from {bases.path}: {e}") from e
         words = _words(bases.group)[0]
         with self.gpu.context(self._stream), self.gpu.guard(f"loading {n} {bases.group} points"):
             points = cp.empty((n, words), dtype=cp.uint32)
+            bad = cp.full(1, NO_BAD_POINT, dtype=cp.uint64)
             for start in range(0, n, LOAD_BLOCK):
                 stop = min(n, start + LOAD_BLOCK)
-                rows = np.asarray(mm[start * size : stop * size]).reshape(-1, size)
-                points[start:stop] = cp.asarray(zcash_to_limbs(bases.group, rows, start))
-            self._launch(bases.group, "msm_to_mont", n * 2 * nfp, points, np.uint64(n * 2 * nfp))
-            self._stream.synchronize()  # resident means loaded: errors surface here
+                raw = self.gpu.upload(mm[start * size : stop * size], stream=self._stream)
+                elements = (stop - start) * 2 * nfp
+                self._launch(bases.group, "msm_from_zcash", elements, raw, points[start:stop],
+                             np.uint64(elements), np.uint64(start), bad)  # fmt: skip
+            first_bad = int(bad.get(stream=self._stream)[0])  # waits for the whole vector
+        if first_bad != NO_BAD_POINT:
+            flags = int(mm[first_bad * size]) & FLAG_MASK
+            raise BadInput(
+                f"{bases.group} point {first_bad}: flags 0x{flags:02x} are invalid for an "
+                "uncompressed encoding"
+            )
         del mm
         self._adopt(bases, points)
 
