@@ -197,3 +197,22 @@ def test_msm_g1_kernel_variants(rng, seed, tmp_path, defines):
         for scalars in (make_scalars(n, rng), np.repeat(fr.random(1, rng), n, axis=0)):
             got = g.msm(bases, scalars).result()
             assert encoded("g1", got) == reference("g1", points, scalars), f"seed {seed}"
+
+
+@pytest.mark.parametrize("group", ["g1", "g2"])
+def test_bad_flags_are_refused_at_load(gpu, rng, seed, tmp_path, group):
+    """The device-side conversion reports the first point with impossible flags (here the
+    compressed flag on an uncompressed point), by index, and keeps nothing resident."""
+    n = 2000
+    bases, _ = make_bases(group, n, rng, tmp_path, special=False)
+    raw = bytearray(open(bases.path, "rb").read())
+    bad = sorted(int(i) for i in rng.choice(n, 2, replace=False))
+    for i in bad:
+        raw[bases.offset + i * (96 if group == "g1" else 192)] |= 0x80
+    path = tmp_path / "bad.bin"
+    path.write_bytes(bytes(raw))
+    broken = PointSet(group, str(path), bases.offset, n)
+    with pytest.raises(BadInput, match=f"{group} point {bad[0]}: flags"):
+        gpu.preload(broken)
+    with pytest.raises(KeyError):
+        gpu.resident(broken)
