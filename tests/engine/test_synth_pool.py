@@ -39,3 +39,19 @@ def test_worker_errors_come_back_as_they_were_raised(synth_pool):
         synth_pool.synthesize("wpost-2k", (), b"{not json", 0)
     inputs, _ = synth_pool.synthesize("synthetic:300", (1,), b"", 0)  # the worker lives on
     assert inputs[0] == 1
+
+
+def test_block_witness_from_views_equals_the_whole(synth_pool):
+    """A 2 KiB PoRep partition (two challenges, one block each) synthesized as a header view
+    and one view per challenge, in the pool, reassembled: the same witness as in one piece."""
+    from cuzk.circuits.filecoin.seal import generate_c1
+
+    payload = generate_c1(2048, 11).encode()
+    circuit = open_statement("porep-2k", payload=payload).circuit(0)
+    assert circuit.block_count() == 2
+    local = synthesize_witness(circuit)
+    inputs, aux = synth_pool.synthesize_blocks("porep-2k", (), payload, 0, 2)
+    assert inputs == local.inputs
+    assert np.array_equal(aux, fr.from_ints(local.aux))
+    with pytest.raises(BadInput):  # a failing view fails the whole, and frees the others
+        synth_pool.synthesize_blocks("porep-2k", (), b"{not json", 0, 2)

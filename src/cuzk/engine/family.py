@@ -40,6 +40,7 @@ from cuzk.field import fr
 from cuzk.groth16 import prover
 from cuzk.groth16.keys import Parameters
 from cuzk.r1cs import BulkWitness, Circuit, R1CSShape
+from cuzk.r1cs.blocks import BlockCircuit
 
 if TYPE_CHECKING:
     from cuzk.engine.config import EngineConfig
@@ -110,7 +111,11 @@ class BellpersonFamily(ProverFamily):
         else:  # Python gadget code: build the witness in a worker process, off this GIL
             t0 = time.perf_counter()
             req = part.job.request
-            inputs, aux = pool.synthesize(req.circuit_id, req.seeds, req.payload, part.index)
+            args = (req.circuit_id, req.seeds, req.payload, part.index)
+            if isinstance(circuit, BlockCircuit) and circuit.block_count() > 1:
+                inputs, aux = pool.synthesize_blocks(*args, circuit.block_count())
+            else:
+                inputs, aux = pool.synthesize(*args)
             assignment = prover.Assignment(fr.from_ints(inputs), aux, tuple(inputs[1:]))
             part.timings.record("synthesis", time.perf_counter() - t0)
         expected = statement.expected(part.index)

@@ -30,6 +30,7 @@ in about a minute and bounded memory (two bytes per variable).
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -317,6 +318,19 @@ class StackedCircuit:
     @property
     def circuit_id(self) -> str:
         return self.params.circuit_id
+
+    def block_count(self) -> int:
+        """One block per challenge (:mod:`cuzk.r1cs.blocks`): challenges share only the
+        header's replica_id bits, the three roots and ONE."""
+        return self.params.challenge_count
+
+    def view(self, blocks: Sequence[int]) -> StackedCircuit:
+        """The header and the challenges ``blocks``, in that order."""
+        params = _with_challenges(self.params, len(blocks))
+        if self.witness is None:
+            return StackedCircuit(params)
+        proofs = tuple(self.witness.proofs[i] for i in blocks)
+        return StackedCircuit(params, dataclasses.replace(self.witness, proofs=proofs))
 
     def synthesize(self, cs: ConstraintSystem) -> None:
         w = self.witness
