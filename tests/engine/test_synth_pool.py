@@ -55,3 +55,16 @@ def test_block_witness_from_views_equals_the_whole(synth_pool):
     assert np.array_equal(aux, fr.from_ints(local.aux))
     with pytest.raises(BadInput):  # a failing view fails the whole, and frees the others
         synth_pool.synthesize_blocks("porep-2k", (), b"{not json", 0, 2)
+
+
+def test_post_sectors_are_blocks_too(synth_pool, seed):
+    """WindowPoSt: the header is ONE alone and each sector a block."""
+    text, _ = random_request(post_params("wpost-2k"), np.random.default_rng(seed))
+    payload = text.encode()
+    circuit = open_statement("wpost-2k", payload=payload).circuit(0)
+    local = synthesize_witness(circuit)
+    count = circuit.block_count()
+    assert count == 2
+    inputs, aux = synth_pool.synthesize_blocks("wpost-2k", (), payload, 0, count)
+    assert inputs == local.inputs
+    assert np.array_equal(aux, fr.from_ints(local.aux))

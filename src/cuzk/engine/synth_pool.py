@@ -30,10 +30,14 @@ from multiprocessing import resource_tracker, shared_memory
 import numpy as np
 
 from cuzk.errors import InternalError
-from cuzk.r1cs.blocks import assemble
+from cuzk.r1cs.blocks import assemble, groups
 
 _STATEMENTS: OrderedDict[str, object] = OrderedDict()  # worker side: digest → Statement
 _KEEP_STATEMENTS = 4
+#: A block circuit is cut into at most this many views per pool process (one view per block
+#: where there are fewer: a PoRep partition's 18 challenges; groups of sectors for WindowPoSt's
+#: 2,349), so the pool stays busy to the end without a task per tiny block.
+TASKS_PER_PROCESS = 4
 
 
 class SynthesisPool:
@@ -60,8 +64,8 @@ class SynthesisPool:
     def synthesize_blocks(
         self, circuit_id: str, seeds: Sequence[int], payload: bytes, index: int, blocks: int
     ) -> tuple[list[int], np.ndarray]:
-        """The same witness for a block circuit of ``blocks`` blocks, one task per block."""
-        views: list[tuple[int, ...]] = [(), *((b,) for b in range(blocks))]
+        """The same witness for a block circuit of ``blocks`` blocks, one task per view."""
+        views: list[tuple[int, ...]] = [(), *groups(blocks, TASKS_PER_PROCESS * self.processes)]
         futures = [
             self._pool.submit(_remote, circuit_id, tuple(seeds), payload, index, v) for v in views
         ]

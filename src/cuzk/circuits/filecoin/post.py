@@ -18,6 +18,7 @@ sector count: :func:`post_counts` uses that to count the 125M-constraint WindowP
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -165,6 +166,17 @@ class FallbackPoStCircuit:
     @property
     def circuit_id(self) -> str:
         return self.params.circuit_id
+
+    def block_count(self) -> int:
+        """One block per sector (:mod:`cuzk.r1cs.blocks`); the header is ONE alone."""
+        return self.params.sector_count
+
+    def view(self, blocks: Sequence[int]) -> FallbackPoStCircuit:
+        """The sectors ``blocks`` alone, in that order."""
+        params = dataclasses.replace(self.params, sector_count=len(blocks))
+        if self.sectors is None:
+            return FallbackPoStCircuit(params)
+        return FallbackPoStCircuit(params, tuple(self.sectors[i] for i in blocks))
 
     def synthesize(self, cs: ConstraintSystem) -> None:
         count = self.params.sector_count if self.sectors is None else len(self.sectors)
