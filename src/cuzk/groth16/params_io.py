@@ -166,7 +166,7 @@ class ParamsWriter:
         if self._vector == len(VECTOR_NAMES):
             raise ValueError("every vector of the .params file is already written")
         name, group = VECTOR_NAMES[self._vector]
-        view = memoryview(points).cast("B")
+        view = _as_bytes(points).data
         size = _POINT_SIZE[group]
         if len(view) % size:
             raise ValueError(f"vector {name}: a chunk of {len(view)} bytes is not whole points")
@@ -203,6 +203,12 @@ class ParamsWriter:
 
     def __exit__(self, *exc: object) -> None:
         self._file.abort()  # a no-op after commit
+
+
+def _as_bytes(points: BytesLike) -> np.ndarray:
+    """A flat uint8 view of any buffer of points (no copy when already contiguous)."""
+    arr = points if isinstance(points, np.ndarray) else np.frombuffer(points, dtype=np.uint8)
+    return np.ascontiguousarray(arr).reshape(-1).view(np.uint8)
 
 
 class _AtomicFile:

@@ -21,7 +21,7 @@ import numpy as np
 from cuzk.backend.base import Backend, Group
 from cuzk.curve import g1_generator, g1_mul, g2_generator, g2_mul
 from cuzk.curve.encoding import g1_array_from_uncompressed
-from cuzk.curve.points import BytesLike
+from cuzk.curve.points import BytesLike, G1Point, G2Point
 from cuzk.curve.pool import MsmPool
 from cuzk.errors import BadInput
 from cuzk.field import fr
@@ -108,6 +108,9 @@ def generate_parameters(
         ("g1", b_scalars),
         ("g2", b_scalars),
     ]
+    # Only the scalars of the five vectors are needed from here on: at 2^27 each array below
+    # is ~4 GB, so holding them through the point work would double setup's peak.
+    del lag, at, bt, ct, mixed
     total = sum(len(s) for _, s in jobs) + len(ic_scalars)
     if progress is not None:
         progress(0, total)
@@ -181,7 +184,7 @@ class _PoolProducer(_Producer):
 
     def __init__(self, pool: MsmPool) -> None:
         self.pool = pool
-        self.bases = {"g1": g1_generator(), "g2": g2_generator()}
+        self.bases: dict[str, G1Point | G2Point] = {"g1": g1_generator(), "g2": g2_generator()}
 
     def ic(self, scalars: fr.FrVec) -> bytes:
         return self.pool.fixed_base("g1", self.bases["g1"], fr.to_bytes_le(scalars)).result()
