@@ -198,6 +198,41 @@ def test_writer_refuses_wrong_chunks_and_leaves_nothing(tmp_path, keys):
         ParamsWriter(tmp_path / "no" / "such" / "dir.params", params.vk, counts)
 
 
+def test_writer_refuses_a_full_disk_before_any_work(tmp_path, keys, monkeypatch):
+    _, params, _ = keys
+
+    def no_space(fd, offset, length):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "posix_fallocate", no_space)
+    with pytest.raises(BadInput, match=r"it needs 201,328,[0-9,]+ bytes, [0-9,]+ are free"):
+        ParamsWriter(tmp_path / "k.params", params.vk, [(1 << 21) - 1, 5, 5, 0, 0])
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_failing_disk_surfaces_as_bad_input(tmp_path, keys):
+    """A write error in the writer thread reaches the producer; the partial file goes."""
+    _, params, _ = keys
+
+    class Failing:
+        def __init__(self, real):
+            self.real = real
+
+        def write(self, data):
+            raise OSError(5, "Input/output error")
+
+        def close(self):
+            self.real.close()
+
+    with pytest.raises(BadInput, match="cannot write .*k.params: Input/output error"):
+        with ParamsWriter(tmp_path / "k.params", params.vk, [3, 5, 5, 0, 0]) as w:
+            w._file._f = Failing(w._file._f)
+            for _ in range(13):
+                w.write(bytes(96))
+            w.commit()
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_written_files_are_readable_by_others(tmp_path, keys):
     """The temporary file is not created private (mkstemp would): keys are shared."""
     _, params, _ = keys
@@ -386,6 +421,9 @@ def test_what_is_not_a_params_file_is_refused(tmp_path, keys, rng):
         read_params(out / "syn.vk")
     with pytest.raises(BadInput, match="is a .params file; its verifying key is the .vk"):
         read_vk(out / "syn.params")
+    p = _copy(out / "syn.vk", tmp_path / "long.vk", lambda d: d + b"\1\2")
+    with pytest.raises(BadInput, match="or 2 bytes of trailing garbage after a .vk file's"):
+        read_vk(p)
 
 
 # -- point checks ------------------------------------------------------------------------------

@@ -149,10 +149,11 @@ class ParamsWriter:
             raise ValueError(f"a .params file has five vector counts, got {list(counts)}")
         self.counts = tuple(int(n) for n in counts)
         self.size = params_file_size(len(vk.ic), self.counts)
+        head = vk_to_bytes(vk)  # before the file exists: a bad key leaves nothing behind
         self._file = _AtomicFile(Path(path), self.size)
         self._vector = 0  # index into VECTOR_NAMES of the vector being written
         self._left = -1  # points still owed to it; -1: its count is not written yet
-        self._file.write(vk_to_bytes(vk))
+        self._file.write(head)
         self._advance()
 
     @property
@@ -376,7 +377,15 @@ def _scan(path: str, fd: int, size: int) -> _Layout:
     for name, group in VECTOR_NAMES:
         raw = _pread(fd, pos, 4)
         if len(raw) < 4:
-            raise BadInput(f"{path}: truncated before the length of vector {name} (at {pos:,})")
+            extra = (
+                f" (or {size - VK_FIXED_SIZE - num_ic * G1_SIZE} bytes of trailing garbage "
+                "after a .vk file's verifying key)"
+                if name == "h"
+                else ""
+            )
+            raise BadInput(
+                f"{path}: truncated before the length of vector {name} (at {pos:,}){extra}"
+            )
         (count,) = struct.unpack(">I", raw)
         pos += 4
         end = pos + count * _POINT_SIZE[group]
@@ -507,7 +516,7 @@ def read_params_unchecked(path: str | os.PathLike[str]) -> Parameters:
 def _read_params(path: str | os.PathLike[str], points: PointCheck | None) -> Parameters:
     if points not in ("sample", "all", None):
         raise ValueError(f"points must be 'sample' or 'all', got {points!r}")
-    path = os.path.abspath(path)
+    path = str(Path(path).resolve())  # one name per file for the backends' residency keys
     layout, fd = _open_layout(path)
     try:
         if not layout.vectors:
