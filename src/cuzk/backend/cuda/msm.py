@@ -77,6 +77,19 @@ def _words(group: str) -> tuple[int, int]:
     return 2 * nfp * FP_WORDS, 4 * nfp * FP_WORDS
 
 
+def _rows(bases: PointSet, start: int, stop: int) -> np.ndarray:
+    """Points start…stop−1 of ``bases`` as file bytes, mapped for this chunk only (so a
+    tens-of-GB vector never holds more than one chunk of its file in this process)."""
+    size = GROUPS[bases.group][1]
+    try:
+        return np.memmap(bases.path, dtype=np.uint8, mode="r", offset=bases.offset + start * size,
+                         shape=((stop - start) * size,))  # fmt: skip
+    except (OSError, ValueError) as e:
+        raise BadInput(
+            f"cannot read {bases.group} points {start}…{stop - 1} from {bases.path}: {e}"
+        ) from e
+
+
 def _device_u32(cp: Any, indices: Any) -> Any:
     """Index array (host or device) as a uint32 array on the current device."""
     if isinstance(indices, np.ndarray):
@@ -134,31 +147,25 @@ class GpuMsm:
             if bases.key in self._bases:
                 return
         cp = self._cp
-        nfp, size = GROUPS[bases.group]
+        nfp = GROUPS[bases.group][0]
         n = bases.count
-        try:
-            mm = np.memmap(bases.path, dtype=np.uint8, mode="r", offset=bases.offset,
-                           shape=(n * size,)) if n else None  # fmt: skip
-        except (OSError, ValueError) as e:
-            raise BadInput(f"cannot read {n} {bases.group} points from {bases.path}: {e}") from e
         words = _words(bases.group)[0]
         with self.gpu.context(self._stream), self.gpu.guard(f"loading {n} {bases.group} points"):
             points = cp.empty((n, words), dtype=cp.uint32)
             bad = cp.full(1, NO_BAD_POINT, dtype=cp.uint64)
             for start in range(0, n, LOAD_BLOCK):
                 stop = min(n, start + LOAD_BLOCK)
-                raw = self.gpu.upload(mm[start * size : stop * size], stream=self._stream)
+                raw = self.gpu.upload(_rows(bases, start, stop), stream=self._stream)
                 elements = (stop - start) * 2 * nfp
                 self._launch(bases.group, "msm_from_zcash", elements, raw, points[start:stop],
                              np.uint64(elements), np.uint64(start), bad)  # fmt: skip
             first_bad = int(bad.get(stream=self._stream)[0])  # waits for the whole vector
         if first_bad != NO_BAD_POINT:
-            flags = int(mm[first_bad * size]) & FLAG_MASK
+            flags = int(_rows(bases, first_bad, first_bad + 1)[0]) & FLAG_MASK
             raise BadInput(
                 f"{bases.group} point {first_bad}: flags 0x{flags:02x} are invalid for an "
                 "uncompressed encoding"
             )
-        del mm
         self._adopt(bases, points)
 
     def _adopt(self, bases: PointSet, points: Any) -> None:
