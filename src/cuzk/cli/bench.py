@@ -56,6 +56,12 @@ def add_parser(sub: Any, common: Callable[[argparse.ArgumentParser], None]) -> N
     )
     s.add_argument("--seed", type=int, default=1, help="first witness seed")
     s.add_argument(
+        "--vanilla",
+        type=Path,
+        help="prove this request file every time (cuzk gen-vanilla; e.g. a virtual 32 GiB C1) "
+        "instead of seeded witnesses; --partitions is then the file's",
+    )
+    s.add_argument(
         "--param-dir",
         type=Path,
         help="directory of <circuit>.params keys (default: the cache's params/)",
@@ -109,6 +115,13 @@ def cmd_bench(args: argparse.Namespace) -> int:
         raise BadInput("--inject-faults must lie in [0, 1]")
     if args.timeline is not None:
         _require_matplotlib()
+    args.payload = None
+    if args.vanilla is not None:
+        from cuzk.circuits import open_statement
+        from cuzk.cli.inputs import read_input
+
+        args.payload = read_input(args.vanilla)
+        args.partitions = open_statement(args.circuit, payload=args.payload).partitions
     config = EngineConfig(
         param_dir=args.param_dir or default_cache_dir().parent / "params",
         backend=args.backend,
@@ -152,13 +165,22 @@ def cmd_bench(args: argparse.Namespace) -> int:
     return 0 if failed == 0 or args.inject_faults > 0 else 3
 
 
+def _request(args: argparse.Namespace, seed: int, request_id: str) -> Any:
+    """The bench's request: ``--partitions`` seeded partitions, or the ``--vanilla`` file."""
+    from cuzk.engine import ProofRequest
+
+    if args.vanilla is not None:
+        return ProofRequest(args.circuit, payload=args.payload, request_id=request_id)
+    return ProofRequest.of(args.circuit, partitions=args.partitions, seed=seed,
+                           request_id=request_id)  # fmt: skip
+
+
 def _warm_up(engine: Any, args: argparse.Namespace) -> None:
     """One unmeasured proof per device worker: the CPU backend's MSM processes start and load
     their points on first use, and numba compiles on first call."""
-    from cuzk.engine import ProofRequest
 
     n = args.devices * args.workers_per_device
-    ids = [engine.submit(ProofRequest.of(args.circuit, seed=(1 << 63) + i)) for i in range(n)]
+    ids = [engine.submit(_request(args, (1 << 63) + i, f"warm-up-{i}")) for i in range(n)]
     for job_id in ids:
         try:
             engine.result(job_id)
@@ -171,7 +193,6 @@ def _run_jobs(engine: Any, args: argparse.Namespace) -> tuple[list[Outcome], flo
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 
     from cuzk.cli.tasks import err
-    from cuzk.engine import ProofRequest
 
     outcomes: list[Outcome | None] = [None] * args.proofs
     next_index = iter(range(args.proofs))
@@ -193,10 +214,7 @@ def _run_jobs(engine: Any, args: argparse.Namespace) -> tuple[list[Outcome], flo
                     i = next(next_index, None)
                 if i is None:
                     return
-                seed = args.seed + i * args.partitions
-                request = ProofRequest.of(
-                    args.circuit, partitions=args.partitions, seed=seed, request_id=f"bench-{i}"
-                )
+                request = _request(args, args.seed + i * args.partitions, f"bench-{i}")
                 job_id = None
                 try:
                     job_id = engine.submit(request)

@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from cuzk.cli.inputs import read_input
 from cuzk.errors import BadInput, CuzkError
 
 DEFAULT_BENCH_CIRCUIT = "synthetic:65536"
@@ -114,13 +115,6 @@ def _client(args: argparse.Namespace):  # noqa: ANN202 - cuzk.server.client.Clie
     return Client(args.addr or _default_addr(), token=token, tls_ca=args.tls_ca)
 
 
-def _read(path: Path) -> bytes:
-    try:
-        return path.read_bytes()
-    except OSError as e:
-        raise BadInput(f"cannot read {path}: {e.strerror}") from e
-
-
 def _submit_message(args: argparse.Namespace):  # noqa: ANN202 - pb.SubmitProofRequest
     from cuzk.server.proto import proving_pb2 as pb
 
@@ -132,7 +126,7 @@ def _submit_message(args: argparse.Namespace):  # noqa: ANN202 - pb.SubmitProofR
     if args.circuit:
         msg.circuit_id = args.circuit
         if args.payload is not None:
-            msg.vanilla_proof = _read(args.payload)
+            msg.vanilla_proof = read_input(args.payload)
         else:
             if args.partitions < 1:
                 raise BadInput("--partitions must be at least 1")
@@ -149,7 +143,7 @@ def _submit_message(args: argparse.Namespace):  # noqa: ANN202 - pb.SubmitProofR
         msg.randomness = bytes.fromhex(args.randomness)
     except ValueError as e:
         raise BadInput(f"--randomness: not hex ({e})") from e
-    blobs = [_read(p) for p in args.vanilla]
+    blobs = [read_input(p) for p in args.vanilla]
     if args.kind == "porep":
         if len(blobs) != 1:
             raise BadInput("--kind porep takes one --vanilla file (the C1 output)")
