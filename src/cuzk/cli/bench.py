@@ -44,6 +44,11 @@ def add_parser(sub: Any, common: Callable[[argparse.ArgumentParser], None]) -> N
     s.add_argument("--devices", type=int, default=1, help="devices (CPU: virtual devices)")
     s.add_argument("--workers-per-device", type=int, default=2)
     s.add_argument("--synthesis-workers", type=int, default=1)
+    s.add_argument(
+        "--synthesis-processes",
+        type=int,
+        help="processes for Filecoin witnesses (default: half the cores, at most 8)",
+    )
     s.add_argument("--partitions", type=int, default=1, help="partitions per proof")
     s.add_argument("--proofs", "-c", type=int, default=4, help="proofs (jobs) to make")
     s.add_argument("--concurrency", "-j", type=int, default=2, help="jobs in flight at once")
@@ -128,6 +133,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         devices=args.devices,
         workers_per_device=args.workers_per_device,
         synthesis_workers=args.synthesis_workers,
+        synthesis_processes=args.synthesis_processes,
         msm_workers=args.workers,
         memory_budget=args.memory_budget,
         staging=args.staging,
