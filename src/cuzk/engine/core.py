@@ -26,6 +26,7 @@ queue, which never blocks — so a client learns of every outcome without a thre
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import logging
 import threading
@@ -33,6 +34,7 @@ import time
 from collections import Counter, deque
 from collections.abc import Callable, Sequence
 
+from cuzk.circuits import canonical_id
 from cuzk.engine.assembler import PartitionProof, assemble_job
 from cuzk.engine.budget import MemoryBudget, detect_total
 from cuzk.engine.config import EngineConfig
@@ -113,6 +115,9 @@ class EngineCore:
             raise BadInput(f"submit() takes a ProofRequest, got {type(request).__name__}")
         if job_id is not None:
             _check_job_id(job_id)
+        circuit_id = canonical_id(request.circuit_id)  # one spelling keys files and residency
+        if circuit_id != request.circuit_id:
+            request = dataclasses.replace(request, circuit_id=circuit_id)
         if request.seeds and len(request.seeds) > self.config.max_partitions:
             raise BadInput(
                 f"{len(request.seeds)} partitions exceed the limit of "
@@ -187,6 +192,7 @@ class EngineCore:
         return True
 
     def preload(self, circuit_id: str, timeout: float | None = None) -> None:
+        circuit_id = canonical_id(circuit_id)
         info = self._info(circuit_id)
         deadline = None if timeout is None else time.monotonic() + timeout
         with self._cv:
@@ -212,6 +218,10 @@ class EngineCore:
             raise entry.error
 
     def evict(self, circuit_id: str) -> bool:
+        try:
+            circuit_id = canonical_id(circuit_id)
+        except BadInput:
+            return False  # no such circuit, so nothing of it is resident
         with self._cv:
             entry = self._srs.get(circuit_id)
             if entry is None or entry.state != RESIDENT or entry.users:

@@ -122,7 +122,7 @@ class ProvingService:
                 log.warning("journalled job %s cannot be resumed: %s", entry.id, e)
                 self.journal.finish(entry.id, "failed", error=f"after a restart: {e}")
                 continue
-            self._journalled(entry.id, live)
+            self._journalled(live)
             n += 1
         if n:
             log.info("resumed %d journalled job(s)", n)
@@ -186,7 +186,7 @@ class ProvingService:
                 raise _Abort(
                     grpc.StatusCode.UNAVAILABLE, f"cannot journal the request ({e}); not accepted"
                 ) from e
-            self._journalled(job_id, live)
+            self._journalled(live)
         return pb.SubmitProofResponse(job_id=job_id, queue_position=ahead)
 
     # -- a job's life in the daemon: begun, journalled, ended ---------------------------------
@@ -205,31 +205,31 @@ class ProvingService:
         if live is not None:
             live.done.set()
 
-    def _journalled(self, job_id: str, live: _Live) -> None:
+    def _journalled(self, live: _Live) -> None:
         """The job's row exists: record an end that came first (a job failing at once)."""
         with self._lock:
             live.journalled = True
             early, live.early = live.early, None
         if early is not None:
-            self._record(job_id, live, early)
+            self.job_ended(early)
 
     def job_ended(self, outcome: JobOutcome) -> None:
         """The engine's completion callback: journal how the job ended, then wake its
-        AwaitProof callers. Runs on the engine's delivery thread; never raises."""
+        AwaitProof callers. Runs on the engine's delivery thread (or, for an end that came
+        before the job's row, on the submitting thread); never raises."""
+        job_id = outcome.job_id
         with self._lock:
-            live = self._live.get(outcome.job_id)
-            if live is not None and not live.journalled:
+            live = self._live.get(job_id)
+            if live is None:
+                return  # not ours any more (its row could not be written)
+            if not live.journalled:
                 live.early = outcome  # the submitting thread records it after the row
                 return
-        if live is not None:
-            self._record(outcome.job_id, live, outcome)
-
-    def _record(self, job_id: str, live: _Live, outcome: JobOutcome) -> None:
         state = None
         try:
             if outcome.state is JobState.SUCCEEDED and outcome.result is not None:
                 result = outcome.result
-                timings = convert.timing_ms(result.timelines)
+                timings: dict[str, Any] = dict(convert.timing_ms(result.timelines))
                 timings["srs_load_ms"] = max(0, round(result.srs_load_s * 1000))
                 timings["total_ms"] = max(0, round((time.time() - live.submitted_at) * 1000))
                 timings["timelines"] = [_timeline_dict(t) for t in result.timelines]
