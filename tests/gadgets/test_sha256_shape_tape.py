@@ -280,7 +280,7 @@ def test_patterns_beyond_the_cap_run_the_gadget(monkeypatch: pytest.MonkeyPatch)
 
 
 def _circuit_equality(cid: str) -> None:
-    from cuzk.circuits.registry import get_circuit
+    from cuzk.circuits import get_circuit
     from cuzk.r1cs import synthesize_shape
 
     tape = synthesize_shape(get_circuit(cid), cid)

@@ -422,7 +422,7 @@ def _daemon_report(
         "latency_avg_s": statistics.fmean(lats) if lats else None,
         "latency_min_s": min(lats) if lats else None,
         "latency_max_s": max(lats) if lats else None,
-        # client latency minus the engine's own queued→finalized span: gRPC, journal, collector
+        # client latency minus the engine's own queued→finalized span: gRPC, journal, completion
         "daemon_overhead_median_s": statistics.median(overheads) if overheads else None,
     }
 

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
 from cuzk.circuits import Statement, open_statement
-from cuzk.circuits.registry import snarkjs_name
+from cuzk.circuits.catalogue import prover_of, snarkjs_name
 from cuzk.circuits.statement import payload_digest
 from cuzk.engine.budget import SHAPE_DERIVED_BYTES_PER_VARIABLE, SRS_RESIDENT_FACTOR
 from cuzk.engine.srs import CircuitInfo, circuit_info
@@ -234,8 +234,9 @@ _FAMILIES: dict[str, ProverFamily] = {f.name: f for f in (BELLPERSON, SNARKJS)}
 
 
 def family_for(circuit_id: str) -> ProverFamily:
-    """The family a circuit id belongs to (BadInput for a malformed ``snarkjs:`` id)."""
-    return SNARKJS if snarkjs_name(circuit_id) is not None else BELLPERSON
+    """The family the catalogue names for a circuit id (BadInput for an unknown or malformed
+    id)."""
+    return _FAMILIES[prover_of(circuit_id)]
 
 
 def family_of(info: CircuitInfo) -> ProverFamily:
