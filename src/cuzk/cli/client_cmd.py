@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from cuzk.cli.timeline_chart import draw_timeline, require_matplotlib
 from cuzk.errors import BadInput, CuzkError
 
 DEFAULT_BENCH_CIRCUIT = "synthetic:65536"
@@ -277,7 +278,6 @@ def _print_status(st: Any) -> None:
 def bench_daemon(args: argparse.Namespace) -> int:
     """``--proofs`` jobs of ``--circuit`` against the daemon at ``--addr``, ``--concurrency``
     in flight; latency is measured at the client (submission to proof received)."""
-    from cuzk.cli.bench import _require_matplotlib, draw_timeline
     from cuzk.server.client import Client
 
     circuit = args.circuit or DEFAULT_BENCH_CIRCUIT
@@ -285,7 +285,7 @@ def bench_daemon(args: argparse.Namespace) -> int:
         if getattr(args, name) < 1:
             raise BadInput(f"--{name} must be at least 1")
     if args.timeline is not None:
-        _require_matplotlib()
+        require_matplotlib()
     token = getattr(args, "token", None) or os.environ.get("CUZK_TOKEN") or None
     with Client(args.addr, token=token) as client:
         client.wait_ready(10.0)
@@ -481,7 +481,6 @@ def run_daemon_demo(
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 
     from cuzk.circuits import key_file_stem
-    from cuzk.cli.bench import _require_matplotlib, draw_timeline
     from cuzk.cli.tasks import err, out, run_setup
     from cuzk.groth16 import proofs_from_bytes, read_vk, verify
     from cuzk.r1cs.cache import default_cache_dir
@@ -581,7 +580,7 @@ def run_daemon_demo(
     _demo_table(circuit_id, backend, results, wall)
     timeline = demo_dir / "timeline.png"
     try:
-        _require_matplotlib()
+        require_matplotlib()
         draw_timeline(
             [t for o in results for t in o.timelines],
             timeline,

@@ -18,6 +18,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
 import numpy as np
@@ -56,14 +57,44 @@ class BulkWitness(Protocol):
         ...
 
 
+@dataclass(frozen=True)
+class SynthesisOptions:
+    """Which native paths the gadgets may take in one constraint system.
+
+    Some gadgets can append exactly what their per-constraint Python would, computed natively:
+    SHA-256 compressions replayed from recorded tapes (witness mode,
+    :mod:`cuzk.gadgets.sha256_tape`) and templates (shape mode,
+    :mod:`cuzk.gadgets.sha256_shape_tape`), Poseidon hashes from a numba kernel (witness mode,
+    :mod:`cuzk.gadgets.poseidon.witness`). The choice travels with the system, so each
+    synthesis states it and none depends on a module-level switch flipped elsewhere.
+
+    Turning a path off runs the Python gadget: the reference the native paths are tested
+    against, and the baseline of measurements. ``verify_first_use`` compares each recording
+    (a SHA-256 pattern, a Poseidon arity) with the Python gadget on its first use in the
+    process and never uses one that disagrees; tests that check the native path on its own turn
+    it off. Recordings are kept per process (a cache), including those accepted unverified.
+    """
+
+    sha256_tapes: bool = True
+    poseidon_kernel: bool = True
+    verify_first_use: bool = True
+
+
+#: Every native path on, first uses verified: what production synthesis runs.
+DEFAULT_OPTIONS = SynthesisOptions()
+#: Every gadget through its per-constraint Python: the reference path.
+PYTHON_GADGETS = SynthesisOptions(sha256_tapes=False, poseidon_kernel=False)
+
+
 class ConstraintSystem(ABC):
     """The builder every circuit and gadget writes against."""
 
     #: False in shape mode: gadgets may skip computing values nobody reads.
     needs_values: bool = True
 
-    def __init__(self) -> None:
+    def __init__(self, options: SynthesisOptions = DEFAULT_OPTIONS) -> None:
         self._path: list[str] = []
+        self.options = options
 
     @abstractmethod
     def alloc(self, name: NameSpec, value: ValueSpec) -> Variable:
@@ -102,8 +133,8 @@ def _value(name: NameSpec, value: ValueSpec) -> int:
 class WitnessCS(ConstraintSystem):
     """Values only: the proving-time mode."""
 
-    def __init__(self) -> None:
-        super().__init__()
+    def __init__(self, options: SynthesisOptions = DEFAULT_OPTIONS) -> None:
+        super().__init__(options)
         self.inputs: list[int] = [1]
         self.aux: list[int] = []
 
@@ -126,8 +157,8 @@ class WitnessCS(ConstraintSystem):
 class CheckCS(ConstraintSystem):
     """Evaluates each constraint on the spot; names the first unsatisfied one."""
 
-    def __init__(self) -> None:
-        super().__init__()
+    def __init__(self, options: SynthesisOptions = DEFAULT_OPTIONS) -> None:
+        super().__init__(options)
         self.inputs: list[int] = [1]
         self.aux: list[int] = []
         self.num_constraints = 0
@@ -163,8 +194,8 @@ class ShapeCS(ConstraintSystem):
 
     needs_values = False
 
-    def __init__(self) -> None:
-        super().__init__()
+    def __init__(self, options: SynthesisOptions = DEFAULT_OPTIONS) -> None:
+        super().__init__(options)
         self.num_inputs = 1
         self.num_aux = 0
         # Per matrix: CSR row pointers, column keys (inputs negative), coefficients.
@@ -227,16 +258,18 @@ class ShapeCS(ConstraintSystem):
         )
 
 
-def synthesize_shape(circuit: Circuit, circuit_id: str = "") -> R1CSShape:
+def synthesize_shape(
+    circuit: Circuit, circuit_id: str = "", options: SynthesisOptions = DEFAULT_OPTIONS
+) -> R1CSShape:
     """Run ``circuit`` in shape mode and return its pre-compiled constraint system."""
-    cs = ShapeCS()
+    cs = ShapeCS(options)
     circuit.synthesize(cs)
     return cs.finish(circuit_id)
 
 
-def synthesize_witness(circuit: Circuit) -> WitnessCS:
+def synthesize_witness(circuit: Circuit, options: SynthesisOptions = DEFAULT_OPTIONS) -> WitnessCS:
     """Run ``circuit`` in witness mode; the result holds ``inputs`` (ONE first) and ``aux``."""
-    cs = WitnessCS()
+    cs = WitnessCS(options)
     circuit.synthesize(cs)
     return cs
 
