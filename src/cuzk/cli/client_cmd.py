@@ -19,10 +19,14 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from cuzk.cli.timeline_chart import draw_timeline, require_matplotlib
 from cuzk.errors import BadInput, CuzkError
+
+if TYPE_CHECKING:
+    from cuzk.server.client import Client
+    from cuzk.server.proto import proving_pb2 as pb
 
 DEFAULT_BENCH_CIRCUIT = "synthetic:65536"
 _PRIORITIES = ("low", "normal", "high", "critical")
@@ -108,7 +112,7 @@ def _result_args(s: argparse.ArgumentParser) -> None:
     s.add_argument("--json", action="store_true", help="print the whole answer as JSON")
 
 
-def _client(args: argparse.Namespace):  # noqa: ANN202 - cuzk.server.client.Client
+def _client(args: argparse.Namespace) -> Client:
     from cuzk.server.client import Client
 
     token = args.token or os.environ.get("CUZK_TOKEN") or None
@@ -122,12 +126,10 @@ def _read(path: Path) -> bytes:
         raise BadInput(f"cannot read {path}: {e.strerror}") from e
 
 
-def _submit_message(args: argparse.Namespace):  # noqa: ANN202 - pb.SubmitProofRequest
+def _submit_message(args: argparse.Namespace) -> pb.SubmitProofRequest:
     from cuzk.server.proto import proving_pb2 as pb
 
-    msg = pb.SubmitProofRequest(
-        request_id=args.request_id, priority=pb.Priority.Value(args.priority.upper())
-    )
+    msg = pb.SubmitProofRequest(request_id=args.request_id, priority=args.priority.upper())
     if args.circuit and args.kind:
         raise BadInput("give --circuit or --kind, not both")
     if args.circuit:
@@ -141,7 +143,8 @@ def _submit_message(args: argparse.Namespace):  # noqa: ANN202 - pb.SubmitProofR
         return msg
     if not args.kind:
         raise BadInput("give --circuit ID (with seeds or --payload) or --kind with --vanilla")
-    msg.proof_kind = pb.ProofKind.Value(_KINDS[args.kind])
+    # Value() is typed as a plain int; the number is the enum's (the constructor takes the name).
+    msg.proof_kind = cast("pb.ProofKind", pb.ProofKind.Value(_KINDS[args.kind]))
     msg.registered_proof = args.registered_proof
     msg.sector_size = args.sector_size
     msg.miner_id = args.miner_id
@@ -229,12 +232,12 @@ def run(args: argparse.Namespace) -> int:
             )
             return 0
         if cmd == "evict":
-            r = c.evict(args.circuit_id)
+            ev = c.evict(args.circuit_id)
             print(
                 f"{args.circuit_id}: "
                 + (
-                    f"evicted, {r.freed_bytes:,} bytes freed"
-                    if r.was_loaded
+                    f"evicted, {ev.freed_bytes:,} bytes freed"
+                    if ev.was_loaded
                     else "not evicted (not resident or in use)"
                 )
             )

@@ -161,14 +161,14 @@ def circuit_info(circuit_id: str, method: str = "auto") -> dict[str, Any]:
 
         if method == "auto":
             method = "structural"  # even 2 KiB PoRep is 2.7M constraints (a 3 GB shape)
-        shape = method == "shape"
+        by_shape = method == "shape"
         if circuit_id.startswith("porep-"):
             pp = porep.porep_params(circuit_id)
-            counts = porep.shape_counts(pp) if shape else porep.structural_counts(pp)
+            counts = porep.shape_counts(pp) if by_shape else porep.structural_counts(pp)
             size, ident, stem = pp.sector_size, pp.identifier, porep.param_file_stem(pp)
         else:
             sp = snap.snap_params(circuit_id)
-            counts = snap.shape_counts(sp) if shape else snap.structural_counts(sp)
+            counts = snap.shape_counts(sp) if by_shape else snap.structural_counts(sp)
             size, ident, stem = sp.sector_size, sp.identifier, snap.param_file_stem(sp)
         info = {"circuit": circuit_id, **counts.as_dict(), "sector_size": size,
                 "identifier": ident, "param_file": stem + ".params"}  # fmt: skip

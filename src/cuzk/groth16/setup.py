@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from cuzk.backend.base import Backend, Group
-from cuzk.curve import g1_generator, g1_mul, g2_generator, g2_mul
+from cuzk.curve import G1, G2, g1_generator, g1_mul, g2_generator, g2_mul
 from cuzk.curve.encoding import g1_array_from_uncompressed
 from cuzk.curve.points import BytesLike
 from cuzk.curve.pool import MsmPool
@@ -145,7 +145,7 @@ def _on_pool(
 ) -> tuple[bytes, Vectors]:
     """(ic points, the five vectors) from the worker pool, CHUNK scalars per task."""
     done = [0]
-    bases = {"g1": g1_generator(), "g2": g2_generator()}
+    bases: dict[Group, G1 | G2] = {"g1": g1_generator(), "g2": g2_generator()}
 
     def submit(group: Group, scalars: fr.FrVec) -> list[Future]:
         futures = []

@@ -19,13 +19,13 @@ from typing import BinaryIO
 
 import numpy as np
 
-from cuzk.backend.base import PointSet
+from cuzk.backend.base import Group, PointSet
 from cuzk.errors import BadInput
 from cuzk.interop.points import G1_LEM_SIZE, G2_LEM_SIZE, lem_to_zcash
 from cuzk.interop.zkey import ZKEY_SECTIONS, Zkey
 
 _BLOCK = 1 << 16  # points translated per pass: bounds the transient copies
-_GROUPS = {"a": "g1", "b1": "g1", "b2": "g2", "c": "g1", "h": "g1"}
+_GROUPS: dict[str, Group] = {"a": "g1", "b1": "g1", "b2": "g2", "c": "g1", "h": "g1"}
 
 
 @dataclass(frozen=True)
@@ -77,7 +77,7 @@ def translate_bases(zkey: Zkey, out: str | os.PathLike[str] | None = None) -> Zk
                 size = G1_LEM_SIZE if group == "g1" else G2_LEM_SIZE
                 count = sec.size // size
                 _translate(src, dst, sec.offset, count, size, group, zkey, sec.id)
-                sets[name] = PointSet(group, str(path), offset, count)  # type: ignore[arg-type]
+                sets[name] = PointSet(group, str(path), offset, count)
                 offset += count * size
     except BaseException:
         if owns:
@@ -85,7 +85,9 @@ def translate_bases(zkey: Zkey, out: str | os.PathLike[str] | None = None) -> Zk
         else:
             path.unlink(missing_ok=True)
         raise
-    return ZkeyBases(str(path), owns_directory=owns, **sets)
+    return ZkeyBases(
+        str(path), sets["a"], sets["b1"], sets["b2"], sets["c"], sets["h"], owns_directory=owns
+    )
 
 
 def bases_layout(zkey: Zkey, path: str | os.PathLike[str]) -> dict[str, PointSet]:
@@ -94,7 +96,7 @@ def bases_layout(zkey: Zkey, path: str | os.PathLike[str]) -> dict[str, PointSet
     for name, group in _GROUPS.items():
         size = G1_LEM_SIZE if group == "g1" else G2_LEM_SIZE
         count = zkey.vectors[name].size // size
-        sets[name] = PointSet(group, str(path), offset, count)  # type: ignore[arg-type]
+        sets[name] = PointSet(group, str(path), offset, count)
         offset += count * size
     return sets
 

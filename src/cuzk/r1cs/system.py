@@ -16,8 +16,8 @@ synthesis the shape gets one ``input_i · 0 = 0`` row per input (added by :meth:
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Iterator
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
@@ -28,11 +28,26 @@ from cuzk.field.constants import R
 from cuzk.r1cs.lc import LcSpec, LinearCombination, Variable, resolve
 from cuzk.r1cs.shape import R1CSShape
 
-NameSpec = str | Callable[[], str]
-"""A name, or a function producing it, so hot loops needn't format strings no mode will read."""
 
-ValueSpec = int | Callable[[], int] | None
-"""A value, or a function computing it (not called in shape mode)."""
+class NameFn(Protocol):
+    """A function producing a name, so hot loops needn't format strings no mode will read. A
+    protocol rather than a ``Callable``, so that ``lambda i=i: ...`` (a loop value bound as a
+    default) fits."""
+
+    def __call__(self) -> str: ...
+
+
+class ValueFn(Protocol):
+    """A function computing a value (not called in shape mode); a protocol as :class:`NameFn`."""
+
+    def __call__(self) -> int: ...
+
+
+NameSpec = str | NameFn
+"""A name, or a function producing it."""
+
+ValueSpec = int | ValueFn | None
+"""A value, a function computing it, or None (shape mode)."""
 
 
 class Circuit(Protocol):
@@ -86,6 +101,10 @@ DEFAULT_OPTIONS = SynthesisOptions()
 PYTHON_GADGETS = SynthesisOptions(sha256_tapes=False, poseidon_kernel=False)
 
 
+#: The namespace of a system that keeps no names: reusable, and no generator per call.
+NO_NAMESPACE: AbstractContextManager[None] = nullcontext()
+
+
 class ConstraintSystem(ABC):
     """The builder every circuit and gadget writes against."""
 
@@ -108,9 +127,13 @@ class ConstraintSystem(ABC):
     def enforce(self, name: NameSpec, a: LcSpec, b: LcSpec, c: LcSpec) -> None:
         """Require ⟨a, z⟩ · ⟨b, z⟩ = ⟨c, z⟩."""
 
+    def namespace(self, name: NameSpec) -> AbstractContextManager[None]:
+        """Prefix the names of everything allocated or enforced inside with ``name/``
+        (systems that keep no names return :data:`NO_NAMESPACE`)."""
+        return self._named(name)
+
     @contextmanager
-    def namespace(self, name: NameSpec) -> Iterator[None]:
-        """Prefix the names of everything allocated or enforced inside with ``name/``."""
+    def _named(self, name: NameSpec) -> Iterator[None]:
         self._path.append(name if isinstance(name, str) else name())
         try:
             yield
@@ -149,9 +172,8 @@ class WitnessCS(ConstraintSystem):
     def enforce(self, name: NameSpec, a: LcSpec, b: LcSpec, c: LcSpec) -> None:
         pass
 
-    @contextmanager
-    def namespace(self, name: NameSpec) -> Iterator[None]:
-        yield
+    def namespace(self, name: NameSpec) -> AbstractContextManager[None]:
+        return NO_NAMESPACE
 
 
 class CheckCS(ConstraintSystem):

@@ -48,10 +48,10 @@ def hash_witness(
     kernel, or by ``gadget()`` (the kernel off in ``cs.options``, a value missing, a first use
     being checked)."""
     options = cs.options
-    values = [p.value for p in preimage]
+    values = [p.value for p in preimage if p.value is not None]
     key = (len(preimage), strength)
-    if not options.poseidon_kernel or key in _refused or any(v is None for v in values):
-        return gadget()
+    if not options.poseidon_kernel or key in _refused or len(values) < len(preimage):
+        return gadget()  # (a value missing: the gadget reports it)
     appended = _values(values, tag, strength)
     if options.verify_first_use and key not in _checked:
         base = len(cs.aux)
