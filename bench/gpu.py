@@ -34,6 +34,7 @@ from cuzk.backend.cuda import ntt as ntt_mod
 from cuzk.backend.cuda.abc import DeviceCsr
 from cuzk.backend.cuda.backend import CudaBackend
 from cuzk.field import fr
+from cuzk.openmp import configure_openmp
 from cuzk.poly import Domain
 
 RESULTS = Path(__file__).resolve().parent / "results" / "h200.json"
@@ -416,4 +417,5 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
+    configure_openmp()  # the process's choice, before any kernel runs
     sys.exit(main())

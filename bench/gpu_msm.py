@@ -41,6 +41,7 @@ from cuzk.curve.encoding import (
 )
 from cuzk.curve.msm import g1_fixed_base_batch, g1_msm, g2_fixed_base_batch, g2_msm
 from cuzk.field import fr
+from cuzk.openmp import configure_openmp
 
 RESULTS = Path(__file__).resolve().parent / "results" / "h200.json"
 SPPARK = {  # ms, H200, device-resident (the sppark anchors in BENCHMARKS.md)
@@ -321,4 +322,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    configure_openmp()  # the process's choice, before any kernel runs
     main()

@@ -10,6 +10,10 @@ from dataclasses import dataclass
 import numpy as np
 import pytest
 
+from cuzk.openmp import configure_openmp
+
+configure_openmp()  # as the ``cuzk`` command does, before any test runs a parallel kernel
+
 
 @pytest.fixture
 def seed(request: pytest.FixtureRequest) -> int:

@@ -19,6 +19,7 @@ from cuzk.cli.bench import add_parser as _add_bench_parser
 from cuzk.cli.bench import cmd_bench
 from cuzk.cli.inputs import read_input
 from cuzk.errors import BadInput, CuzkError
+from cuzk.openmp import configure_openmp
 
 EXIT_INVALID, EXIT_BAD_INPUT, EXIT_INTERNAL = 1, 2, 3
 DEFAULT_DEMO_CIRCUIT = "synthetic:65536"
@@ -93,6 +94,7 @@ def _common(s: argparse.ArgumentParser) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _build_parser().parse_args(argv)
+    configure_openmp()  # before any kernel runs: the process's choice (cuzk.openmp)
     try:
         return _COMMANDS[args.command](args)
     except KeyboardInterrupt:

@@ -21,12 +21,13 @@ gadget where distinct placeholders would not: the pattern records which slots sh
 (each slot's first slot of the same variable) and the template is recorded with them shared too.
 
 The template is the gadget's own output, not a second copy of its logic; what could still be
-wrong is the claim that the pattern determines everything. So (with
-:data:`~cuzk.gadgets.sha256_tape.VERIFY_NEW_TAPES` on, the default) a pattern's first compression
-in the caller's system runs the gadget there and compares every appended row, coefficient, name,
-the new variable count and the output words with the template's replay; a pattern that disagrees
-is never replayed (and logged). The switch is :mod:`~cuzk.gadgets.sha256_tape`'s: ``ENABLED``
-and :func:`~cuzk.gadgets.sha256_tape.python_path` govern witness and shape mode alike.
+wrong is the claim that the pattern determines everything. So (with the system's
+``options.verify_first_use`` on, the default) a pattern's first compression in the caller's
+system runs the gadget there and compares every appended row, coefficient, name, the new
+variable count and the output words with the template's replay; a pattern that disagrees is
+never replayed (and logged). Templates are used only where the system's
+:class:`~cuzk.r1cs.SynthesisOptions` has ``sha256_tapes`` on (the default), as witness-mode
+tapes are.
 
 Inputs the template cannot stand for run the gadget: an allocated bit or a not-fully-constant
 state word carrying a value (shape mode normally has none; the gadget would propagate it into the
@@ -260,8 +261,10 @@ def compress_shape(
     gadget: Gadget,
 ) -> list[UInt32]:
     """One compression in shape mode: the pattern's template appended in bulk when possible,
-    else (disabled, inputs it cannot stand for, a new pattern under verification) the gadget."""
-    got = _pattern(cs, block, state) if sha256_tape.ENABLED else None
+    else (tapes off in ``cs.options``, inputs it cannot stand for, a new pattern under
+    verification) the gadget."""
+    options = cs.options
+    got = _pattern(cs, block, state) if options.sha256_tapes else None
     if got is None:
         return gadget(cs, block, state, ns)
     pattern, keys, bits = got
@@ -278,7 +281,7 @@ def compress_shape(
             log.exception("SHA-256 shape template could not be recorded; not replayed")
             _templates[pattern] = None
             return gadget(cs, block, state, ns)
-        if not sha256_tape.VERIFY_NEW_TAPES:
+        if not options.verify_first_use:
             _templates[pattern] = t
             verify = False
     assert isinstance(t, Template)

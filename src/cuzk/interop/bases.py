@@ -24,13 +24,13 @@ from typing import BinaryIO
 
 import numpy as np
 
-from cuzk.backend.base import PointSet
+from cuzk.backend.base import Group, PointSet
 from cuzk.errors import BadInput
 from cuzk.interop.points import G1_LEM_SIZE, G2_LEM_SIZE, lem_to_zcash
 from cuzk.interop.zkey import ZKEY_SECTIONS, Zkey
 
 _BLOCK = 1 << 16  # points translated per pass: bounds the transient copies
-_GROUPS = {"a": "g1", "b1": "g1", "b2": "g2", "c": "g1", "h": "g1"}
+_GROUPS: dict[str, Group] = {"a": "g1", "b1": "g1", "b2": "g2", "c": "g1", "h": "g1"}
 # zcash-uncompressed point at infinity: the infinity flag, then zeros.
 _INFINITY = {
     g: np.frombuffer(bytes([0x40]) + bytes(size - 1), dtype=np.uint8)
@@ -93,7 +93,9 @@ def translate_bases(zkey: Zkey, out: str | os.PathLike[str] | None = None) -> Zk
         else:
             path.unlink(missing_ok=True)
         raise
-    return ZkeyBases(str(path), owns_directory=owns, **sets)
+    return ZkeyBases(
+        str(path), sets["a"], sets["b1"], sets["b2"], sets["c"], sets["h"], owns_directory=owns
+    )
 
 
 def bases_layout(zkey: Zkey, path: str | os.PathLike[str]) -> dict[str, PointSet]:
@@ -106,7 +108,7 @@ def bases_layout(zkey: Zkey, path: str | os.PathLike[str]) -> dict[str, PointSet
         if keep is not None:
             count = int(np.count_nonzero(keep[0]))
         out_size = 96 if group == "g1" else 192
-        sets[name] = PointSet(group, str(path), offset, count)  # type: ignore[arg-type]
+        sets[name] = PointSet(group, str(path), offset, count)
         offset += count * out_size
     return sets
 

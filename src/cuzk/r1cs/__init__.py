@@ -3,11 +3,14 @@
 from cuzk.r1cs.lc import ONE, LcSpec, LinearCombination, Variable
 from cuzk.r1cs.shape import CsrMatrix, R1CSShape
 from cuzk.r1cs.system import (
+    DEFAULT_OPTIONS,
+    PYTHON_GADGETS,
     BulkWitness,
     CheckCS,
     Circuit,
     ConstraintSystem,
     ShapeCS,
+    SynthesisOptions,
     WitnessCS,
     check_circuit,
     synthesize_shape,
@@ -15,7 +18,9 @@ from cuzk.r1cs.system import (
 )
 
 __all__ = [
+    "DEFAULT_OPTIONS",
     "ONE",
+    "PYTHON_GADGETS",
     "BulkWitness",
     "CheckCS",
     "Circuit",
@@ -25,6 +30,7 @@ __all__ = [
     "LinearCombination",
     "R1CSShape",
     "ShapeCS",
+    "SynthesisOptions",
     "Variable",
     "WitnessCS",
     "check_circuit",

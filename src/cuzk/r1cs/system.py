@@ -16,8 +16,9 @@ synthesis the shape gets one ``input_i · 0 = 0`` row per input (added by :meth:
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Iterator
+from contextlib import AbstractContextManager, contextmanager, nullcontext
+from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
 import numpy as np
@@ -27,11 +28,26 @@ from cuzk.field.constants import R
 from cuzk.r1cs.lc import LcSpec, LinearCombination, Variable, resolve
 from cuzk.r1cs.shape import R1CSShape
 
-NameSpec = str | Callable[[], str]
-"""A name, or a function producing it, so hot loops needn't format strings no mode will read."""
 
-ValueSpec = int | Callable[[], int] | None
-"""A value, or a function computing it (not called in shape mode)."""
+class NameFn(Protocol):
+    """A function producing a name, so hot loops needn't format strings no mode will read. A
+    protocol rather than a ``Callable``, so that ``lambda i=i: ...`` (a loop value bound as a
+    default) fits."""
+
+    def __call__(self) -> str: ...
+
+
+class ValueFn(Protocol):
+    """A function computing a value (not called in shape mode); a protocol as :class:`NameFn`."""
+
+    def __call__(self) -> int: ...
+
+
+NameSpec = str | NameFn
+"""A name, or a function producing it."""
+
+ValueSpec = int | ValueFn | None
+"""A value, a function computing it, or None (shape mode)."""
 
 
 class Circuit(Protocol):
@@ -56,14 +72,48 @@ class BulkWitness(Protocol):
         ...
 
 
+@dataclass(frozen=True)
+class SynthesisOptions:
+    """Which native paths the gadgets may take in one constraint system.
+
+    Some gadgets can append exactly what their per-constraint Python would, computed natively:
+    SHA-256 compressions replayed from recorded tapes (witness mode,
+    :mod:`cuzk.gadgets.sha256_tape`) and templates (shape mode,
+    :mod:`cuzk.gadgets.sha256_shape_tape`), Poseidon hashes from a numba kernel (witness mode,
+    :mod:`cuzk.gadgets.poseidon.witness`). The choice travels with the system, so each
+    synthesis states it and none depends on a module-level switch flipped elsewhere.
+
+    Turning a path off runs the Python gadget: the reference the native paths are tested
+    against, and the baseline of measurements. ``verify_first_use`` compares each recording
+    (a SHA-256 pattern, a Poseidon arity) with the Python gadget on its first use in the
+    process and never uses one that disagrees; tests that check the native path on its own turn
+    it off. Recordings are kept per process (a cache), including those accepted unverified.
+    """
+
+    sha256_tapes: bool = True
+    poseidon_kernel: bool = True
+    verify_first_use: bool = True
+
+
+#: Every native path on, first uses verified: what production synthesis runs.
+DEFAULT_OPTIONS = SynthesisOptions()
+#: Every gadget through its per-constraint Python: the reference path.
+PYTHON_GADGETS = SynthesisOptions(sha256_tapes=False, poseidon_kernel=False)
+
+
+#: The namespace of a system that keeps no names: reusable, and no generator per call.
+NO_NAMESPACE: AbstractContextManager[None] = nullcontext()
+
+
 class ConstraintSystem(ABC):
     """The builder every circuit and gadget writes against."""
 
     #: False in shape mode: gadgets may skip computing values nobody reads.
     needs_values: bool = True
 
-    def __init__(self) -> None:
+    def __init__(self, options: SynthesisOptions = DEFAULT_OPTIONS) -> None:
         self._path: list[str] = []
+        self.options = options
 
     @abstractmethod
     def alloc(self, name: NameSpec, value: ValueSpec) -> Variable:
@@ -77,9 +127,13 @@ class ConstraintSystem(ABC):
     def enforce(self, name: NameSpec, a: LcSpec, b: LcSpec, c: LcSpec) -> None:
         """Require ⟨a, z⟩ · ⟨b, z⟩ = ⟨c, z⟩."""
 
+    def namespace(self, name: NameSpec) -> AbstractContextManager[None]:
+        """Prefix the names of everything allocated or enforced inside with ``name/``
+        (systems that keep no names return :data:`NO_NAMESPACE`)."""
+        return self._named(name)
+
     @contextmanager
-    def namespace(self, name: NameSpec) -> Iterator[None]:
-        """Prefix the names of everything allocated or enforced inside with ``name/``."""
+    def _named(self, name: NameSpec) -> Iterator[None]:
         self._path.append(name if isinstance(name, str) else name())
         try:
             yield
@@ -102,8 +156,8 @@ def _value(name: NameSpec, value: ValueSpec) -> int:
 class WitnessCS(ConstraintSystem):
     """Values only: the proving-time mode."""
 
-    def __init__(self) -> None:
-        super().__init__()
+    def __init__(self, options: SynthesisOptions = DEFAULT_OPTIONS) -> None:
+        super().__init__(options)
         self.inputs: list[int] = [1]
         self.aux: list[int] = []
 
@@ -118,16 +172,15 @@ class WitnessCS(ConstraintSystem):
     def enforce(self, name: NameSpec, a: LcSpec, b: LcSpec, c: LcSpec) -> None:
         pass
 
-    @contextmanager
-    def namespace(self, name: NameSpec) -> Iterator[None]:
-        yield
+    def namespace(self, name: NameSpec) -> AbstractContextManager[None]:
+        return NO_NAMESPACE
 
 
 class CheckCS(ConstraintSystem):
     """Evaluates each constraint on the spot; names the first unsatisfied one."""
 
-    def __init__(self) -> None:
-        super().__init__()
+    def __init__(self, options: SynthesisOptions = DEFAULT_OPTIONS) -> None:
+        super().__init__(options)
         self.inputs: list[int] = [1]
         self.aux: list[int] = []
         self.num_constraints = 0
@@ -163,8 +216,8 @@ class ShapeCS(ConstraintSystem):
 
     needs_values = False
 
-    def __init__(self) -> None:
-        super().__init__()
+    def __init__(self, options: SynthesisOptions = DEFAULT_OPTIONS) -> None:
+        super().__init__(options)
         self.num_inputs = 1
         self.num_aux = 0
         # Per matrix: CSR row pointers, column keys (inputs negative), coefficients.
@@ -227,16 +280,18 @@ class ShapeCS(ConstraintSystem):
         )
 
 
-def synthesize_shape(circuit: Circuit, circuit_id: str = "") -> R1CSShape:
+def synthesize_shape(
+    circuit: Circuit, circuit_id: str = "", options: SynthesisOptions = DEFAULT_OPTIONS
+) -> R1CSShape:
     """Run ``circuit`` in shape mode and return its pre-compiled constraint system."""
-    cs = ShapeCS()
+    cs = ShapeCS(options)
     circuit.synthesize(cs)
     return cs.finish(circuit_id)
 
 
-def synthesize_witness(circuit: Circuit) -> WitnessCS:
+def synthesize_witness(circuit: Circuit, options: SynthesisOptions = DEFAULT_OPTIONS) -> WitnessCS:
     """Run ``circuit`` in witness mode; the result holds ``inputs`` (ONE first) and ``aux``."""
-    cs = WitnessCS()
+    cs = WitnessCS(options)
     circuit.synthesize(cs)
     return cs
 

@@ -33,6 +33,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 
 from cuzk.circuits.filecoin.merkle_json import leaf_index
@@ -57,7 +58,8 @@ from cuzk.gadgets.sha256 import sha256
 from cuzk.gadgets.sha256_node import sha256_node
 from cuzk.gadgets.uint32 import UInt32
 from cuzk.r1cs import ONE, ConstraintSystem, Variable
-from cuzk.r1cs.lc import resolve
+from cuzk.r1cs.lc import LcSpec, resolve
+from cuzk.r1cs.system import NO_NAMESPACE, NameSpec
 
 BASE_DEGREE = 6  # DRG parents per node (storage-proofs-core drgraph BASE_DEGREE)
 EXP_DEGREE = 8  # expander parents per node (stacked EXP_DEGREE)
@@ -494,21 +496,21 @@ class CountingCS(ConstraintSystem):
         self.b_inputs.append(0)
         return Variable(~(self.num_inputs - 1))
 
-    def enforce(self, name: object, a: object, b: object, c: object) -> None:
+    def enforce(self, name: object, a: LcSpec, b: LcSpec, c: LcSpec) -> None:
         self.num_constraints += 1
         a_aux = self.a_aux
-        for k in resolve(a).terms:  # type: ignore[arg-type]
+        for k in resolve(a).terms:
             if k >= 0:
                 a_aux[k] = 1
         b_aux, b_in = self.b_aux, self.b_inputs
-        for k in resolve(b).terms:  # type: ignore[arg-type]
+        for k in resolve(b).terms:
             if k >= 0:
                 b_aux[k] = 1
             else:
                 b_in[~k] = 1
 
-    def namespace(self, name: object):  # type: ignore[override]
-        return _NULL_NS
+    def namespace(self, name: NameSpec) -> AbstractContextManager[None]:
+        return NO_NAMESPACE
 
     def _marks_below(self, aux: int) -> tuple[int, int, int]:
         """Density bits set on the first ``aux`` aux variables and on all inputs."""
@@ -530,8 +532,7 @@ class CountingCS(ConstraintSystem):
         footprint that set any earlier bit, allocated an input or returned an earlier variable
         is not reused (every call then synthesizes).
         """
-        rec = self._records.get(key, False)
-        if rec is False:
+        if key not in self._records:
             aux, cons, inputs = self.num_aux, self.num_constraints, self.num_inputs
             before = self._marks_below(aux)
             out = fn()
@@ -543,6 +544,7 @@ class CountingCS(ConstraintSystem):
                  index - aux) if clean else None
             )  # fmt: skip
             return out
+        rec = self._records[key]
         if rec is None:
             return fn()
         cons, a, b, offset = rec
@@ -563,17 +565,6 @@ class CountingCS(ConstraintSystem):
             b_aux_density=sum(self.b_aux),
             method=method,
         )
-
-
-class _NullNamespace:
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, *exc: object) -> None:
-        return None
-
-
-_NULL_NS = _NullNamespace()
 
 
 def _with_challenges(params: PoRepParams, n: int) -> PoRepParams:

@@ -26,7 +26,7 @@ from cuzk.errors import BadInput
 from cuzk.gadgets.merkle import MerklePath, TreeShape
 from cuzk.gadgets.num import AllocatedNum
 from cuzk.gadgets.por import PathLevel, por
-from cuzk.gadgets.poseidon.circuit import poseidon_hash
+from cuzk.gadgets.poseidon import constraint_count, poseidon_hash
 from cuzk.r1cs import ONE, Circuit, ConstraintSystem, R1CSShape, ShapeCS
 
 NODE_SIZE = 32  # bytes per tree leaf
@@ -297,8 +297,6 @@ def sector_constraint_count(tree: TreeShape, challenge_count: int) -> int:
     """Closed form of one sector's constraints from gadget costs (FILECOIN.md): inputize 1,
     Poseidon-2 311, equality 1, and per challenge a private-root PoR: per level log2(arity)
     index bits + insertion + Poseidon of that arity, then the packing and root equality."""
-    from cuzk.gadgets.poseidon.circuit import constraint_count
-
     insert_cost = {2: 2, 4: 8, 8: 22}
     per_por = sum(a.bit_length() - 1 + insert_cost[a] + constraint_count(a) for a in tree.arities)
     return 1 + constraint_count(2) + 1 + challenge_count * (per_por + 2)
