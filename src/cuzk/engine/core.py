@@ -205,7 +205,8 @@ class EngineCore:
                     self._srs.touch(entry)
                     return
                 if entry is not None:  # loading elsewhere: wait for that outcome
-                    self._wait(lambda e=entry: e.state != LOADING, deadline, "preload")
+                    loading = entry
+                    self._wait(lambda: loading.state != LOADING, deadline, "preload")
                     if entry.error is not None:
                         raise entry.error
                     continue
@@ -337,9 +338,9 @@ class EngineCore:
 
     def _wait(
         self,
-        predicate,
+        predicate: Callable[[], bool],
         deadline: float | None,
-        what: str = "",  # noqa: ANN001
+        what: str = "",
         *,
         raise_on_timeout: bool = True,
         once: bool = False,
@@ -475,7 +476,7 @@ class EngineCore:
             loaded = e
         with self._cv:
             entry.load_span = (started, self._clock())
-            self._srs.finish(entry, loaded)  # type: ignore[arg-type]
+            self._srs.finish(entry, loaded)
             self._cv.notify_all()
 
     def begin_synthesis(self, part: Partition) -> bool:

@@ -214,7 +214,9 @@ class SnarkjsFamily(ProverFamily):
     def synthesize(
         self, part: Partition, pool: SynthesisPool | None = None
     ) -> tuple[Circuit | None, prover.Assignment]:
-        return None, part.job.statement.circuit(part.index)  # an Assignment for this family
+        assignment = part.job.statement.circuit(part.index)  # an Assignment for this family
+        assert isinstance(assignment, prover.Assignment)
+        return None, assignment
 
     def unverified(self, index: int) -> Exception:
         # The key has no C matrix, so an unsatisfying witness is only seen here.
