@@ -33,6 +33,7 @@ import threading
 import time
 from collections import Counter, deque
 from collections.abc import Callable, Sequence
+from functools import partial
 
 from cuzk.circuits import canonical_id
 from cuzk.engine.assembler import PartitionProof, assemble_job
@@ -205,8 +206,7 @@ class EngineCore:
                     self._srs.touch(entry)
                     return
                 if entry is not None:  # loading elsewhere: wait for that outcome
-                    loading = entry
-                    self._wait(lambda: loading.state != LOADING, deadline, "preload")
+                    self._wait(partial(_not_loading, entry), deadline, "preload")
                     if entry.error is not None:
                         raise entry.error
                     continue
@@ -642,3 +642,7 @@ def _srs_wait(job: Job) -> float:
     partition whose synthesis started first (the end of the job's queue wait)."""
     started = [p for p in job.parts if "synth_start" in p.marks]
     return min(started, key=lambda p: p.marks["synth_start"]).srs_wait if started else 0.0
+
+
+def _not_loading(entry: Resident) -> bool:
+    return entry.state != LOADING
