@@ -112,32 +112,15 @@ extern "C" __global__ void msm_digits(const u64* __restrict__ scalars, u32 m, u3
                                       u32 scatter) {
     u64 i = global_thread();
     if (i >= m) return;
-    u64 t[4];
-#pragma unroll
-    for (int k = 0; k < 4; k++) t[k] = scalars[i * 4 + k];
-    fr_from_mont(t);
     u32 s[8];
-#pragma unroll
-    for (int k = 0; k < 4; k++) {
-        s[2 * k] = (u32)t[k];
-        s[2 * k + 1] = (u32)(t[k] >> 32);
-    }
+    load_scalar_words(scalars, i, s);
     const u32 point = use_gather ? gather[i] : (u32)i;
-    const u32 half = 1u << (c - 1);
-    const u32 nbuckets = half;
+    const u32 nbuckets = 1u << (c - 1);
     u32 carry = 0;
     for (u32 w = 0; w < nwin; w++) {
-        u32 v = window_bits(s, w * c, c) + carry;
-        u32 mag, sign;
-        if (v > half) {
-            mag = (1u << c) - v;  // digit v - 2^c < 0
-            sign = SIGN_BIT;
-            carry = 1;
-        } else {
-            mag = v;
-            sign = 0;
-            carry = 0;
-        }
+        bool negative;
+        const u32 mag = signed_digit(s, w, c, carry, negative);
+        const u32 sign = negative ? SIGN_BIT : 0u;
         if (mag == 0) continue;
         u32 key = w * nbuckets + (mag - 1);
         if (scatter) {
