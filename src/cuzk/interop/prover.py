@@ -88,12 +88,7 @@ def prepare(
         BadInput: a point coordinate in the key is not reduced.
     """
     n_in = zkey.n_public + 1
-    empty = CsrMatrix(
-        np.zeros(zkey.domain_size + 1, dtype=np.int64),
-        np.zeros(0, dtype=np.int64),
-        fr.zeros(0),
-        zkey.n_vars,
-    )
+    empty = CsrMatrix.empty(zkey.domain_size, zkey.n_vars)
     shape = R1CSShape(
         f"snarkjs:{zkey.path}", n_in, zkey.n_vars - n_in, zkey.a, zkey.b, empty, names=None
     )

@@ -1,6 +1,7 @@
 """Rank-1 constraint systems: the builder API, its three modes and the pre-compiled shape."""
 
 from cuzk.r1cs.lc import ONE, LcSpec, LinearCombination, Variable
+from cuzk.r1cs.names import ConstraintNames, PrefixedNames
 from cuzk.r1cs.shape import CsrMatrix, R1CSShape
 from cuzk.r1cs.system import (
     BulkWitness,
@@ -19,10 +20,12 @@ __all__ = [
     "BulkWitness",
     "CheckCS",
     "Circuit",
+    "ConstraintNames",
     "ConstraintSystem",
     "CsrMatrix",
     "LcSpec",
     "LinearCombination",
+    "PrefixedNames",
     "R1CSShape",
     "ShapeCS",
     "Variable",

@@ -1,0 +1,95 @@
+"""Append-only numpy storage for shape synthesis, and the smallest dtypes that hold a range.
+
+Shape synthesis of a 32 GiB PoRep partition appends ~700M matrix entries: as Python lists that
+is tens of GB (a pointer plus an int object per entry). :class:`GrowArray` keeps them in numpy
+chunks instead — growing never copies what is already stored, and :meth:`GrowArray.drain` moves
+everything into one final array of the chosen dtype while freeing the chunks as it goes, so the
+peak is the final array plus one chunk rather than twice the data.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+FIRST_CHUNK = 1 << 12  # small circuits (tests, template recording) stay small
+MAX_CHUNK = 1 << 22  # 16 MiB of uint32: big enough that per-chunk overhead vanishes
+
+
+def index_dtype(n: int) -> np.dtype:
+    """The unsigned dtype that holds every value in [0, n]: row pointers and column indices
+    sized to need (uint32 below 2^32, which every circuit up to 32 GiB sectors is)."""
+    return np.dtype(np.uint32) if n < 1 << 32 else np.dtype(np.uint64)
+
+
+def id_dtype(table_size: int) -> np.dtype:
+    """The narrowest unsigned dtype that numbers ``table_size`` entries (coefficient ids)."""
+    for dt in (np.uint8, np.uint16, np.uint32):
+        if table_size <= int(np.iinfo(dt).max) + 1:
+            return np.dtype(dt)
+    raise ValueError(f"{table_size} table entries do not fit 32-bit ids")
+
+
+class GrowArray:
+    """A 1-D array that only grows at the end, stored in chunks of doubling size."""
+
+    def __init__(self, dtype: np.dtype | type) -> None:
+        self.dtype = np.dtype(dtype)
+        self._full: list[np.ndarray] = []
+        self._cur = np.empty(FIRST_CHUNK, dtype=self.dtype)
+        self._fill = 0
+        self._size = 0
+
+    def __len__(self) -> int:
+        return self._size
+
+    def extend(self, values: np.ndarray) -> None:
+        """Append ``values`` (converted to this array's dtype; the caller checks the range)."""
+        values = np.asarray(values)
+        at, n = 0, len(values)
+        while at < n:
+            room = len(self._cur) - self._fill
+            if room == 0:
+                self._full.append(self._cur)
+                self._cur = np.empty(min(2 * len(self._cur), MAX_CHUNK), dtype=self.dtype)
+                self._fill, room = 0, len(self._cur)
+            k = min(room, n - at)
+            self._cur[self._fill : self._fill + k] = values[at : at + k]
+            self._fill += k
+            at += k
+        self._size += n
+
+    def _chunks(self) -> list[np.ndarray]:
+        return [*self._full, self._cur[: self._fill]]
+
+    def tail(self, start: int) -> np.ndarray:
+        """A copy of elements [start, len): what a gadget appended, for checking a replay."""
+        if not 0 <= start <= self._size:
+            raise IndexError(f"tail from {start} of {self._size}")
+        out, pos = [], 0
+        for c in self._chunks():
+            if pos + len(c) > start:
+                out.append(c[max(0, start - pos) :])
+            pos += len(c)
+        return np.concatenate(out) if out else np.empty(0, dtype=self.dtype)
+
+    def drain(
+        self,
+        out: np.ndarray,
+        convert: Callable[[np.ndarray], np.ndarray] | None = None,
+    ) -> np.ndarray:
+        """Move every element into ``out`` (of length ``len(self)``; ``convert`` maps a chunk
+        first) and empty this array, freeing each chunk as soon as it is copied."""
+        if len(out) != self._size:
+            raise ValueError(f"drain into {len(out)} slots of {self._size} elements")
+        self._full.append(self._cur[: self._fill])
+        self._cur = np.empty(0, dtype=self.dtype)
+        pos = 0
+        while self._full:
+            c = self._full.pop(0)
+            out[pos : pos + len(c)] = convert(c) if convert is not None else c
+            pos += len(c)
+        self._cur = np.empty(FIRST_CHUNK, dtype=self.dtype)
+        self._fill = self._size = 0
+        return out
