@@ -89,15 +89,19 @@ class MatrixBuilder:
         counts = {len(ends) for ends, _, _ in rows}
         if len(counts) != 1:
             raise BadInput(f"A, B and C blocks have different row counts {sorted(counts)}")
-        for m, (ends, keys, coeffs) in enumerate(rows):
+        blocks = []  # all three checked before any is appended
+        for ends, keys, coeffs in rows:
             ends = np.asarray(ends, dtype=np.int64)
+            k = np.asarray(keys, dtype=np.int64)
+            lens = np.diff(ends, prepend=0)
+            if len(k) != len(coeffs) or (len(ends) and ends[-1] != len(k)) or np.any(lens < 0):
+                raise BadInput("a block's row ends, keys and coefficients disagree")
+            blocks.append((lens.astype(np.uint32), k, coeffs))
+        for m, (lens, k, coeffs) in enumerate(blocks):
             hit = self._list_ids.get(id(coeffs))
             if hit is None or hit[0] is not coeffs:
                 hit = self._list_ids[id(coeffs)] = (coeffs, self._intern(coeffs))
-            k = np.asarray(keys, dtype=np.int64)
-            if len(k) != len(hit[1]) or (len(ends) and ends[-1] != len(k)):
-                raise BadInput("a block's row ends, keys and coefficients disagree")
-            self._append(m, np.diff(ends, prepend=0).astype(np.uint32), k, hit[1])
+            self._append(m, lens, k, hit[1])
         self.num_rows += counts.pop()
 
     def rows_from(self, row: int) -> tuple[Rows, Rows, Rows]:

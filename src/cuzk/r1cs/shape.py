@@ -172,6 +172,17 @@ class R1CSShape:
     c: CsrMatrix
     names: ConstraintNames | None  # constraint names (None when loaded without them)
 
+    def __post_init__(self) -> None:
+        rows = {m.num_rows for m in (self.a, self.b, self.c)}
+        cols = {m.num_cols for m in (self.a, self.b, self.c)}
+        if len(rows) != 1 or cols != {self.num_inputs + self.num_aux}:
+            raise BadInput(
+                f"A, B, C have {sorted(rows)} rows and {sorted(cols)} columns; "
+                f"{self.num_inputs} inputs + {self.num_aux} aux"
+            )
+        if self.names is not None and len(self.names) != self.a.num_rows:
+            raise BadInput(f"{len(self.names)} names for {self.a.num_rows} constraints")
+
     @property
     def num_constraints(self) -> int:
         """Rows including the appended ``input_i · 0 = 0`` ones (the prover's n)."""
