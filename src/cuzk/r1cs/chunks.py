@@ -9,12 +9,25 @@ peak is the final array plus one chunk rather than twice the data.
 
 from __future__ import annotations
 
+import mmap
 from collections.abc import Callable
 
 import numpy as np
 
 FIRST_CHUNK = 1 << 12  # small circuits (tests, template recording) stay small
 MAX_CHUNK = 1 << 22  # 16 MiB of uint32: big enough that per-chunk overhead vanishes
+
+
+def _chunk(n: int, dtype: np.dtype) -> np.ndarray:
+    """An uninitialised chunk; from its own anonymous mapping once it is a MiB or more.
+
+    Freed heap blocks of a few MiB stay with the C allocator (glibc raises its mmap threshold
+    after the first large free), so draining chunks into the final arrays would leave the
+    process holding both: own mappings are returned to the system the moment they go."""
+    nbytes = n * dtype.itemsize
+    if nbytes < 1 << 20:
+        return np.empty(n, dtype=dtype)
+    return np.frombuffer(mmap.mmap(-1, nbytes), dtype=dtype, count=n)
 
 
 def index_dtype(n: int) -> np.dtype:
@@ -32,12 +45,16 @@ def id_dtype(table_size: int) -> np.dtype:
 
 
 class GrowArray:
-    """A 1-D array that only grows at the end, stored in chunks of doubling size."""
+    """A 1-D array that only grows at the end, stored in chunks of doubling size.
+
+    An unsigned array also grows in width: it starts as narrow as asked (uint16 coefficient
+    ids, row lengths, name ids: the common case) and is rewritten one width up, chunk by
+    chunk, the first time a value does not fit."""
 
     def __init__(self, dtype: np.dtype | type) -> None:
         self.dtype = np.dtype(dtype)
         self._full: list[np.ndarray] = []
-        self._cur = np.empty(FIRST_CHUNK, dtype=self.dtype)
+        self._cur = _chunk(FIRST_CHUNK, self.dtype)
         self._fill = 0
         self._size = 0
 
@@ -45,20 +62,29 @@ class GrowArray:
         return self._size
 
     def extend(self, values: np.ndarray) -> None:
-        """Append ``values`` (converted to this array's dtype; the caller checks the range)."""
+        """Append ``values``: converted to this array's dtype, widened first where an unsigned
+        array is too narrow for them (a signed array's caller checks the range)."""
         values = np.asarray(values)
         at, n = 0, len(values)
+        if n and self.dtype.kind == "u" and int(values.max()) > int(np.iinfo(self.dtype).max):
+            self._widen(int(values.max()))
         while at < n:
             room = len(self._cur) - self._fill
             if room == 0:
                 self._full.append(self._cur)
-                self._cur = np.empty(min(2 * len(self._cur), MAX_CHUNK), dtype=self.dtype)
+                self._cur = _chunk(min(2 * len(self._cur), MAX_CHUNK), self.dtype)
                 self._fill, room = 0, len(self._cur)
             k = min(room, n - at)
             self._cur[self._fill : self._fill + k] = values[at : at + k]
             self._fill += k
             at += k
         self._size += n
+
+    def _widen(self, top: int) -> None:
+        dtype = np.dtype(np.uint32) if top < 1 << 32 else np.dtype(np.uint64)
+        self._full = [_widened(c, dtype) for c in self._full]
+        self._cur = _widened(self._cur, dtype)  # the unfilled tail is copied, never read
+        self.dtype = dtype
 
     def _chunks(self) -> list[np.ndarray]:
         return [*self._full, self._cur[: self._fill]]
@@ -90,6 +116,12 @@ class GrowArray:
             c = self._full.pop(0)
             out[pos : pos + len(c)] = convert(c) if convert is not None else c
             pos += len(c)
-        self._cur = np.empty(FIRST_CHUNK, dtype=self.dtype)
+        self._cur = _chunk(FIRST_CHUNK, self.dtype)
         self._fill = self._size = 0
         return out
+
+
+def _widened(c: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    out = _chunk(len(c), dtype)
+    out[:] = c
+    return out

@@ -138,8 +138,8 @@ class NameBuilder(Sequence[str]):
         self._recent: dict[str, int] = {}
         self._leaf_ids: dict[str, int] = {}
         self._list_ids: dict[int, tuple[list[str], np.ndarray]] = {}
-        self._pids = GrowArray(np.uint32)
-        self._lids = GrowArray(np.uint32)
+        self._pids = GrowArray(np.uint16)  # both widened when the tables outgrow 16 bits
+        self._lids = GrowArray(np.uint16)
         self._stage_p: list[int] = []
         self._stage_l: list[int] = []
         self._snapshot: ConstraintNames | None = None

@@ -36,9 +36,9 @@ class MatrixBuilder:
     def __init__(self) -> None:
         self._coeff_ids: dict[int, int] = {}
         self._list_ids: dict[int, tuple[list[int], np.ndarray]] = {}
-        self._lens = [GrowArray(np.uint32) for _ in range(3)]
+        self._lens = [GrowArray(np.uint16) for _ in range(3)]  # widened if a row is longer
         self._keys = [GrowArray(np.int32) for _ in range(3)]
-        self._ids = [GrowArray(np.uint32) for _ in range(3)]
+        self._ids = [GrowArray(np.uint16) for _ in range(3)]  # widened past 65,536 coefficients
         # per matrix: staged row lengths, keys, coefficients (the ``enforce`` path)
         self.stage: tuple[Rows, Rows, Rows] = tuple(([], [], []) for _ in range(3))  # type: ignore[assignment]
         self.num_rows = 0
@@ -62,7 +62,7 @@ class MatrixBuilder:
                 if c not in d:
                     d[c] = len(d)
             ids = list(map(d.__getitem__, coeffs))
-        return np.array(ids, dtype=np.uint32)
+        return np.array(ids, dtype=np.uint64)
 
     def _append(self, m: int, lens: np.ndarray, keys: np.ndarray, ids: np.ndarray) -> None:
         if len(keys) and (int(keys.min()) < _KEY_MIN or int(keys.max()) > _KEY_MAX):
@@ -76,7 +76,7 @@ class MatrixBuilder:
         for m, (lens, keys, coeffs) in enumerate(self.stage):
             if lens:
                 k = np.array(keys, dtype=np.int64)
-                self._append(m, np.array(lens, dtype=np.uint32), k, self._intern(coeffs))
+                self._append(m, np.array(lens, dtype=np.uint64), k, self._intern(coeffs))
                 lens.clear()
                 keys.clear()
                 coeffs.clear()
@@ -96,7 +96,7 @@ class MatrixBuilder:
             lens = np.diff(ends, prepend=0)
             if len(k) != len(coeffs) or (len(ends) and ends[-1] != len(k)) or np.any(lens < 0):
                 raise BadInput("a block's row ends, keys and coefficients disagree")
-            blocks.append((lens.astype(np.uint32), k, coeffs))
+            blocks.append((lens, k, coeffs))
         for m, (lens, k, coeffs) in enumerate(blocks):
             hit = self._list_ids.get(id(coeffs))
             if hit is None or hit[0] is not coeffs:
@@ -130,8 +130,12 @@ class MatrixBuilder:
         ids_dt, cols_dt = id_dtype(max(1, len(table))), index_dtype(num_cols)
 
         def columns(keys: np.ndarray) -> np.ndarray:
-            k = keys.astype(np.int64)
-            return np.where(k < 0, ~k, k + num_inputs)
+            """A chunk of keys → columns, in place (no 8-byte temporaries)."""
+            neg = keys < 0
+            np.invert(keys, out=keys, where=neg)
+            cols = keys.view(np.uint32)
+            np.add(cols, np.uint32(num_inputs), out=cols, where=~neg)
+            return cols
 
         mats = []
         for m in range(3):
