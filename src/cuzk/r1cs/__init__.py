@@ -1,5 +1,6 @@
 """Rank-1 constraint systems: the builder API, its three modes and the pre-compiled shape."""
 
+from cuzk.r1cs.blocks import repeat
 from cuzk.r1cs.lc import ONE, LcSpec, LinearCombination, Variable
 from cuzk.r1cs.names import ConstraintNames, PrefixedNames
 from cuzk.r1cs.shape import CsrMatrix, R1CSShape
@@ -31,6 +32,7 @@ __all__ = [
     "Variable",
     "WitnessCS",
     "check_circuit",
+    "repeat",
     "synthesize_shape",
     "synthesize_witness",
 ]

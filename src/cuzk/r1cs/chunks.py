@@ -89,14 +89,17 @@ class GrowArray:
     def _chunks(self) -> list[np.ndarray]:
         return [*self._full, self._cur[: self._fill]]
 
-    def tail(self, start: int) -> np.ndarray:
-        """A copy of elements [start, len): what a gadget appended, for checking a replay."""
-        if not 0 <= start <= self._size:
-            raise IndexError(f"tail from {start} of {self._size}")
+    def tail(self, start: int, stop: int | None = None) -> np.ndarray:
+        """A copy of elements [start, stop) (stop: the end by default): what a gadget or a
+        block appended, for checking and replaying it."""
+        stop = self._size if stop is None else stop
+        if not 0 <= start <= stop <= self._size:
+            raise IndexError(f"elements [{start}, {stop}) of {self._size}")
         out, pos = [], 0
         for c in self._chunks():
-            if pos + len(c) > start:
-                out.append(c[max(0, start - pos) :])
+            lo, hi = max(start - pos, 0), min(stop - pos, len(c))
+            if lo < hi:
+                out.append(c[lo:hi])
             pos += len(c)
         return np.concatenate(out) if out else np.empty(0, dtype=self.dtype)
 

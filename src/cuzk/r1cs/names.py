@@ -203,12 +203,28 @@ class NameBuilder(Sequence[str]):
         self._reset()
         return ConstraintNames(prefixes, leaves, pids, lids)
 
+    def ids(self, start: int, stop: int) -> tuple[np.ndarray, np.ndarray]:
+        """(prefix ids, leaf ids) of rows [start, stop)."""
+        self._flush()
+        return self._pids.tail(start, stop), self._lids.tail(start, stop)
+
+    def extend_ids(self, prefix_ids: np.ndarray, leaf_ids: np.ndarray) -> None:
+        """Rows named by ids this builder gave out (a replayed block's)."""
+        self._flush()
+        if len(prefix_ids) != len(leaf_ids):
+            raise ValueError(f"{len(prefix_ids)} prefix ids for {len(leaf_ids)} leaf ids")
+        self._pids.extend(prefix_ids)
+        self._lids.extend(leaf_ids)
+
+    def prefix_table(self) -> StringTable:
+        """Every prefix so far (a copy)."""
+        return StringTable.from_blob(self._prefix_blob, self._prefix_lens.tail(0))
+
     # -- reading (tests, replay checks) ------------------------------------------------------------
     def tail(self, start: int) -> list[str]:
         """The names of rows [start, len) as strings."""
         self._flush()
-        pre_lens = self._prefix_lens.tail(0)
-        prefixes = StringTable.from_blob(self._prefix_blob, pre_lens)
+        prefixes = self.prefix_table()
         leaves = list(self._leaf_ids)
         return [
             prefixes[p] + leaves[q]
@@ -221,7 +237,7 @@ class NameBuilder(Sequence[str]):
         if self._snapshot is None or len(self._snapshot) != len(self):
             self._flush()
             self._snapshot = ConstraintNames(
-                StringTable.from_blob(self._prefix_blob, self._prefix_lens.tail(0)),
+                self.prefix_table(),
                 StringTable.of(list(self._leaf_ids)),
                 self._pids.tail(0),
                 self._lids.tail(0),

@@ -104,6 +104,36 @@ class MatrixBuilder:
             self._append(m, lens, k, hit[1])
         self.num_rows += counts.pop()
 
+    def entries(self) -> tuple[int, int, int]:
+        """Entries stored per matrix (staged rows flushed first): a block's boundary."""
+        self.flush()
+        return len(self._keys[0]), len(self._keys[1]), len(self._keys[2])
+
+    def block(
+        self, rows: tuple[int, int], entries: tuple[tuple[int, int], ...]
+    ) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+        """Per matrix (row lengths, keys, coefficient ids) of rows [rows[0], rows[1]) whose
+        entries are [entries[m][0], entries[m][1]) — a block to check or replay."""
+        self.flush()
+        return [
+            (
+                self._lens[m].tail(*rows),
+                self._keys[m].tail(*entries[m]),
+                self._ids[m].tail(*entries[m]),
+            )
+            for m in range(3)
+        ]
+
+    def extend_block(self, block: Sequence[tuple[np.ndarray, np.ndarray, np.ndarray]]) -> None:
+        """Append rows given as :meth:`block` returns them (keys may be int64: range-checked)."""
+        self.flush()
+        counts = {len(lens) for lens, _, _ in block}
+        if len(counts) != 1:
+            raise BadInput(f"A, B and C blocks have different row counts {sorted(counts)}")
+        for m, (lens, keys, ids) in enumerate(block):
+            self._append(m, lens, keys, ids)
+        self.num_rows += counts.pop()
+
     def rows_from(self, row: int) -> tuple[Rows, Rows, Rows]:
         """The rows from ``row`` on, per matrix as (row ends relative to the first of them,
         keys, coefficients): what a gadget appended, for recording and checking replays."""
