@@ -4,12 +4,11 @@ Recorded once per circuit type by shape-mode synthesis and saved as plain ``.npy
 proving skip per-constraint Python entirely: the witness vector z = (inputs ‖ aux) goes in, and
 a = A·z, b = B·z, c = C·z come out of one sparse matrix-vector product each.
 
-Compact because a 32 GiB PoRep partition has 130M constraints and ~720M entries: an entry is a
+Compact because a 32 GiB PoRep partition has 130M constraints and 720M entries: an entry is a
 32-bit column and a coefficient *id* into a small table of the circuit's distinct coefficients
-(~1,500 in PoRep: ±1, powers of two, Poseidon constants), 1–4 bytes wide as the table needs,
+(2,466 in porep-32g: ±1, powers of two, Poseidon constants), 1–4 bytes wide as the table needs,
 instead of an 8-byte column and a 32-byte field element. Row pointers are 32-bit below 2^32
-entries. That is ~50 bytes per constraint in all (measured in the report of issue 14), against
-~1.2 KB before.
+entries. porep-32g's matrices take 45 bytes per constraint (5.9 GB), against ~1.2 KB before.
 
 Column order is bellperson's variable order: inputs first (ONE at 0), then aux.
 """

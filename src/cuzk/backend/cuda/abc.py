@@ -2,7 +2,7 @@
 
 The constraint matrices are uploaded once per :class:`~cuzk.r1cs.R1CSShape` object in their
 compact form (32-bit columns, 1–4-byte coefficient ids, the small table of distinct
-coefficients: ~50 bytes per constraint, ~6.5 GB for a 32 GiB PoRep partition) and kept while
+coefficients: ~45 bytes per constraint, 5.9 GB for a 32 GiB PoRep partition) and kept while
 that object lives (the few most recent shapes); each evaluation then moves only z in and, when
 the caller wants host arrays, a, b, c out.
 """
