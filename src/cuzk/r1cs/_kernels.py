@@ -8,17 +8,15 @@ from __future__ import annotations
 
 from numba import njit
 
-_SER = {"cache": True, "nogil": True}
 
-
-@njit(**_SER)
+@njit(cache=True, nogil=True)
 def k_mark(indices, mask):
     """mask[c] = True for every column c in ``indices``."""
     for k in range(indices.shape[0]):
         mask[indices[k]] = True
 
 
-@njit(**_SER)
+@njit(cache=True, nogil=True)
 def k_transpose(indptr, indices, ids, t_indptr, t_indices, t_ids):
     """The transpose by counting sort: ``t_indptr`` (zeros in, row pointers out), then every
     entry (row r, column c, id) scattered to the next free place of transposed row c.

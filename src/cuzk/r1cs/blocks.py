@@ -102,12 +102,14 @@ def _replay(
     blocks = [_block(cs, marks[i], marks[i + 1]) for i in range(3)]
     path = "/".join(cs._path) + "/" if cs._path else ""
     prefixes = [path + name(i) + "/" for i in range(3)]
-    law = _affine_law(cs, blocks, prefixes)
-    if law is None:
+    try:
+        steps, remainders, inverse = _affine_law(cs, blocks, prefixes)
+    except _NotAffine as e:
+        log.warning("repeated blocks under %r are not affine (%s): every block runs",
+                    prefixes[0], e)  # fmt: skip
         for i in range(3, count):
             _run(cs, name, body, i)
         return
-    steps, remainders, inverse = law
     b1 = blocks[1]
     keys = [k.astype(np.int64) for _, k, _ in b1.mats]
     for k in range(3, count):
@@ -122,47 +124,51 @@ def _replay(
         cs.num_inputs += b1.inputs
 
 
+class _NotAffine(Exception):
+    """Why three blocks do not follow one law."""
+
+
 def _affine_law(
     cs: ShapeCS, blocks: list[_Block], prefixes: list[str]
-) -> tuple[list[np.ndarray], list[str], np.ndarray] | None:
+) -> tuple[list[np.ndarray], list[str], np.ndarray]:
     """(per-matrix key steps, name remainders of block 1's distinct prefixes, each row's
-    index into them), or None (logged) where the three blocks do not follow one law."""
+    index into them).
+
+    Raises:
+        _NotAffine: the three blocks do not follow one law.
+    """
     b0, b1, b2 = blocks
 
-    def refuse(why: str) -> None:
-        log.warning("repeated blocks under %r are not affine (%s): every block runs",
-                    prefixes[0], why)  # fmt: skip
-
     if any((b.aux, b.inputs) != (b0.aux, b0.inputs) for b in blocks):
-        return refuse("different variable counts")
+        raise _NotAffine("different variable counts")
     steps = []
     for m in range(3):
         (l0, k0, i0), (l1, k1, i1), (l2, k2, i2) = (b.mats[m] for b in blocks)
         if not (np.array_equal(l0, l1) and np.array_equal(l0, l2)):
-            return refuse("different rows")
+            raise _NotAffine("different rows")
         if not (np.array_equal(i0, i1) and np.array_equal(i0, i2)):
-            return refuse("different coefficients")
+            raise _NotAffine("different coefficients")
         k0, k1, k2 = (k.astype(np.int64) for k in (k0, k1, k2))
         step = k1 - k0
         if not np.array_equal(k2, k1 + step):
-            return refuse("variables not at regular offsets")
+            raise _NotAffine("variables not at regular offsets")
         aux = k0 >= 0
         if np.any(aux != (k2 >= 0)) or np.any(step[aux] < 0) or np.any(step[~aux] > 0):
-            return refuse("a variable changes kind or moves backwards")
+            raise _NotAffine("a variable changes kind or moves backwards")
         steps.append(step)
     if not np.array_equal(b1.leaf_ids, b2.leaf_ids):
-        return refuse("different names")
+        raise _NotAffine("different names")
     table = cs.names.prefix_table()
     uniq, inverse = np.unique(b1.prefix_ids, return_inverse=True)
     remainders = []
     for u in uniq.tolist():
         p = table[u]
         if not p.startswith(prefixes[1]):
-            return refuse(f"a row named outside the block's namespace ({p!r})")
+            raise _NotAffine(f"a row named outside the block's namespace ({p!r})")
         remainders.append(p[len(prefixes[1]) :])
     inverse = inverse.reshape(-1)
     pairs = np.unique((inverse.astype(np.uint64) << np.uint64(32)) | b2.prefix_ids)
     for pair in pairs.tolist():
         if table[pair & 0xFFFFFFFF] != prefixes[2] + remainders[pair >> 32]:
-            return refuse("different names")
+            raise _NotAffine("different names")
     return steps, remainders, inverse

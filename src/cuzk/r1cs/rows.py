@@ -81,7 +81,9 @@ class MatrixBuilder:
                 keys.clear()
                 coeffs.clear()
 
-    def extend(self, rows: Sequence[tuple[np.ndarray, Sequence[int], list[int]]]) -> None:
+    def extend(
+        self, rows: Sequence[tuple[np.ndarray, np.ndarray | Sequence[int], list[int]]]
+    ) -> None:
         """Append whole rows at once, per matrix as (row ends relative to the first row's
         start, keys, coefficients). A coefficient list that recurs as the same object (a
         replayed template's) is looked up once."""

@@ -298,7 +298,13 @@ class R1CSShape:
             meta = json.loads((d / "meta.json").read_text())
             num_cols = meta["num_inputs"] + meta["num_aux"]
             mats = [
-                CsrMatrix(*(arr(f"{label}_{part}") for part in _MATRIX_FILES), num_cols)
+                CsrMatrix(
+                    arr(f"{label}_indptr"),
+                    arr(f"{label}_indices"),
+                    arr(f"{label}_ids"),
+                    arr(f"{label}_table"),
+                    num_cols,
+                )
                 for label in "abc"
             ]
             names = None
@@ -315,7 +321,8 @@ class R1CSShape:
             raise BadInput(f"{d}: matrices disagree with meta.json on the number of rows")
         if names is not None and len(names) != meta["num_constraints"]:
             raise BadInput(f"{d}: {len(names)} names for {meta['num_constraints']} constraints")
-        return cls(meta["circuit_id"], meta["num_inputs"], meta["num_aux"], *mats, names=names)
+        a, b, c = mats
+        return cls(meta["circuit_id"], meta["num_inputs"], meta["num_aux"], a, b, c, names)
 
 
 def shape_format(directory: str | os.PathLike[str]) -> int | None:
