@@ -146,7 +146,7 @@ def test_window_post_sectors(monkeypatch):
 @pytest.mark.heavy
 def test_porep_challenges(monkeypatch):
     """PoRep at 2 KiB with 5 challenges (~6.7M constraints; two minutes, ~2 GB)."""
-    from cuzk.circuits.filecoin.porep import StackedCircuit, _with_challenges, porep_params
+    from cuzk.circuits.filecoin.porep import StackedCircuit, porep_params
 
-    p = _with_challenges(porep_params("porep-2k"), 5)
+    p = dataclasses.replace(porep_params("porep-2k"), challenge_count=5)
     _replayed_vs_run(lambda: StackedCircuit(p), monkeypatch)
