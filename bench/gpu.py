@@ -234,17 +234,20 @@ def bench_h(be: CudaBackend, t: Timer, logs: list[int], out: dict[str, Any]) -> 
 
 
 def synthetic_csr(be: CudaBackend, rows: int, cols: int) -> DeviceCsr:
+    """2–4 entries a row in the compact layout: uint32 row pointers and columns, uint16 ids
+    into a table of 1,500 coefficients (PoRep has ~1,500 distinct ones), half the entries 1."""
     cp = be.gpu.cp
     with be.gpu.context():
         counts = cp.random.randint(2, 5, rows, dtype=cp.int64)
-        indptr = cp.zeros(rows + 1, dtype=cp.int64)
+        indptr = cp.zeros(rows + 1, dtype=cp.uint32)
         cp.cumsum(counts, out=indptr[1:])
         nnz = int(indptr[-1])
-        indices = cp.random.randint(0, cols, nnz, dtype=cp.int64)
-        coeffs = rand_dev(be, nnz)
-        one = cp.asarray(fr.from_int(1))
-        coeffs = cp.where((cp.random.random(nnz) < 0.5)[:, None], one[None, :], coeffs)
-    return DeviceCsr(indptr, indices, coeffs, rows, cols)
+        indices = cp.random.randint(0, cols, nnz, dtype=cp.int64).astype(cp.uint32)
+        table = rand_dev(be, 1500)
+        table[0] = cp.asarray(fr.from_int(1))[0]
+        ids = cp.random.randint(1, 1500, nnz, dtype=cp.int64).astype(cp.uint16)
+        ids = cp.where(cp.random.random(nnz) < 0.5, cp.uint16(0), ids).astype(cp.uint16)
+    return DeviceCsr(indptr, indices, ids, table, rows, cols, "u32_u16")
 
 
 @section("abc spmv")

@@ -123,7 +123,7 @@ def _random_csr(rows: int, cols: int, rng: np.random.Generator) -> CsrMatrix:
     kind = rng.integers(0, 3, nnz)
     coeffs[kind == 0] = fr.from_int(1)
     coeffs[kind == 1] = fr.from_int(R - 1)
-    return CsrMatrix(indptr, indices, coeffs, cols)
+    return CsrMatrix.from_coeffs(indptr, indices, coeffs, cols)
 
 
 @pytest.mark.parametrize(("rows", "cols"), [(1, 1), (2, 3), (37, 20), (3001, 1500)])

@@ -154,7 +154,8 @@ class SnarkjsFamily(ProverFamily):
             )
         h = read_zkey_header(path)
         m = h.domain_size
-        # CSR of A and B: int64 index + 32-byte coefficient per entry, an indptr per matrix.
+        # CSR of A and B at worst (zkey coefficients may all differ): a 4-byte column, a
+        # 4-byte id and a 32-byte table row per entry, an indptr per matrix.
         shape_bytes = (
             h.coefficient_entries * 40
             + 3 * 8 * (m + 1)

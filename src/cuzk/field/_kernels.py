@@ -214,16 +214,18 @@ def k_dot(a, b):
 
 
 @njit(cache=True, nogil=True, parallel=True)
-def k_spmv(indptr, indices, coeffs, x, out):
-    """out[r] = Σ coeffs[k]·x[indices[k]] over row r's CSR range.
+def k_spmv(indptr, indices, ids, table, x, out):
+    """out[r] = Σ table[ids[k]]·x[indices[k]] over row r's CSR range.
 
-    Most R1CS coefficients are ±1, so those skip the multiplication (a branch on a few limbs is
-    far cheaper than a Montgomery product).
+    Coefficients come from a small table of distinct values (a circuit has a few thousand), so
+    the matrix stores an id per entry rather than 32 bytes. Most R1CS coefficients are ±1, so
+    those skip the multiplication (a branch on a few limbs is far cheaper than a Montgomery
+    product).
     """
     for row in prange(out.shape[0]):
         acc = ZERO_T
         for k in range(indptr[row], indptr[row + 1]):
-            c = load(coeffs, k)
+            c = load(table, ids[k])
             v = load(x, indices[k])
             if is_one(c):
                 acc = add(acc, v)

@@ -47,7 +47,7 @@ from cuzk.gadgets import sha256_tape
 from cuzk.gadgets._names import Name
 from cuzk.gadgets.boolean import FALSE, TRUE, AllocatedBit, Boolean
 from cuzk.gadgets.uint32 import UInt32
-from cuzk.r1cs import ConstraintSystem, ShapeCS, Variable
+from cuzk.r1cs import ConstraintSystem, PrefixedNames, ShapeCS, Variable
 
 log = logging.getLogger(__name__)
 
@@ -71,7 +71,7 @@ class Template:
     codes: tuple[np.ndarray, ...]  # per matrix: column codes (int32)
     coeffs: tuple[list[int], ...]  # per matrix: coefficients (canonical ints)
     suffixes: list[str]  # per row: its name after the prefix
-    bare_rows: list[int]  # rows named under the bare path (MultiEq's); the others under path/ns
+    which: np.ndarray  # uint8 per row: 1 if named under the bare path (MultiEq's), 0 if path/ns
     n_aux: int  # new variables per compression
     out: list[tuple[int, int, bool]]  # per output bit: (code, constant value, negated), code 0
     out_values: list[int | None]  # per output word: its value (None unless folded to a constant)
@@ -172,8 +172,9 @@ def record(pattern: bytes, gadget: Gadget) -> Template:
         codes.append(np.array([code(key) for key in k], dtype=np.int32))
         coeffs.append(c)
     head = _NS + "/"
-    bare_rows = [i for i, name in enumerate(cs.names) if not name.startswith(head)]
-    suffixes = [n[len(head) :] if n.startswith(head) else n for n in cs.names]
+    names = list(cs.names)
+    suffixes = [n[len(head) :] if n.startswith(head) else n for n in names]
+    which = np.array([not n.startswith(head) for n in names], dtype=np.uint8)
     out_bits = [
         (0, int(b.constant), False) if b.bit is None else (code(b.bit.variable.key), 0, b.negated)
         for w in out
@@ -184,7 +185,7 @@ def record(pattern: bytes, gadget: Gadget) -> Template:
         codes=tuple(codes),
         coeffs=tuple(coeffs),
         suffixes=suffixes,
-        bare_rows=bare_rows,
+        which=which,
         n_aux=n_aux,
         out=out_bits,
         out_values=[w.value for w in out],
@@ -193,24 +194,19 @@ def record(pattern: bytes, gadget: Gadget) -> Template:
 
 def _replay(
     t: Template, keys: list[int], base: int, path: list[str], ns: Name
-) -> tuple[tuple[tuple[np.ndarray, list[int], list[int]], ...], list[str]]:
+) -> tuple[tuple[tuple[np.ndarray, np.ndarray, list[int]], ...], PrefixedNames]:
     """The template's rows with codes mapped to this call's keys, and its names."""
     table = np.empty(_NEW + t.n_aux, dtype=np.int64)
     table[0] = _ONE_KEY
     table[1:_NEW] = keys
     table[_NEW:] = np.arange(base, base + t.n_aux, dtype=np.int64)
     rows = tuple(
-        (ends, table[codes].tolist(), coeffs)
+        (ends, table[codes], coeffs)
         for ends, codes, coeffs in zip(t.ends, t.codes, t.coeffs, strict=True)
     )
     bare = "/".join(path) + "/" if path else ""
-    if ns is None:
-        return rows, list(map(bare.__add__, t.suffixes))
-    under = "/".join([*path, ns if isinstance(ns, str) else ns()]) + "/"
-    names = list(map(under.__add__, t.suffixes))
-    for i in t.bare_rows:
-        names[i] = bare + t.suffixes[i]
-    return rows, names
+    under = bare if ns is None else "/".join([*path, ns if isinstance(ns, str) else ns()]) + "/"
+    return rows, PrefixedNames((under, bare), t.which, t.suffixes)
 
 
 def _outputs(t: Template, base: int, bits: list[AllocatedBit | None]) -> list[UInt32]:
@@ -290,15 +286,15 @@ def compress_shape(
     if not verify:
         cs.append_rows(rows, names, t.n_aux)
         return _outputs(t, base, bits)
-    row0, inputs0 = len(cs.names), cs.num_inputs
+    row0, inputs0 = cs.num_constraints, cs.num_inputs
     ref = gadget(cs, block, state, ns)
     got_rows = cs.rows_from(row0)
     ok = (
         cs.num_aux - base == t.n_aux
         and cs.num_inputs == inputs0
-        and cs.names[row0:] == names
+        and cs.names.tail(row0) == names.strings()
         and all(
-            g_ends == ends.tolist() and g_keys == k and g_coeffs == c
+            g_ends == ends.tolist() and g_keys == k.tolist() and g_coeffs == c
             for (g_ends, g_keys, g_coeffs), (ends, k, c) in zip(got_rows, rows, strict=True)
         )
         and same_words(ref, _outputs(t, base, bits))

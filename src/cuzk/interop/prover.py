@@ -26,11 +26,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-import numpy as np
-
 from cuzk.backend.base import Backend, PointSet
 from cuzk.errors import BadInput, UnsatisfiedConstraint
-from cuzk.field import fr
 from cuzk.groth16 import prover
 from cuzk.groth16.keys import Parameters, VerifyingKey
 from cuzk.groth16.proof import Proof
@@ -102,12 +99,7 @@ def prepare(
         BadInput: a point coordinate in the key is not reduced.
     """
     n_in = zkey.n_public + 1
-    empty = CsrMatrix(
-        np.zeros(zkey.domain_size + 1, dtype=np.int64),
-        np.zeros(0, dtype=np.int64),
-        fr.zeros(0),
-        zkey.n_vars,
-    )
+    empty = CsrMatrix.empty(zkey.domain_size, zkey.n_vars)
     shape = R1CSShape(
         f"snarkjs:{zkey.path}", n_in, zkey.n_vars - n_in, zkey.a, zkey.b, empty, names=None
     )

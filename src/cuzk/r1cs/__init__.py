@@ -1,6 +1,8 @@
 """Rank-1 constraint systems: the builder API, its three modes and the pre-compiled shape."""
 
 from cuzk.r1cs.lc import ONE, LcSpec, LinearCombination, Variable
+from cuzk.r1cs.names import ConstraintNames, PrefixedNames
+from cuzk.r1cs.repeat import repeat
 from cuzk.r1cs.shape import CsrMatrix, R1CSShape
 from cuzk.r1cs.system import (
     DEFAULT_OPTIONS,
@@ -24,16 +26,19 @@ __all__ = [
     "BulkWitness",
     "CheckCS",
     "Circuit",
+    "ConstraintNames",
     "ConstraintSystem",
     "CsrMatrix",
     "LcSpec",
     "LinearCombination",
+    "PrefixedNames",
     "R1CSShape",
     "ShapeCS",
     "SynthesisOptions",
     "Variable",
     "WitnessCS",
     "check_circuit",
+    "repeat",
     "synthesize_shape",
     "synthesize_witness",
 ]

@@ -26,6 +26,8 @@ import numpy as np
 from cuzk.errors import BadInput
 from cuzk.field.constants import R
 from cuzk.r1cs.lc import LcSpec, LinearCombination, Variable, resolve
+from cuzk.r1cs.names import NameBuilder, PrefixedNames
+from cuzk.r1cs.rows import MatrixBuilder, Rows
 from cuzk.r1cs.shape import R1CSShape
 
 
@@ -93,12 +95,14 @@ class SynthesisOptions:
     sha256_tapes: bool = True
     poseidon_kernel: bool = True
     verify_first_use: bool = True
+    #: Shape mode: repeated blocks replayed by offset after three (:mod:`cuzk.r1cs.repeat`).
+    replay_blocks: bool = True
 
 
 #: Every native path on, first uses verified: what production synthesis runs.
 DEFAULT_OPTIONS = SynthesisOptions()
 #: Every gadget through its per-constraint Python: the reference path.
-PYTHON_GADGETS = SynthesisOptions(sha256_tapes=False, poseidon_kernel=False)
+PYTHON_GADGETS = SynthesisOptions(sha256_tapes=False, poseidon_kernel=False, replay_blocks=False)
 
 
 #: The namespace of a system that keeps no names: reusable, and no generator per call.
@@ -212,7 +216,11 @@ class CheckCS(ConstraintSystem):
 
 
 class ShapeCS(ConstraintSystem):
-    """Records A, B, C row by row; :meth:`finish` turns them into an :class:`R1CSShape`."""
+    """Records A, B, C row by row; :meth:`finish` turns them into an :class:`R1CSShape`.
+
+    Rows go straight into the compact layout (:mod:`cuzk.r1cs.rows`) and names into
+    (prefix, leaf) ids (:mod:`cuzk.r1cs.names`), so memory stays ~50 bytes per constraint at
+    any size. ``names`` reads as a sequence of strings."""
 
     needs_values = False
 
@@ -220,11 +228,13 @@ class ShapeCS(ConstraintSystem):
         super().__init__(options)
         self.num_inputs = 1
         self.num_aux = 0
-        # Per matrix: CSR row pointers, column keys (inputs negative), coefficients.
-        self._rows: tuple[tuple[list[int], list[int], list[int]], ...] = tuple(
-            ([0], [], []) for _ in range(3)
-        )
-        self.names: list[str] = []
+        self._rows = MatrixBuilder()
+        self.names = NameBuilder()
+        self._prefix: int | None = None  # prefix id of the current namespace path, once used
+
+    @property
+    def num_constraints(self) -> int:
+        return self._rows.num_rows
 
     def alloc(self, name: NameSpec, value: ValueSpec) -> Variable:
         self.num_aux += 1
@@ -234,36 +244,42 @@ class ShapeCS(ConstraintSystem):
         self.num_inputs += 1
         return Variable(~(self.num_inputs - 1))
 
-    def enforce(self, name: NameSpec, a: LcSpec, b: LcSpec, c: LcSpec) -> None:
-        for (indptr, keys, coeffs), spec in zip(self._rows, (a, b, c), strict=True):
-            terms = resolve(spec).terms
-            keys.extend(terms.keys())
-            coeffs.extend(terms.values())
-            indptr.append(len(keys))
-        self.names.append(self._full_name(name))
+    @contextmanager
+    def namespace(self, name: NameSpec) -> Iterator[None]:
+        self._prefix = None
+        try:
+            with super().namespace(name):
+                yield
+        finally:
+            self._prefix = None
 
-    def rows_from(self, row: int) -> tuple[tuple[list[int], list[int], list[int]], ...]:
+    def _prefix_id(self) -> int:
+        pid = self._prefix
+        if pid is None:
+            path = self._path
+            pid = self._prefix = self.names.prefix_id("/".join(path) + "/" if path else "")
+        return pid
+
+    def enforce(self, name: NameSpec, a: LcSpec, b: LcSpec, c: LcSpec) -> None:
+        self._rows.add(resolve(a).terms, resolve(b).terms, resolve(c).terms)
+        self.names.add(self._prefix_id(), name if isinstance(name, str) else name())
+
+    def rows_from(self, row: int) -> tuple[Rows, Rows, Rows]:
         """The rows from ``row`` on, per matrix as (row ends relative to the first of them,
         keys, coefficients): what a gadget appended, for recording and checking replays."""
-        out = []
-        for indptr, keys, coeffs in self._rows:
-            start = indptr[row]
-            out.append(([e - start for e in indptr[row + 1 :]], keys[start:], coeffs[start:]))
-        return tuple(out)
+        return self._rows.rows_from(row)
 
     def append_rows(
         self,
-        rows: tuple[tuple[np.ndarray, list[int], list[int]], ...],
-        names: list[str],
+        rows: tuple[tuple[np.ndarray, np.ndarray | list[int], list[int]], ...],
+        names: PrefixedNames,
         num_aux: int,
     ) -> None:
         """Append whole rows at once (what ``enforce`` would have appended one at a time, in
-        :meth:`rows_from`'s layout) and ``num_aux`` new variables: replayed gadgets
-        (:mod:`cuzk.gadgets.sha256_shape_tape`) skip the per-constraint Python."""
-        for (indptr, keys, coeffs), (ends, k, c) in zip(self._rows, rows, strict=True):
-            indptr.extend((np.asarray(ends, dtype=np.int64) + len(keys)).tolist())
-            keys.extend(k)
-            coeffs.extend(c)
+        :meth:`rows_from`'s layout, keys as an array or list) and ``num_aux`` new variables:
+        replayed gadgets (:mod:`cuzk.gadgets.sha256_shape_tape`) skip the per-constraint
+        Python."""
+        self._rows.extend(rows)
         self.names.extend(names)
         self.num_aux += num_aux
 
@@ -271,12 +287,9 @@ class ShapeCS(ConstraintSystem):
         """Append bellperson's ``input_i · 0 = 0`` rows and freeze the matrices."""
         for i in range(self.num_inputs):
             self.enforce(f"input {i} constraint", Variable(~i), 0, 0)
-        return R1CSShape.from_rows(
-            circuit_id=circuit_id,
-            num_inputs=self.num_inputs,
-            num_aux=self.num_aux,
-            rows=self._rows,
-            names=self.names,
+        a, b, c = self._rows.finish(self.num_inputs, self.num_aux)
+        return R1CSShape(
+            circuit_id, self.num_inputs, self.num_aux, a, b, c, names=self.names.finish()
         )
 
 

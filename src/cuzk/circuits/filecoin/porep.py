@@ -57,7 +57,7 @@ from cuzk.gadgets.poseidon.circuit import poseidon_hash
 from cuzk.gadgets.sha256 import sha256
 from cuzk.gadgets.sha256_node import sha256_node
 from cuzk.gadgets.uint32 import UInt32
-from cuzk.r1cs import ONE, ConstraintSystem, Variable
+from cuzk.r1cs import ONE, ConstraintSystem, Variable, repeat
 from cuzk.r1cs.lc import LcSpec, resolve
 from cuzk.r1cs.system import NO_NAMESPACE, NameSpec
 
@@ -352,13 +352,15 @@ class StackedCircuit:
         h = poseidon_hash(cs, [comm_c, comm_r_last], ns="H_comm_c_comm_r_last")
         cs.enforce("enforce comm_r = H(comm_c || comm_r_last)", comm_r.variable, ONE, h.variable)
         hook = getattr(cs, "on_challenge", None)  # the structural counter's boundary mark
-        for i in range(self.params.challenge_count):
-            proof = None if w is None else w.proofs[i]
+
+        def challenge(i: int) -> None:
             if hook is not None:
                 hook(i)
-            with cs.namespace(lambda i=i: f"challenge_{i}"):
-                synthesize_challenge(cs, self.params, proof, comm_d, comm_c, comm_r_last,
-                                     replica_id_bits)  # fmt: skip
+            synthesize_challenge(cs, self.params, None if w is None else w.proofs[i], comm_d,
+                                 comm_c, comm_r_last, replica_id_bits)  # fmt: skip
+
+        # Challenges differ only in their variables (shape mode replays most of them).
+        repeat(cs, self.params.challenge_count, "challenge_{}".format, challenge)
 
 
 def _column(

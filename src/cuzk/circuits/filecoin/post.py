@@ -27,7 +27,7 @@ from cuzk.gadgets.merkle import MerklePath, TreeShape
 from cuzk.gadgets.num import AllocatedNum
 from cuzk.gadgets.por import PathLevel, por
 from cuzk.gadgets.poseidon import constraint_count, poseidon_hash
-from cuzk.r1cs import ONE, Circuit, ConstraintSystem, R1CSShape, ShapeCS
+from cuzk.r1cs import ONE, Circuit, ConstraintSystem, R1CSShape, ShapeCS, repeat
 
 NODE_SIZE = 32  # bytes per tree leaf
 
@@ -180,11 +180,12 @@ class FallbackPoStCircuit:
 
     def synthesize(self, cs: ConstraintSystem) -> None:
         count = self.params.sector_count if self.sectors is None else len(self.sectors)
+        sectors = self.sectors
         with cs.namespace("outer namespace"):
-            for i in range(count):
-                sector = None if self.sectors is None else self.sectors[i]
-                with cs.namespace(lambda i=i: f"sector_{i}"):
-                    synthesize_sector(cs, self.params, sector)
+            # Sectors differ only in their variables (shape mode replays most of them).
+            repeat(cs, count, "sector_{}".format,
+                   lambda i: synthesize_sector(cs, self.params, None if sectors is None
+                                               else sectors[i]))  # fmt: skip
 
 
 def synthesize_sector(cs: ConstraintSystem, params: PoStParams, sector: SectorProof | None) -> None:
