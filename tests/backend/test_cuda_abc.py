@@ -14,6 +14,7 @@ from cuzk.errors import BadInput
 from cuzk.field import fr
 from cuzk.field.constants import R
 from cuzk.r1cs.shape import CsrMatrix, R1CSShape
+from tests.backend.hostcall import on_host
 
 _OK, _WHY = cuda_available()
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not _OK, reason=_WHY)]
@@ -57,7 +58,7 @@ def test_every_width_matches_cpu(cuda_backend, rng, seed, ptr, ids, table_size):
     shape = R1CSShape("test:compact", 1, cols - 1, *mats, names=None)
     z = _z(rng, cols)
     want = shape.evaluate(z)
-    got = cuda_backend.evaluate_abc(shape, z)
+    got = on_host(cuda_backend, "evaluate_abc", shape, z)
     for label, g, w in zip("abc", got, want, strict=True):
         assert np.array_equal(g, w), f"{label} {ptr.__name__}/{ids.__name__} seed={seed}"
 
@@ -72,7 +73,7 @@ def test_mixed_widths_launch_per_matrix(cuda_backend, rng, seed):
     shape = R1CSShape("test:mixed", 1, cols - 1, *mats, names=None)
     z = _z(rng, cols)
     for label, g, w in zip(
-        "abc", cuda_backend.evaluate_abc(shape, z), shape.evaluate(z), strict=True
+        "abc", on_host(cuda_backend, "evaluate_abc", shape, z), shape.evaluate(z), strict=True
     ):
         assert np.array_equal(g, w), f"{label} seed={seed}"
 
@@ -96,6 +97,6 @@ def test_porep_2k_shape_matches_cpu(cuda_backend, rng, seed, tmp_path):
     shape = ShapeCache(tmp_path).get("porep-2k", get_circuit("porep-2k"))
     z = _z(rng, shape.num_variables)
     want = shape.evaluate(z)
-    got = cuda_backend.evaluate_abc(shape, z)
+    got = on_host(cuda_backend, "evaluate_abc", shape, z)
     for label, g, w in zip("abc", got, want, strict=True):
         assert np.array_equal(g, w), f"{label} seed={seed}"
