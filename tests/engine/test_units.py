@@ -180,3 +180,12 @@ def test_stage_medians():
     assert med["kernels"] == pytest.approx(2.0)
     assert med["prover.h"] == pytest.approx(0.2)
     assert med["synthesis"] == pytest.approx(0.1)
+
+
+def test_gpu_partitions_weigh_only_their_witness_on_the_host():
+    """A 32 GiB partition on a GPU: the 2^27-domain kernel vectors live in VRAM (the staging
+    area counts them), so the host budget sees the witness alone; on the CPU both."""
+    n, m = 130_278_869, 1 << 27
+    cpu, gpu = partition_bytes(n, m, "cpu"), partition_bytes(n, m, "cuda")
+    assert gpu["kernel"] == 0 and gpu["carry"] == cpu["carry"] > 0
+    assert cpu["kernel"] >= 40 << 30

@@ -164,7 +164,7 @@ class SnarkjsFamily(ProverFamily):
         return CircuitInfo(
             circuit_id, path, h.n_vars, m,
             int(h.point_bytes * SRS_RESIDENT_FACTOR[config.backend]) * config.devices,
-            shape_bytes, family=self.name, vk_file=path,
+            shape_bytes, family=self.name, vk_file=path, backend=config.backend,
         )  # fmt: skip
 
     def open(self, request: ProofRequest, config: EngineConfig) -> tuple[Statement, CircuitInfo]:

@@ -60,10 +60,11 @@ class CircuitInfo:
     shape_bytes: int  # estimate until the shape is loaded
     family: str = "bellperson"  # the prover family (:mod:`cuzk.engine.family`) that proves it
     vk_file: Path | None = None  # where its verifying key is, when not beside the params
+    backend: str = "cpu"  # where its partitions run (what of their working set is host memory)
 
     @property
     def partition_parts(self) -> dict[str, int]:
-        return partition_bytes(self.num_variables, self.domain_size)
+        return partition_bytes(self.num_variables, self.domain_size, self.backend)
 
     @property
     def vk_path(self) -> Path:
@@ -100,6 +101,7 @@ def circuit_info(
         m,
         int(point_bytes * SRS_RESIDENT_FACTOR[backend]) * devices,
         _cached_shape_bytes(circuit_id, shape_cache, n) or shape_bytes_estimate(n, m),
+        backend=backend,
     )
 
 
