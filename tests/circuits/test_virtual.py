@@ -254,6 +254,9 @@ def test_parser_refuses_tampered_virtual_c1(seed: int) -> None:
         label_sector("StackedDrg2KiBV1_2_Feat_NonInteractivePoRep", data_block=[0], draws=d, **kw)
     with pytest.raises(BadInput, match="misses challenged"):
         label_sector(seal_proof_name(2 * KIB), data_block=[0], draws=d, derive=[1], **kw)
+    for block in ([], [1, 2, 3], [0] * 128, [1 << 254]):
+        with pytest.raises(BadInput, match="data"):
+            label_sector(seal_proof_name(2 * KIB), data_block=block, draws=d, **kw)
 
 
 def test_virtual_32g_c1_openings_rehashed(seed: int) -> None:

@@ -64,7 +64,7 @@ def test_wpost_2k_virtual_proof_verifies(tmp_path, pool, cpu_backend, seed: int)
 @pytest.mark.heavy
 def test_snap_2k_virtual_partition_satisfies(seed: int) -> None:
     text = json.dumps(virtual_update(2 * KIB, seed).document())
-    st = open_statement("snap-2k", text.encode())
+    st = open_statement("snap-2k", payload=text.encode())
     cs = check_circuit(st.circuit(0))
     assert cs.first_failure is None
     assert cs.num_constraints == PINNED["snap-2k"] and tuple(cs.inputs[1:]) == st.expected(0)
@@ -82,8 +82,8 @@ def test_porep_2k_virtual_partition_satisfies(seed: int) -> None:
 def test_porep_2k_circuit_refuses_changed_label_and_sibling(seed: int) -> None:
     """The parser would refuse both (test_virtual), so the witnesses go to the circuit
     directly. A parent-only node's label changed after derivation, with TreeC rebuilt over
-    it: every path checks, but the challenged label recomputed in the circuit is not the one
-    its column commits to. And a TreeR sibling changed: the inclusion fails."""
+    it: every path checks, but the column the circuit hashes from the challenged node's
+    recomputed labels is not in TreeC. And a TreeR sibling changed: the inclusion fails."""
     d = Draws(seed)
     inputs = dict(prover_id=d.bytes32("p"), sector_id=seed, ticket=d.bytes32("t"),
                   seed=d.bytes32("s"))  # fmt: skip
@@ -96,18 +96,18 @@ def test_porep_2k_circuit_refuses_changed_label_and_sibling(seed: int) -> None:
     (w,) = vs.witnesses()
     cs = check_circuit(StackedCircuit(lab.proof.params, w))
     assert cs.first_failure is not None
-    assert cs.first_failure[1].startswith("challenge_0/")
+    assert cs.first_failure[1].startswith("challenge_0/c_x_inclusion/")
 
     (w,) = virtual_seal(2 * KIB, seed).witnesses()
     cp = w.proofs[1]
     r = cp.comm_r_last_path
     sibs = [list(s) for s in r.siblings]
-    sibs[2][5] = (sibs[2][5] + 1) % (1 << 254)
+    sibs[1][5] = (sibs[1][5] + 1) % (1 << 254)
     bad = dataclasses.replace(cp, comm_r_last_path=MerklePath(r.leaf, sibs, r.positions, r.root))
     tampered = dataclasses.replace(w, proofs=(w.proofs[0], bad))
     cs = check_circuit(StackedCircuit(lab.proof.params, tampered))
     assert cs.first_failure is not None
-    assert cs.first_failure[1].startswith("challenge_1/")
+    assert cs.first_failure[1].startswith("challenge_1/comm_r_last_data_inclusion/")
 
 
 @pytest.mark.heavy

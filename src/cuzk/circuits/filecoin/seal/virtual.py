@@ -116,10 +116,6 @@ def _block_nodes(nodes: int, block: int) -> int:
     return min(nodes, block)
 
 
-def _binary(nodes: int) -> list[int]:
-    return [2] * (nodes.bit_length() - 1)
-
-
 # -- PoRep ------------------------------------------------------------------------------------
 
 
@@ -248,11 +244,11 @@ def label_sector(
     p = proof.params
     n = p.nodes
     block = [int(x) for x in data_block]
-    if len(block) != _block_nodes(n, len(block)) or n % len(block):
+    if not block or len(block) & (len(block) - 1) or len(block) > n:
         raise BadInput(f"the data block must be a power of two of nodes, at most {n}")
     if any(not 0 <= x < 1 << 254 for x in block):
         raise BadInput("data nodes must be fr32 (below 2^254)")
-    tree_d = SparseTree(n, _binary(n), sha256_pairs, periodic(block))
+    tree_d = SparseTree(n, TreeShape(n, 2).arities, sha256_pairs, periodic(block))
     rid = int.from_bytes(replica_id(prover_id, sector_id, ticket,
                                     tree_d.root.to_bytes(32, "little"), proof.porep_id),
                          "little")  # fmt: skip
@@ -431,7 +427,7 @@ def virtual_update(sector_size: int, seed: int, h: int | None = None,
     comm_c = draws.fe("snap comm_c")
     arities = p.tree.arities
     tree_r_old = SparseTree(n, arities, poseidon_groups, periodic(old))
-    tree_d_new = SparseTree(n, _binary(n), sha256_pairs, periodic(data))
+    tree_d_new = SparseTree(n, TreeShape(n, 2).arities, sha256_pairs, periodic(data))
     (comm_r_old,) = poseidon_groups([comm_c, tree_r_old.root], 2)
     rhos = fr.to_ints(rho_table(phi(tree_d_new.root, comm_r_old), h))
     region = n >> h
