@@ -20,7 +20,7 @@ megabytes and seconds. ``--format bincode`` writes PoSt and SnapDeals vanilla pr
 filecoin-ffi returns them instead — a directory of ``.vproof`` files (one per sector or
 partition, in order) and ``request.json`` with what ``cuzk client prove`` needs besides.
 Every file is read back through the engine's parsers before the command succeeds (for PoSt
-partitions over :data:`POST_CHECK_ALL` sectors, a sample of sectors).
+partitions over :data:`POST_CHECK_ALL` sectors, a sample of that many sectors).
 
 Hook into ``cli/main.py``: ``filecoin_cmd.add_parsers(sub)`` in the parser builder and
 ``**filecoin_cmd.COMMANDS`` in its command table.
@@ -37,7 +37,7 @@ from typing import Any
 from cuzk.errors import BadInput
 
 SHAPE_MAX_SECTOR = 512 << 20  # auto: real shapes up to 512 MiB sectors
-POST_CHECK_ALL = 64  # PoSt files with more sectors are checked on a sample of this many
+POST_CHECK_ALL = 64  # PoSt partitions with more sectors are checked on a sample this large
 VIRTUAL_SECTORS = 8  # --virtual WindowPoSt sectors unless --sectors says otherwise
 
 
@@ -182,11 +182,12 @@ def _gen_virtual(args: argparse.Namespace) -> int:
             update = virtual.virtual_update(size, seed)
             doc = update.document()
             text = json.dumps(doc)
+            if args.format == "bincode":
+                _write_snap_bincode(args.out, doc, update)
+        del doc  # the parser below builds its own objects; do not hold both
         circuit_id = f"{args.post}-{suffix}"
         statement = open_statement(circuit_id, payload=text.encode())
-        if args.format == "bincode":
-            _write_snap_bincode(args.out, doc, update)
-        else:
+        if args.format == "json":
             args.out.write_text(text + "\n")
         print(f"wrote {args.out}: virtual {circuit_id}, {statement.partitions} partition(s), "
               f"{len(text) / 1e6:.1f} MB of JSON, checked by its parser "
@@ -208,16 +209,16 @@ def _gen_virtual_post(args: argparse.Namespace, size: int, suffix: str, seed: in
         sectors = min(params.sector_count, VIRTUAL_SECTORS)
     vanilla, randomness = virtual.virtual_post(params, seed, sectors, args.partition)
     miner_id = virtual.Draws(seed).fe("miner id") >> 214  # a 40-bit actor id
-    docs = [sector_vanilla_json(sv, params) for sv in vanilla]
+    n = len(vanilla)
+    picks = sorted({0, n - 1, *range(0, n, max(1, n // (POST_CHECK_ALL - 2)))})[:POST_CHECK_ALL]
     if args.format == "bincode":
         from cuzk.circuits.filecoin.bincode_write import post_sector_proof
         from cuzk.server.convert import sector_proof_from_bincode
 
         args.out.mkdir(parents=True, exist_ok=True)
-        names = []
-        for i, (sv, d) in enumerate(zip(vanilla, docs, strict=True)):
-            names.append(f"sector-{i:04d}-{sv.sector_id}.vproof")
-            (args.out / names[-1]).write_bytes(post_sector_proof(d))
+        names = [f"sector-{i:04d}-{sv.sector_id}.vproof" for i, sv in enumerate(vanilla)]
+        for name, sv in zip(names, vanilla, strict=True):
+            (args.out / name).write_bytes(post_sector_proof(sector_vanilla_json(sv, params)))
         index = SECTOR_SIZES.index(size) + (0 if params.kind == "winning" else 10)
         _write_meta(args.out, {
             "kind": params.kind if params.kind == "winning" else "wpost",
@@ -225,13 +226,21 @@ def _gen_virtual_post(args: argparse.Namespace, size: int, suffix: str, seed: in
             "randomness": randomness.to_bytes(32, "little").hex(),
             "partition_index": args.partition, "vanilla_proofs": names,
         })  # fmt: skip
-        docs = [sector_proof_from_bincode((args.out / n).read_bytes(), n) for n in names]
+        docs = {i: sector_proof_from_bincode((args.out / names[i]).read_bytes(), names[i])
+                for i in picks}  # fmt: skip
     else:
+        from cuzk.circuits.filecoin.vanilla_json import read_request
+
         with args.out.open("w") as f:
             write_request(f, params, vanilla, randomness, prover_id(miner_id), args.partition)
             f.write("\n")
-        docs = json.loads(args.out.read_text())["vanilla_proofs"]
-    checked = _check_post(params, docs, randomness, args.partition)
+        if n <= POST_CHECK_ALL:  # the whole request, envelope included
+            read_request(args.out.read_text())
+        # Larger: the sampled sectors as write_request serialised them.
+        docs = {i: json.loads(json.dumps(sector_vanilla_json(vanilla[i], params)))
+                for i in picks}  # fmt: skip
+    _check_post(params, docs, [sv.sector_id for sv in vanilla], randomness, args.partition)
+    checked = len(picks)
     proofs = sum(len(v.proof.inclusion_proofs) for v in vanilla)
     print(f"wrote {args.out}: virtual {params.circuit_id}, {len(vanilla)} sector(s), {proofs} "
           f"inclusion proofs, {checked} sector(s) checked by the parser "
@@ -239,21 +248,20 @@ def _gen_virtual_post(args: argparse.Namespace, size: int, suffix: str, seed: in
     return 0
 
 
-def _check_post(params: Any, docs: list[dict[str, Any]], randomness: int, partition: int) -> int:
-    """Read written sector proofs back through the PoSt parser: all of them up to
-    :data:`POST_CHECK_ALL`, else the first, the last and an even sample. Returns how many."""
+def _check_post(params: Any, docs: dict[int, dict[str, Any]], sector_ids: list[int],
+                randomness: int, partition: int) -> None:  # fmt: skip
+    """Read sector proofs (position → serde tree) back through the PoSt parser and check
+    they prove the leaves the randomness challenges."""
     from cuzk.circuits.filecoin.merkle_json import leaf_index
     from cuzk.circuits.filecoin.vanilla_json import challenged_leaves, loads
 
-    n = len(docs)
-    picks = sorted({0, n - 1, *range(0, n, max(1, n // (POST_CHECK_ALL - 2)))})[:POST_CHECK_ALL]
-    read = loads(json.dumps([docs[i] for i in picks]), params)
-    want = challenged_leaves(params, [d["sector_id"] for d in docs], randomness, partition)
-    for i, sv in zip(picks, read, strict=True):
+    read = loads(json.dumps(list(docs.values())), params)
+    want = challenged_leaves(params, sector_ids, randomness, partition)
+    for i, sv in zip(docs, read, strict=True):
         got = [leaf_index(m, params.tree) for m in sv.proof.inclusion_proofs]
-        if got != want[i]:
-            raise BadInput(f"sector {i}: proves leaves {got}, the challenges are {want[i]}")
-    return len(picks)
+        if sv.sector_id != sector_ids[i] or got != want[i]:
+            raise BadInput(f"sector {i}: proves leaves {got} of sector {sv.sector_id}, the "
+                           f"challenges are {want[i]} of sector {sector_ids[i]}")  # fmt: skip
 
 
 def _write_snap_bincode(out: Path, doc: dict[str, Any], update: Any) -> None:

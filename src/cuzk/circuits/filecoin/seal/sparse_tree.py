@@ -30,6 +30,8 @@ from cuzk.gadgets.merkle import MerklePath
 from cuzk.gadgets.poseidon.native import hash_many
 from cuzk.gadgets.sha256_node import node_hash
 
+_PATH_CHUNK = 1024  # paths whose missing background digests are gathered at once
+
 #: Hash ``len(flat) / arity`` groups of ``arity`` consecutive children into their parents.
 GroupHash = Callable[[list[int], int], list[int]]
 
@@ -196,10 +198,17 @@ class SparseTree:
     def paths(self, indices: Sequence[int]) -> list[MerklePath]:
         """Inclusion paths of leaves (positions per level as the circuit reads them); the root
         of each is its tree's root (the forest's top-level node above it)."""
-        wanted: list[tuple[int, int]] = []
         for i in indices:
             if not 0 <= i < self.leaves:
                 raise BadInput(f"leaf {i} out of range 0…{self.leaves - 1}")
+        out: list[MerklePath] = []
+        for k in range(0, len(indices), _PATH_CHUNK):
+            out += self._paths(indices[k : k + _PATH_CHUNK])
+        return out
+
+    def _paths(self, indices: Sequence[int]) -> list[MerklePath]:
+        wanted: list[tuple[int, int]] = []
+        for i in indices:
             node = i
             wanted.append((0, i))
             for level, a in enumerate(self.arities):
