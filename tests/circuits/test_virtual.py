@@ -43,6 +43,7 @@ from cuzk.circuits.filecoin.seal.virtual import (
 )
 from cuzk.circuits.filecoin.snap_vanilla import (
     SectorUpdate,
+    generate_update,
     phi,
     read_update,
     request_json,
@@ -51,6 +52,7 @@ from cuzk.circuits.filecoin.snap_vanilla import (
 )
 from cuzk.circuits.filecoin.vanilla_json import (
     challenged_leaves,
+    random_request,
     read_request,
     sector_vanilla_json,
 )
@@ -236,6 +238,15 @@ def test_virtual_c1_has_the_sealers_format_and_parses(size: int, seed: int) -> N
     assert virtual_seal(size, seed).c1_document() == json.loads(text)  # deterministic
 
 
+@pytest.mark.heavy
+def test_virtual_8m_c1_has_the_sealers_format(seed: int) -> None:
+    """Sealing 8 MiB for real takes tens of seconds and ~1 GB."""
+    real = commit_phase1(seal_sector(8 * MIB, prover_id=7, sector_id=9, ticket=bytes(32),
+                                     rng=np.random.default_rng(seed)), bytes(32))  # fmt: skip
+    virtual = virtual_seal(8 * MIB, seed).c1_document()
+    assert _shape(json.loads(json.dumps(virtual))) == _shape(json.loads(json.dumps(real)))
+
+
 def test_parser_refuses_tampered_virtual_c1(seed: int) -> None:
     kw = _c1_inputs(seed)
     d = Draws(seed)
@@ -356,6 +367,12 @@ def test_virtual_32g_update_openings_rehashed(seed: int) -> None:
             assert new.leaf == (old.leaf + d.leaf * rho(phi_v, c >> (30 - 12))) % R
 
 
+@pytest.mark.parametrize("size", [2 * KIB, 8 * MIB])
+def test_virtual_update_has_the_updaters_format(size: int, seed: int) -> None:
+    virtual = json.loads(json.dumps(virtual_update(size, seed).document()))
+    assert _shape(virtual) == _shape(json.loads(generate_update(size, seed)))
+
+
 # -- PoSt and bincode ------------------------------------------------------------------------
 
 
@@ -373,6 +390,16 @@ def test_virtual_post_reads_back(cid: str, seed: int) -> None:
             for v in vanilla] == want  # fmt: skip
     assert inputs[0] == vanilla[0].proof.comm_r
     assert len({v.proof.comm_r for v in vanilla}) == len(vanilla)
+
+
+@pytest.mark.parametrize("cid", ["wpost-2k", "wpost-8m", "winning-2k"])
+def test_virtual_post_has_the_random_sectors_format(cid: str, seed: int) -> None:
+    params = post_params(cid)
+    real, _ = random_request(params, np.random.default_rng(seed))
+    count = len(json.loads(real)["vanilla_proofs"])
+    vanilla, randomness = virtual_post(params, seed, None if params.kind == "winning" else count)
+    virtual = post_request_json(params, vanilla, randomness, 5)
+    assert _shape(json.loads(virtual)) == _shape(json.loads(real))
 
 
 def test_bincode_writer_round_trips_curios_vproof() -> None:

@@ -3,8 +3,9 @@ virtual PoRep, WindowPoSt and SnapDeals inputs and refuses a virtual C1 with one
 (trees committing to the changed label) or one path sibling changed; proofs from virtual
 inputs verify under keys from setup.
 
-wpost-2k (21,866 constraints) runs in the default suite; porep-2k (2.7M) and snap-2k (1.7M)
-take minutes on two cores and are ``heavy`` (``pytest -m heavy``).
+PoSt partitions (≤ 91k constraints) run in the default suite; porep-2k (2.7M), snap-2k
+(1.7M) and one challenge of a 32 GiB PoRep partition (~7M) take minutes on two cores and are
+``heavy`` (``pytest -m heavy``).
 """
 
 from __future__ import annotations
@@ -31,20 +32,22 @@ from cuzk.gadgets.merkle import MerklePath
 from cuzk.r1cs import check_circuit, synthesize_shape
 
 KIB = 1 << 10
-PINNED = {"porep-2k": 2_687_921, "snap-2k": 1_705_039, "wpost-2k": 21_866}
+PINNED = {"porep-2k": 2_687_921, "snap-2k": 1_705_039, "wpost-2k": 21_866, "wpost-8m": 64_266,
+          "winning-2k": 90_750}  # fmt: skip
 
 
-def _wpost_request(seed: int) -> str:
-    params = post_params("wpost-2k")
+def _wpost_request(seed: int, circuit_id: str = "wpost-2k") -> str:
+    params = post_params(circuit_id)
     vanilla, randomness = virtual_post(params, seed)
     return request_json(params, vanilla, randomness, 11)
 
 
-def test_wpost_2k_virtual_partition_satisfies(seed: int) -> None:
-    _, circuit, inputs = read_request(_wpost_request(seed))
+@pytest.mark.parametrize("circuit_id", ["wpost-2k", "wpost-8m", "winning-2k"])
+def test_post_virtual_partition_satisfies(circuit_id: str, seed: int) -> None:
+    _, circuit, inputs = read_request(_wpost_request(seed, circuit_id))
     cs = check_circuit(circuit)
     assert cs.first_failure is None
-    assert cs.num_constraints == PINNED["wpost-2k"] and cs.inputs[1:] == inputs
+    assert cs.num_constraints == PINNED[circuit_id] and cs.inputs[1:] == inputs
 
 
 @pytest.mark.slow
@@ -108,6 +111,22 @@ def test_porep_2k_circuit_refuses_changed_label_and_sibling(seed: int) -> None:
     cs = check_circuit(StackedCircuit(lab.proof.params, tampered))
     assert cs.first_failure is not None
     assert cs.first_failure[1].startswith("challenge_1/comm_r_last_data_inclusion/")
+
+
+@pytest.mark.heavy
+def test_one_challenge_of_a_32g_partition_satisfies(seed: int) -> None:
+    """A whole 32 GiB partition is 130M constraints; one of its 18 challenges (11 labels,
+    30-level TreeD, 8-8-0 TreeC/TreeR paths, the 32 GiB replica_id and roots) is ~7M and is
+    checked here with the partition circuit's code at challenge count 1 (minutes)."""
+    vs = virtual_seal(32 << 30, seed)
+    w = vs.witnesses()[seed % 10]
+    params = dataclasses.replace(vs.labels.proof.params, challenge_count=1)
+    one = dataclasses.replace(w, proofs=w.proofs[seed % 18 : seed % 18 + 1])
+    cs = check_circuit(StackedCircuit(params, one))
+    assert cs.first_failure is None
+    assert len(cs.inputs) - 1 == 3 + 18
+    assert cs.inputs[1:4] == [vs.labels.replica_id, vs.comm_d, vs.comm_r]
+    assert cs.inputs[4] == one.proofs[0].challenge
 
 
 @pytest.mark.heavy
