@@ -35,6 +35,7 @@ from cuzk.curve import g1_generator, g2_generator
 from cuzk.curve.encoding import g1_array_from_uncompressed, g2_array_from_uncompressed
 from cuzk.curve.msm import g1_fixed_base_batch, g1_msm, g1_sum, g2_fixed_base_batch, g2_msm
 from cuzk.curve.pool import MsmPool
+from cuzk.openmp import configure_openmp
 
 RESULTS = Path(__file__).resolve().parent / "results" / "msm.json"
 DISTINCT = 256
@@ -278,4 +279,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    configure_openmp()  # the process's choice, before any kernel runs
     main()

@@ -22,6 +22,7 @@ import numba
 import numpy as np
 
 from cuzk.field import fr
+from cuzk.openmp import configure_openmp
 from cuzk.poly import Domain, coset_ntt_inplace, h_quotient, intt_inplace, ntt_inplace
 
 RESULTS = Path(__file__).resolve().parent / "results" / "ntt.json"
@@ -112,4 +113,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    configure_openmp()  # the process's choice, before any kernel runs
     main()

@@ -24,6 +24,7 @@ from cuzk.circuits import get_circuit
 from cuzk.curve.pool import MsmPool
 from cuzk.groth16 import Timings, prove, read_params
 from cuzk.groth16.setup import generate_parameters
+from cuzk.openmp import configure_openmp
 from cuzk.r1cs.cache import ShapeCache
 
 
@@ -97,4 +98,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    configure_openmp()  # the process's choice, before any kernel runs
     main()

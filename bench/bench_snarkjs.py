@@ -66,6 +66,7 @@ from cuzk.interop.snarkjs_json import (  # noqa: E402
     write_result,
 )
 from cuzk.interop.zkey_setup import write_test_zkey  # noqa: E402
+from cuzk.openmp import configure_openmp  # noqa: E402
 
 CIRCOMLIB_NODE = REPO / "bench" / "snarkjs_node"
 CIRCOMLIB = CIRCOMLIB_NODE / "node_modules" / "circomlib" / "circuits"
@@ -569,4 +570,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    configure_openmp()  # the process's choice, before any kernel runs
     main()

@@ -9,6 +9,7 @@ import time
 
 from cuzk.circuits import open_statement
 from cuzk.engine.synth_pool import SynthesisPool
+from cuzk.openmp import configure_openmp
 from cuzk.r1cs import synthesize_witness
 
 
@@ -49,4 +50,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    configure_openmp()  # the process's choice, before any kernel runs
     main()

@@ -8,6 +8,7 @@ import time
 from cuzk.circuits import open_statement
 from cuzk.circuits.filecoin.seal import generate_c1
 from cuzk.circuits.filecoin.snap_vanilla import generate_update
+from cuzk.openmp import configure_openmp
 from cuzk.r1cs import synthesize_witness
 
 
@@ -21,4 +22,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    configure_openmp()  # the process's choice, before any kernel runs
     main()

@@ -1,5 +1,5 @@
 """Benchmark the CUDA Fr kernels: Fr multiplications/s, NTT, coset NTT, the H pipeline and the
-a/b/c sparse products, device-resident like sppark's anchors (shared/design/ANCHORS.md).
+a/b/c sparse products, device-resident like sppark's anchors (the sppark anchors in BENCHMARKS.md).
 
 Usage: python bench/gpu.py [--ntt 16:27] [--h 16:27] [--spmv 16:26] [--runs 7]
        [--configs 11,2,256;10,1,256] [--transfer-mib 1024] [--device 0]
@@ -34,6 +34,7 @@ from cuzk.backend.cuda import ntt as ntt_mod
 from cuzk.backend.cuda.abc import DeviceCsr
 from cuzk.backend.cuda.backend import CudaBackend
 from cuzk.field import fr
+from cuzk.openmp import configure_openmp
 from cuzk.poly import Domain
 
 RESULTS = Path(__file__).resolve().parent / "results" / "h200.json"
@@ -125,7 +126,7 @@ def bench_mul(be: CudaBackend, t: Timer, out: dict[str, Any]) -> None:
                 kern: str = kern, blocks: int = blocks, res: Any = res, a: Any = a, n: int = n
             ) -> None:
                 gpu.launch(
-                    "fr_kernels.cu", kern, blocks, threads, (res, a, np.int32(iters), np.int64(n))
+                    "fr_bench.cu", kern, blocks, threads, (res, a, np.int32(iters), np.int64(n))
                 )
 
             ms = t.ms(go, runs=5)
@@ -210,9 +211,7 @@ def bench_impls(
                 v = rand_dev(be, d.m)
                 ms_n = t.ms(lambda v=v, d=d: be.fr.ntt(v, d), runs=5)
                 a, b, c = v, rand_dev(be, d.m), rand_dev(be, d.m)
-                ms_h = t.ms(
-                    lambda a=a, b=b, c=c, d=d: be.h_quotient_device(a, b, c, d), runs=3, warmup=1
-                )
+                ms_h = t.ms(lambda a=a, b=b, c=c, d=d: be.h_quotient(a, b, c, d), runs=3, warmup=1)
                 out.setdefault("impls", {})[f"{impl}:{L}"] = {
                     "ntt": round(ms_n, 4),
                     "h": round(ms_h, 4),
@@ -228,26 +227,27 @@ def bench_h(be: CudaBackend, t: Timer, logs: list[int], out: dict[str, Any]) -> 
     for L in logs:
         d = Domain(1 << L)
         a, b, c = (rand_dev(be, d.m) for _ in range(3))
-        ms = t.ms(
-            lambda a=a, b=b, c=c, d=d: be.h_quotient_device(a, b, c, d), runs=5 if L >= 26 else None
-        )
+        ms = t.ms(lambda a=a, b=b, c=c, d=d: be.h_quotient(a, b, c, d), runs=5 if L >= 26 else None)
         out.setdefault("h_pipeline", {})[str(L)] = round(ms, 4)
-        print(f"2^{L}: h_quotient_device {ms:9.3f} ms", flush=True)
+        print(f"2^{L}: h_quotient {ms:9.3f} ms", flush=True)
         del a, b, c
 
 
 def synthetic_csr(be: CudaBackend, rows: int, cols: int) -> DeviceCsr:
+    """2–4 entries a row in the compact layout: uint32 row pointers and columns, uint16 ids
+    into a table of 1,500 coefficients (PoRep has ~1,500 distinct ones), half the entries 1."""
     cp = be.gpu.cp
     with be.gpu.context():
         counts = cp.random.randint(2, 5, rows, dtype=cp.int64)
-        indptr = cp.zeros(rows + 1, dtype=cp.int64)
+        indptr = cp.zeros(rows + 1, dtype=cp.uint32)
         cp.cumsum(counts, out=indptr[1:])
         nnz = int(indptr[-1])
-        indices = cp.random.randint(0, cols, nnz, dtype=cp.int64)
-        coeffs = rand_dev(be, nnz)
-        one = cp.asarray(fr.from_int(1))
-        coeffs = cp.where((cp.random.random(nnz) < 0.5)[:, None], one[None, :], coeffs)
-    return DeviceCsr(indptr, indices, coeffs, rows, cols)
+        indices = cp.random.randint(0, cols, nnz, dtype=cp.int64).astype(cp.uint32)
+        table = rand_dev(be, 1500)
+        table[0] = cp.asarray(fr.from_int(1))[0]
+        ids = cp.random.randint(1, 1500, nnz, dtype=cp.int64).astype(cp.uint16)
+        ids = cp.where(cp.random.random(nnz) < 0.5, cp.uint16(0), ids).astype(cp.uint16)
+    return DeviceCsr(indptr, indices, ids, table, rows, cols, "u32_u16")
 
 
 @section("abc spmv")
@@ -269,16 +269,16 @@ def bench_transfers(be: CudaBackend, mib: int, out: dict[str, Any]) -> None:
     host = (
         np.random.default_rng(1).integers(0, 1 << 62, size=(n, 4), dtype=np.int64).view(np.uint64)
     )
-    pinned = be.pinned_empty(n)
+    pinned = be.host_vector(n)
     pinned[:] = host
     res: dict[str, float] = {}
     for label, src in (("h2d_pageable_staged", host), ("h2d_pinned", pinned)):
         be.upload(src)
-        be.synchronize()
+        be.gpu.synchronize()
         t0 = time.perf_counter()
         for _ in range(3):
             d = be.upload(src)
-        be.synchronize()
+        be.gpu.synchronize()
         res[label] = 3 * host.nbytes / (time.perf_counter() - t0) / 1e9
     be.download(d)  # the first call grows CuPy's pinned pool (cudaHostAlloc), later ones reuse it
     t0 = time.perf_counter()
@@ -420,4 +420,5 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
+    configure_openmp()  # the process's choice, before any kernel runs
     sys.exit(main())

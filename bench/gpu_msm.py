@@ -30,6 +30,7 @@ import numpy as np
 
 from cuzk.backend.base import PointSet
 from cuzk.backend.cuda import loader
+from cuzk.backend.cuda.device import Gpu
 from cuzk.backend.cuda.msm import GpuMsm, choose_window
 from cuzk.curve import g1_generator, g2_generator
 from cuzk.curve.encoding import (
@@ -40,9 +41,10 @@ from cuzk.curve.encoding import (
 )
 from cuzk.curve.msm import g1_fixed_base_batch, g1_msm, g2_fixed_base_batch, g2_msm
 from cuzk.field import fr
+from cuzk.openmp import configure_openmp
 
 RESULTS = Path(__file__).resolve().parent / "results" / "h200.json"
-SPPARK = {  # ms, H200, device-resident (shared/design/ANCHORS.md)
+SPPARK = {  # ms, H200, device-resident (the sppark anchors in BENCHMARKS.md)
     "g1": {16: 6.8, 18: 20.3, 20: 22.1, 22: 54.9, 24: 162.3, 26: 567.4},
     "g2": {18: 32.7, 20: 49.3, 22: 137.9},
 }
@@ -63,7 +65,7 @@ class Bench:
     def __init__(self, args: argparse.Namespace) -> None:
         self.args = args
         self.cp = loader.cupy()
-        self.gpu = GpuMsm(args.device)
+        self.gpu = GpuMsm(Gpu(args.device))
         self.rng = np.random.default_rng(args.seed)
         self.tmp = Path(tempfile.mkdtemp(prefix="gpu_msm_"))
         self.points: dict[str, tuple[PointSet, list]] = {}
@@ -152,8 +154,14 @@ class Bench:
                     for k in range(self.args.runs + 1):
                         start, end = cp.cuda.Event(), cp.cuda.Event()
                         start.record(gpu._stream)
-                        gpu._launch(
-                            "g1", "msm_fp_bench", nthreads, d, np.uint32(nthreads), np.uint32(iters)
+                        gpu.gpu.launch(
+                            "fp_bench.cu",
+                            "msm_fp_bench",
+                            -(-nthreads // 128),
+                            128,
+                            (d, np.uint32(nthreads), np.uint32(iters)),
+                            defines=gpu.defines,
+                            stream=gpu._stream,
                         )
                         end.record(gpu._stream)
                         end.synchronize()
@@ -314,4 +322,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    configure_openmp()  # the process's choice, before any kernel runs
     main()

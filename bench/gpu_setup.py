@@ -29,6 +29,7 @@ from cuzk.backend.cuda.backend import CudaBackend
 from cuzk.circuits.synthetic import SyntheticCircuit
 from cuzk.field import fr
 from cuzk.groth16.setup import generate_parameters
+from cuzk.openmp import configure_openmp
 from cuzk.r1cs import synthesize_shape
 
 
@@ -133,4 +134,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    configure_openmp()  # the process's choice, before any kernel runs
     main()

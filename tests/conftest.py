@@ -10,6 +10,10 @@ from dataclasses import dataclass
 import numpy as np
 import pytest
 
+from cuzk.openmp import configure_openmp
+
+configure_openmp()  # as the ``cuzk`` command does, before any test runs a parallel kernel
+
 
 @pytest.fixture
 def seed(request: pytest.FixtureRequest) -> int:
@@ -51,7 +55,7 @@ def cuda_backend():
         pytest.skip(why)
     from cuzk.backend.cuda.backend import CudaBackend
 
-    with CudaBackend(0, workers=2) as b:
+    with CudaBackend(0) as b:
         yield b
 
 

@@ -42,9 +42,10 @@ INFINITY_ROW = {"g1": bytes([0x40]) + bytes(95), "g2": bytes([0x40]) + bytes(191
 
 @pytest.fixture(scope="module")
 def gpu():
+    from cuzk.backend.cuda.device import Gpu
     from cuzk.backend.cuda.msm import GpuMsm
 
-    with GpuMsm(0) as g:
+    with GpuMsm(Gpu(0)) as g:
         yield g
 
 
@@ -148,8 +149,7 @@ def test_split_msm(gpu, cuda_backend, rng, seed, tmp_path, group):
         want = reference(group, points, scalars)
         assert encoded(group, got) == want, f"seed {seed}, {name}"
         assert encoded(group, gpu.msm(bases, scalars).result()) == want, f"seed {seed}, {name}"
-        on_device = cuda_backend.upload(scalars)
-        cuda_backend.synchronize()
+        on_device = cuda_backend.upload(scalars)  # the MSM waits for the upload by an event
         got = cuda_backend.split_msm(bases, on_device).result()
         assert encoded(group, got) == want, f"seed {seed}, {name}, device plan"
 
@@ -187,12 +187,32 @@ def test_many_futures(gpu, rng, seed, tmp_path):
 def test_msm_g1_kernel_variants(rng, seed, tmp_path, defines):
     """The accumulation/reduction switches of msm.cu that are not the default give the same
     sums (so a benchmark that picks one measures a correct kernel); skewed buckets included."""
+    from cuzk.backend.cuda.device import Gpu
     from cuzk.backend.cuda.msm import GpuMsm
 
     n = 3000
     bases, points = make_bases("g1", n, rng, tmp_path)
-    with GpuMsm(0) as g:
+    with GpuMsm(Gpu(0)) as g:
         g.defines = dict(defines)
         for scalars in (make_scalars(n, rng), np.repeat(fr.random(1, rng), n, axis=0)):
             got = g.msm(bases, scalars).result()
             assert encoded("g1", got) == reference("g1", points, scalars), f"seed {seed}"
+
+
+@pytest.mark.parametrize("group", ["g1", "g2"])
+def test_bad_flags_are_refused_at_load(gpu, rng, seed, tmp_path, group):
+    """The device-side conversion reports the first point with impossible flags (here the
+    compressed flag on an uncompressed point), by index, and keeps nothing resident."""
+    n = 2000
+    bases, _ = make_bases(group, n, rng, tmp_path, special=False)
+    raw = bytearray(open(bases.path, "rb").read())
+    bad = sorted(int(i) for i in rng.choice(n, 2, replace=False))
+    for i in bad:
+        raw[bases.offset + i * (96 if group == "g1" else 192)] |= 0x80
+    path = tmp_path / "bad.bin"
+    path.write_bytes(bytes(raw))
+    broken = PointSet(group, str(path), bases.offset, n)
+    with pytest.raises(BadInput, match=f"{group} point {bad[0]}: flags"):
+        gpu.preload(broken)
+    with pytest.raises(KeyError):
+        gpu.resident(broken)

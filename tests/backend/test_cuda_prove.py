@@ -15,6 +15,7 @@ from cuzk.groth16.prover import synthesize
 from cuzk.groth16.setup import generate_parameters
 from cuzk.poly import Domain
 from cuzk.r1cs import synthesize_shape
+from tests.backend.hostcall import on_host
 
 _OK, _WHY = cuda_available()
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not _OK, reason=_WHY)]
@@ -39,19 +40,19 @@ def test_cuda_agrees_with_cpu_on_prover_inputs(keys, cuda_backend, cpu_backend, 
     shape, params = keys
     assignment = synthesize(SyntheticCircuit(N, seed=seed))
     z = assignment.z
-    abc_gpu = cuda_backend.evaluate_abc(shape, z)
+    abc_gpu = on_host(cuda_backend, "evaluate_abc", shape, z)
     abc_cpu = cpu_backend.evaluate_abc(shape, z)
     for got, want in zip(abc_gpu, abc_cpu, strict=True):
         assert np.array_equal(got, want), f"seed {seed}"
     domain = Domain.for_size(shape.num_constraints)
-    h_gpu = cuda_backend.h_quotient(*abc_gpu, domain)
+    h_gpu = on_host(cuda_backend, "h_quotient", *abc_gpu, domain)
     assert np.array_equal(h_gpu, cpu_backend.h_quotient(*abc_cpu, domain)), f"seed {seed}"
     aux = assignment.aux
     for bases, scalars in ((params.l, aux), (params.h, h_gpu)):
         for method in ("msm", "split_msm"):
-            got = getattr(cuda_backend, method)(bases, scalars).result()
+            got = getattr(cuda_backend, method)(bases, cuda_backend.upload(scalars)).result()
             want = getattr(cpu_backend, method)(bases, scalars).result()
             assert got == want, f"{method} over {bases.count} points, seed {seed}"
     b_scalars = np.concatenate([assignment.inputs[shape.b_input_density], aux[shape.b_aux_density]])
-    got = cuda_backend.split_msm(params.b_g2, b_scalars).result()
+    got = cuda_backend.split_msm(params.b_g2, cuda_backend.upload(b_scalars)).result()
     assert got == cpu_backend.split_msm(params.b_g2, b_scalars).result(), f"seed {seed}"

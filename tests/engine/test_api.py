@@ -139,6 +139,23 @@ def test_preload_evict_and_residency(make_engine):
     assert [e.circuit_id for e in engine.status().srs] == [SMALL]
 
 
+def test_one_circuit_under_every_spelling_of_its_id(make_engine, rng):
+    """synthetic:0300 is synthetic:300: one key file, one residency entry, one dedup digest."""
+    engine = make_engine()
+    spelled = "synthetic:0_300"
+    engine.preload(spelled)
+    assert [e.circuit_id for e in engine.status().srs] == [SMALL]
+    seed = int(rng.integers(1 << 60))
+    job = engine.submit(ProofRequest.of(spelled, seed=seed, request_id="spelled"))
+    assert engine.submit(ProofRequest.of(SMALL, seed=seed, request_id="spelled")) == job
+    result = engine.result(job, timeout=60)
+    assert result.circuit_id == SMALL and result.vk_path.endswith("synthetic-300.vk")
+    assert_verifies(result, 1)
+    assert [e.circuit_id for e in engine.status().srs] == [SMALL]
+    assert engine.evict("synthetic:300_") is False  # malformed: nothing of it is resident
+    assert engine.evict(spelled) is True and engine.status().srs == ()
+
+
 def test_shutdown_graceful_finishes_work_then_refuses(make_engine):
     engine = make_engine()
     jobs = [engine.submit(ProofRequest.of(SMALL, seed=i)) for i in range(4)]

@@ -39,3 +39,32 @@ def test_worker_errors_come_back_as_they_were_raised(synth_pool):
         synth_pool.synthesize("wpost-2k", (), b"{not json", 0)
     inputs, _ = synth_pool.synthesize("synthetic:300", (1,), b"", 0)  # the worker lives on
     assert inputs[0] == 1
+
+
+def test_block_witness_from_views_equals_the_whole(synth_pool):
+    """A 2 KiB PoRep partition (two challenges, one block each) synthesized as a header view
+    and one view per challenge, in the pool, reassembled: the same witness as in one piece."""
+    from cuzk.circuits.filecoin.seal import generate_c1
+
+    payload = generate_c1(2048, 11).encode()
+    circuit = open_statement("porep-2k", payload=payload).circuit(0)
+    assert circuit.block_count() == 2
+    local = synthesize_witness(circuit)
+    inputs, aux = synth_pool.synthesize_blocks("porep-2k", (), payload, 0, 2)
+    assert inputs == local.inputs
+    assert np.array_equal(aux, fr.from_ints(local.aux))
+    with pytest.raises(BadInput):  # a failing view fails the whole, and frees the others
+        synth_pool.synthesize_blocks("porep-2k", (), b"{not json", 0, 2)
+
+
+def test_post_sectors_are_blocks_too(synth_pool, seed):
+    """WindowPoSt: the header is ONE alone and each sector a block."""
+    text, _ = random_request(post_params("wpost-2k"), np.random.default_rng(seed))
+    payload = text.encode()
+    circuit = open_statement("wpost-2k", payload=payload).circuit(0)
+    local = synthesize_witness(circuit)
+    count = circuit.block_count()
+    assert count == 2
+    inputs, aux = synth_pool.synthesize_blocks("wpost-2k", (), payload, 0, count)
+    assert inputs == local.inputs
+    assert np.array_equal(aux, fr.from_ints(local.aux))

@@ -18,7 +18,7 @@ from cuzk.errors import BadInput
 from cuzk.field import fr
 from cuzk.field.constants import R
 from cuzk.gadgets.num import AllocatedNum
-from cuzk.gadgets.poseidon.circuit import constraint_count, poseidon_hash
+from cuzk.gadgets.poseidon import constraint_count, poseidon_hash
 from cuzk.gadgets.poseidon.constants import (
     Strength,
     constant_length_tag,

@@ -12,21 +12,26 @@ from cuzk.errors import BadInput
 from cuzk.field.constants import R
 from cuzk.gadgets.num import AllocatedNum
 from cuzk.gadgets.poseidon import Strength, custom_tag, poseidon_hash, witness
-from cuzk.r1cs import CheckCS, WitnessCS
+from cuzk.gadgets.poseidon import circuit as poseidon_circuit
+from cuzk.r1cs import DEFAULT_OPTIONS, CheckCS, SynthesisOptions, WitnessCS
+
+#: The kernel, used from the first hash on (its values are compared here instead).
+UNCHECKED = SynthesisOptions(verify_first_use=False)
+#: The gadget (SHA-256 tapes stay as they are: these tests are about Poseidon).
+GADGET = SynthesisOptions(poseidon_kernel=False)
 
 
 @pytest.fixture(autouse=True)
-def fresh_checks(monkeypatch: pytest.MonkeyPatch):
-    monkeypatch.setattr(witness, "ENABLED", True)
-    monkeypatch.setattr(witness, "CHECK_FIRST_USE", False)
+def fresh_checks():
     witness.clear_checks()
     yield
     witness.clear_checks()
 
 
-def _run(values: list[int], enabled: bool, **kw) -> tuple[list[int], AllocatedNum]:
-    witness.ENABLED = enabled
-    cs = WitnessCS()
+def _run(
+    values: list[int], kernel: bool, options: SynthesisOptions = UNCHECKED, **kw
+) -> tuple[list[int], AllocatedNum]:
+    cs = WitnessCS(options if kernel else GADGET)
     cs.alloc("unrelated", 12345)  # the digest's variable must be counted from the right base
     digest = poseidon_hash(cs, [AllocatedNum.alloc(cs, v) for v in values], **kw)
     return cs.aux, digest
@@ -50,7 +55,6 @@ def test_custom_tag(seed: int) -> None:
 
 
 def test_first_use_is_checked_then_the_kernel_runs(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(witness, "CHECK_FIRST_USE", True)
     calls = []
 
     def counting(cs, preimage, tag, strength, gadget):
@@ -58,21 +62,20 @@ def test_first_use_is_checked_then_the_kernel_runs(monkeypatch: pytest.MonkeyPat
         return real(cs, preimage, tag, strength, lambda: (calls.append("gadget"), gadget())[1])
 
     real = witness.hash_witness
-    monkeypatch.setattr(witness, "hash_witness", counting)
+    monkeypatch.setattr(poseidon_circuit, "hash_witness", counting)  # where the gadget calls it
     for _ in range(3):
-        _run([1, 2], True)
+        _run([1, 2], True, DEFAULT_OPTIONS)
     assert calls.count("gadget") == 1 and len(calls) == 4  # three hashes, one gadget run
     assert (2, Strength.STANDARD) in witness._checked
 
 
 def test_a_wrong_kernel_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(witness, "CHECK_FIRST_USE", True)
     real_values = witness._values
     monkeypatch.setattr(witness, "_values", lambda *a: [v ^ 1 for v in real_values(*a)])
     ref = _run([3, 4], False)[0]
-    assert _run([3, 4], True)[0] == ref  # checked: the gadget's values are kept
+    assert _run([3, 4], True, DEFAULT_OPTIONS)[0] == ref  # checked: the gadget's values are kept
     assert (2, Strength.STANDARD) in witness._refused
-    assert _run([3, 4], True)[0] == ref  # refused: the gadget runs from then on
+    assert _run([3, 4], True, DEFAULT_OPTIONS)[0] == ref  # refused: the gadget runs from then on
 
 
 def test_missing_values_and_other_modes_run_the_gadget() -> None:
@@ -82,7 +85,7 @@ def test_missing_values_and_other_modes_run_the_gadget() -> None:
     assert cs.is_satisfied() and digest.value is not None
     assert not witness._checked  # check mode never asks the kernel
     with pytest.raises(BadInput):  # the gadget's report of a value missing in witness mode
-        poseidon_hash(WitnessCS(), [AllocatedNum(v.variable, None) for v in pre])
+        poseidon_hash(WitnessCS(UNCHECKED), [AllocatedNum(v.variable, None) for v in pre])
 
 
 def test_snapdeals_2k_witness_equals_the_gadget_path(seed: int) -> None:
@@ -90,10 +93,8 @@ def test_snapdeals_2k_witness_equals_the_gadget_path(seed: int) -> None:
     from cuzk.circuits.filecoin.snap_vanilla import generate_update
     from cuzk.r1cs import synthesize_witness
 
-    witness.CHECK_FIRST_USE = True  # as in production (restored by the fixture)
     circuit = open_statement("snap-2k", payload=generate_update(2048, seed).encode()).circuit(0)
-    fast = synthesize_witness(circuit)
+    fast = synthesize_witness(circuit, DEFAULT_OPTIONS)  # as in production: first uses checked
     assert witness._checked, "the circuit hashed nothing with Poseidon"
-    witness.ENABLED = False
-    ref = synthesize_witness(circuit)
+    ref = synthesize_witness(circuit, GADGET)
     assert fast.inputs == ref.inputs and fast.aux == ref.aux

@@ -2,9 +2,10 @@
 name, the variable counts and the returned words must be exactly what the per-constraint Python
 gadget gives.
 
-Every test starts from an empty template cache with first-use verification off, so templates are
-replayed from the very first compression of each pattern (the production default would run the
-Python gadget for that first one and compare).
+Every test starts from an empty template cache, and runs with first-use verification off
+(``UNCHECKED``) unless it says otherwise, so templates are replayed from the very first
+compression of each pattern (the production default would run the Python gadget for that first
+one and compare).
 """
 
 from __future__ import annotations
@@ -14,20 +15,22 @@ from collections.abc import Callable
 import numpy as np
 import pytest
 
-from cuzk.gadgets import sha256_shape_tape, sha256_tape
+from cuzk.gadgets import sha256_shape_tape
 from cuzk.gadgets.boolean import FALSE, TRUE, AllocatedBit, Boolean
 from cuzk.gadgets.sha256 import IV, compression, iv, sha256
 from cuzk.gadgets.uint32 import UInt32
-from cuzk.r1cs import ShapeCS, Variable
+from cuzk.r1cs import DEFAULT_OPTIONS, PYTHON_GADGETS, ShapeCS, SynthesisOptions, Variable
 from tests.gadgets.helpers import bit_key
 
 Build = Callable[[ShapeCS], list[UInt32]]
 
 
+#: Templates on, replayed from a pattern's first compression.
+UNCHECKED = SynthesisOptions(verify_first_use=False)
+
+
 @pytest.fixture(autouse=True)
-def fresh_templates(monkeypatch: pytest.MonkeyPatch):
-    monkeypatch.setattr(sha256_tape, "ENABLED", True)
-    monkeypatch.setattr(sha256_tape, "VERIFY_NEW_TAPES", False)
+def fresh_templates():
     sha256_shape_tape.clear_cache()
     yield
     sha256_shape_tape.clear_cache()
@@ -37,14 +40,14 @@ def _content(cs: ShapeCS) -> tuple:
     return cs.num_inputs, cs.num_aux, cs.rows_from(0), cs.names
 
 
-def _both(build: Build) -> ShapeCS:
-    """Run ``build`` with templates and through the Python gadget; assert the same shape content
-    and the same returned words (bits over the same variables, negations, values)."""
-    tape_cs = ShapeCS()
+def _both(build: Build, options: SynthesisOptions = UNCHECKED) -> ShapeCS:
+    """Run ``build`` with templates (under ``options``) and through the Python gadget; assert the
+    same shape content and the same returned words (bits over the same variables, negations,
+    values)."""
+    tape_cs = ShapeCS(options)
     tape_words = build(tape_cs)
-    with sha256_tape.python_path():
-        ref_cs = ShapeCS()
-        ref_words = build(ref_cs)
+    ref_cs = ShapeCS(PYTHON_GADGETS)
+    ref_words = build(ref_cs)
     assert tape_cs.num_aux == ref_cs.num_aux and tape_cs.num_inputs == ref_cs.num_inputs
     assert len(tape_cs.names) == len(ref_cs.names)
     diff = next(
@@ -222,7 +225,6 @@ def test_a_slot_holding_one_runs_the_gadget() -> None:
 
 
 def test_first_use_verification_accepts_the_real_template(rng: np.random.Generator) -> None:
-    sha256_tape.VERIFY_NEW_TAPES = True  # restored by the fixture
     seed = int(rng.integers(1 << 32))
 
     def build(cs: ShapeCS) -> list[UInt32]:
@@ -230,7 +232,7 @@ def test_first_use_verification_accepts_the_real_template(rng: np.random.Generat
         digests = sha256(cs, bits, "one") + sha256(cs, bits, "two")
         return [UInt32.from_bits_be(digests[i : i + 32]) for i in range(0, 512, 32)]
 
-    _both(build)
+    _both(build, DEFAULT_OPTIONS)
     assert sha256_shape_tape._templates
     assert all(t is not None for t in sha256_shape_tape._templates.values())
 
@@ -241,7 +243,6 @@ def test_first_use_verification_rejects_a_wrong_template(
 ) -> None:
     """A template that disagrees with the gadget is caught on its first compression; that and
     every later compression of the pattern get the gadget's rows."""
-    monkeypatch.setattr(sha256_tape, "VERIFY_NEW_TAPES", True)
     real = sha256_shape_tape.record
 
     def broken(pattern: bytes, gadget):  # noqa: ANN001, ANN202
@@ -264,7 +265,7 @@ def test_first_use_verification_rejects_a_wrong_template(
             out += compression(cs, bits, iv(), f"c{k}")
         return out
 
-    _both(build)
+    _both(build, DEFAULT_OPTIONS)
     assert list(sha256_shape_tape._templates.values()) == [None]
 
 
@@ -280,14 +281,13 @@ def test_patterns_beyond_the_cap_run_the_gadget(monkeypatch: pytest.MonkeyPatch)
 
 
 def _circuit_equality(cid: str) -> None:
-    from cuzk.circuits.registry import get_circuit
+    from cuzk.circuits import get_circuit
     from cuzk.r1cs import synthesize_shape
 
     tape = synthesize_shape(get_circuit(cid), cid)
     assert sha256_shape_tape._templates, "the circuit ran no SHA-256 compression from a template"
     assert all(t is not None for t in sha256_shape_tape._templates.values())
-    with sha256_tape.python_path():
-        ref = synthesize_shape(get_circuit(cid), cid)
+    ref = synthesize_shape(get_circuit(cid), cid, SynthesisOptions(sha256_tapes=False))
     assert (tape.num_inputs, tape.num_aux) == (ref.num_inputs, ref.num_aux)
     for label in "abc":
         x, y = getattr(tape, label), getattr(ref, label)

@@ -1,9 +1,9 @@
 """SHA-256 compressions replayed from tapes: the witness (every aux and input value, in order)
 and the returned digest bits must be exactly what the per-bit Python gadget gives.
 
-Every test starts from an empty tape cache with first-use verification off, so the tape is
-replayed from the very first compression of each pattern (the production default would run the
-Python gadget for that first one).
+Every test starts from an empty tape cache, and runs with first-use verification off (``UNCHECKED``)
+unless it says otherwise, so the tape is replayed from the very first compression of each pattern
+(the production default would run the Python gadget for that first one).
 """
 
 from __future__ import annotations
@@ -20,27 +20,37 @@ from cuzk.gadgets.boolean import FALSE, TRUE, AllocatedBit, Boolean
 from cuzk.gadgets.multipack import bytes_to_bits
 from cuzk.gadgets.sha256 import IV, compress_native, compression, iv, sha256
 from cuzk.gadgets.uint32 import UInt32
-from cuzk.r1cs import ConstraintSystem, Variable, WitnessCS
+from cuzk.r1cs import (
+    DEFAULT_OPTIONS,
+    PYTHON_GADGETS,
+    ConstraintSystem,
+    SynthesisOptions,
+    Variable,
+    WitnessCS,
+)
 from tests.gadgets.helpers import bit_key, synthesize_all
+
+#: Tapes on, replayed from a pattern's first compression.
+UNCHECKED = SynthesisOptions(verify_first_use=False)
 
 
 @pytest.fixture(autouse=True)
-def fresh_tapes(monkeypatch: pytest.MonkeyPatch):
-    monkeypatch.setattr(sha256_tape, "ENABLED", True)
-    monkeypatch.setattr(sha256_tape, "VERIFY_NEW_TAPES", False)
+def fresh_tapes():
     sha256_tape.clear_cache()
     yield
     sha256_tape.clear_cache()
 
 
-def _both(build: Callable[[ConstraintSystem], list[Boolean]]) -> tuple[WitnessCS, list[Boolean]]:
-    """Run ``build`` through the tape and through the Python gadget; assert equal witnesses and
-    equal returned bits (same variables, values, negations); return the tape run."""
-    tape_cs = WitnessCS()
+def _both(
+    build: Callable[[ConstraintSystem], list[Boolean]], options: SynthesisOptions = UNCHECKED
+) -> tuple[WitnessCS, list[Boolean]]:
+    """Run ``build`` through the tape (under ``options``) and through the Python gadget; assert
+    equal witnesses and equal returned bits (same variables, values, negations); return the
+    tape run."""
+    tape_cs = WitnessCS(options)
     tape_bits = build(tape_cs)
-    with sha256_tape.python_path():
-        ref_cs = WitnessCS()
-        ref_bits = build(ref_cs)
+    ref_cs = WitnessCS(PYTHON_GADGETS)
+    ref_bits = build(ref_cs)
     assert tape_cs.inputs == ref_cs.inputs
     assert len(tape_cs.aux) == len(ref_cs.aux)
     diff = next(
@@ -138,7 +148,7 @@ def test_all_constant_compression_allocates_nothing() -> None:
 
 
 def test_repeated_pattern_reuses_one_tape(rng: np.random.Generator) -> None:
-    cs = WitnessCS()
+    cs = WitnessCS(UNCHECKED)
     for _ in range(3):
         bits = [Boolean(AllocatedBit.alloc(cs, bool(b))) for b in rng.integers(0, 2, size=512)]
         compression(cs, bits, iv())
@@ -151,7 +161,6 @@ def test_first_use_verification_rejects_a_wrong_tape(
     """A tape that disagrees with the gadget (here: every xor recorded as an and) is caught on
     its first compression; that and every later compression of the pattern get the Python
     witness."""
-    monkeypatch.setattr(sha256_tape, "VERIFY_NEW_TAPES", True)
     real = sha256_tape.record
 
     def broken(pattern: bytes) -> sha256_tape.Tape:
@@ -168,13 +177,12 @@ def test_first_use_verification_rejects_a_wrong_tape(
             out += sha256(cs, [Boolean(AllocatedBit.alloc(cs, b)) for b in bytes_to_bits(d)])
         return out
 
-    _both(build)
+    _both(build, DEFAULT_OPTIONS)
     # Two patterns (an allocated block on the IV; the constant padding block): never replayed.
     assert list(sha256_tape._tapes.values()) == [None, None]
 
 
 def test_first_use_verification_accepts_the_real_tape(rng: np.random.Generator) -> None:
-    sha256_tape.VERIFY_NEW_TAPES = True  # restored by the fixture
     data = rng.bytes(40)
     seed = int(rng.integers(1 << 32))
 
@@ -182,13 +190,13 @@ def test_first_use_verification_accepts_the_real_tape(rng: np.random.Generator) 
         bits = _random_bits(cs, bytes_to_bits(data), np.random.default_rng(seed), 0.3)
         return sha256(cs, bits) + sha256(cs, bits)
 
-    _both(build)
+    _both(build, DEFAULT_OPTIONS)
     assert sha256_tape._tapes and all(t is not None for t in sha256_tape._tapes.values())
 
 
 def test_missing_value_raises_as_before() -> None:
     """A bit without a value in witness mode: the tape is skipped and the gadget reports it."""
-    cs = WitnessCS()
+    cs = WitnessCS(UNCHECKED)
     bits = [Boolean(AllocatedBit(Variable(i), True)) for i in range(511)]
     bits.append(Boolean(AllocatedBit(Variable(511), None)))
     with pytest.raises(BadInput):
@@ -229,10 +237,9 @@ def _circuit_equality(cid: str, doc: str) -> None:
     from cuzk.r1cs import synthesize_witness
 
     circuit = open_statement(cid, payload=doc.encode()).circuit(0)
-    tape = synthesize_witness(circuit)
+    tape = synthesize_witness(circuit, UNCHECKED)
     assert sha256_tape._tapes, "the circuit ran no SHA-256 compression through a tape"
-    with sha256_tape.python_path():
-        ref = synthesize_witness(circuit)
+    ref = synthesize_witness(circuit, SynthesisOptions(sha256_tapes=False))
     assert tape.inputs == ref.inputs
     assert len(tape.aux) == len(ref.aux)
     diff = next((i for i, (x, y) in enumerate(zip(tape.aux, ref.aux, strict=True)) if x != y), None)

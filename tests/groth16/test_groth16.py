@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import struct
-
 import pytest
 
 from cuzk.circuits.synthetic import SyntheticCircuit
@@ -14,12 +12,11 @@ from cuzk.groth16 import (
     Proof,
     proofs_from_bytes,
     prove,
-    read_params,
     read_vk,
     verify,
     verify_batch,
 )
-from cuzk.groth16.params_io import VK_FIXED_SIZE, read_header
+from cuzk.groth16.params_io import read_header
 from cuzk.groth16.prover import check_compatible
 from cuzk.groth16.setup import generate_parameters
 from cuzk.r1cs import synthesize_shape
@@ -182,46 +179,7 @@ def test_file_layout_matches_bellperson(synthetic_keys):
     assert read_vk(out / "syn.vk") == params.vk
 
 
-# -- malformed files ----------------------------------------------------------------------------
-
-
-def test_truncated_params_are_refused(synthetic_keys, tmp_path):
-    _, _, out = synthetic_keys
-    data = (out / "syn.params").read_bytes()
-    for cut in (10, VK_FIXED_SIZE + 5, len(data) // 2, len(data) - 1):
-        p = tmp_path / f"cut{cut}.params"
-        p.write_bytes(data[:cut])
-        with pytest.raises(BadInput, match="truncated|too short"):
-            read_params(p)
-
-
-def test_inconsistent_counts_are_refused(synthetic_keys, tmp_path):
-    shape, params, out = synthetic_keys
-    data = bytearray((out / "syn.params").read_bytes())
-    pos = params.h.offset - 4
-    struct.pack_into(">I", data, pos, params.h.count - 1)  # h one short: everything shifts
-    p = tmp_path / "bad.params"
-    p.write_bytes(bytes(data))
-    with pytest.raises(BadInput):
-        read_params(p)
-    (tmp_path / "extra.params").write_bytes((out / "syn.params").read_bytes() + b"\0")
-    with pytest.raises(BadInput, match="unexpected bytes"):
-        read_params(tmp_path / "extra.params")
-
-
-def test_bad_points_in_files_are_refused(synthetic_keys, tmp_path):
-    _, params, out = synthetic_keys
-    vk = bytearray((out / "syn.vk").read_bytes())
-    vk[95] ^= 1  # alpha_g1's y coordinate: off the curve
-    (tmp_path / "bad.vk").write_bytes(bytes(vk))
-    with pytest.raises(BadInput, match="alpha_g1"):
-        read_vk(tmp_path / "bad.vk")
-    data = bytearray((out / "syn.params").read_bytes())
-    data[params.l.offset + 3 * 96 + 95] ^= 1  # fourth l point off the curve
-    (tmp_path / "bad.params").write_bytes(bytes(data))
-    read_params(tmp_path / "bad.params")  # unchecked reading trusts the vectors...
-    with pytest.raises(BadInput, match="vector l"):
-        read_params(tmp_path / "bad.params", checked=True)  # ...checked reading does not
+# Malformed parameter files: tests/groth16/test_params_io.py.
 
 
 def test_malformed_proofs_are_refused(proved):

@@ -10,7 +10,7 @@ import shutil
 import pytest
 
 from cuzk.circuits import get_circuit, key_file_stem, open_statement
-from cuzk.circuits.registry import snarkjs_name
+from cuzk.circuits.catalogue import snarkjs_name
 from cuzk.errors import BadInput
 from cuzk.groth16.proof import proofs_to_bytes
 from cuzk.interop import prepare, prove, read_wtns, read_zkey, verify_json

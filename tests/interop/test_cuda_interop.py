@@ -19,13 +19,11 @@ pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not _OK, reason=_WHY)]
 
 
 @pytest.mark.parametrize("log_m,n", [(1, 1), (4, 16), (10, 1000), (14, 9000)])
-def test_odd_coset_h_device_matches_cpu(cuda_backend, rng, seed, log_m, n):
-    from cuzk.interop.kernels import odd_coset_h_device
-
+def test_odd_coset_h_matches_cpu(cuda_backend, rng, seed, log_m, n):
     domain = Domain(1 << log_m)
     a, b = fr.random(n, rng), fr.random(n, rng)
     want = snarkjs_h(a, b, domain)
-    got = odd_coset_h_device(cuda_backend, cuda_backend.upload(a), cuda_backend.upload(b), domain)
+    got = cuda_backend.odd_coset_h(cuda_backend.upload(a), cuda_backend.upload(b), domain)
     assert (cuda_backend.download(got) == want).all(), f"seed {seed}"
 
 

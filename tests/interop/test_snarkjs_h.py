@@ -3,13 +3,11 @@ against a direct evaluation with Python integers."""
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
 from cuzk.field import fr
 from cuzk.field.constants import FR_ROOT_OF_UNITY, R
-from cuzk.interop.kernels import odd_coset_h
-from cuzk.poly import Domain, intt, ntt
+from cuzk.poly import Domain
 from cuzk.poly.snarkjs_h import (
     root_exponent,
     snarkjs_h,
@@ -68,23 +66,3 @@ def test_matches_direct_evaluation(rng, log_m, n):
             - _interpolate_eval(c_full, pts, x)
         ) % R
         assert got[i] == want, i
-
-
-class _ComposedBackend:
-    """A backend that is not "cpu": exercises the generic composition path."""
-
-    name = "composed"
-
-    def ntt(self, v, domain):
-        return ntt(v, domain)
-
-    def intt(self, v, domain):
-        return intt(v, domain)
-
-
-def test_generic_backend_path_matches_fused(rng):
-    d = Domain(256)
-    a, b = fr.random(200, rng), fr.random(200, rng)
-    fused = snarkjs_h(a, b, d)
-    composed = odd_coset_h(_ComposedBackend(), a, b, d)  # type: ignore[arg-type]
-    assert np.array_equal(fused, composed)

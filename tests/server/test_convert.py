@@ -13,11 +13,14 @@ from hypothesis import strategies as st
 from cuzk.circuits.filecoin.post import post_params
 from cuzk.circuits.filecoin.vanilla import random_sector
 from cuzk.circuits.filecoin.vanilla_json import generate, read_request, sector_vanilla_json
+from cuzk.circuits.filecoin.wire import prover_id
 from cuzk.engine import Priority
 from cuzk.errors import BadInput
 from cuzk.field import fr
 from cuzk.server import convert
 from cuzk.server.proto import proving_pb2 as pb
+
+from ..circuits.test_vanilla_bincode import encode
 
 SIZES = [2 << 10, 8 << 20, 512 << 20, 32 << 30, 64 << 30]
 NAMES = ["2k", "8m", "512m", "32g", "64g"]
@@ -83,63 +86,28 @@ def test_priorities_map_both_ways():
         pb.CRITICAL: Priority.CRITICAL,
     }
     for wire, engine in want.items():
-        msg = pb.SubmitProofRequest(circuit_id="synthetic:64", seeds=[1], priority=wire)
+        msg = pb.SubmitProofRequest(circuit_id="synthetic:512", seeds=[1], priority=wire)
         assert convert.to_engine(msg).request.priority is engine
         if wire:
             assert convert.wire_priority(engine) == wire
     with pytest.raises(BadInput, match="priority"):
-        convert.to_engine(pb.SubmitProofRequest(circuit_id="synthetic:64", seeds=[1], priority=7))
+        convert.to_engine(pb.SubmitProofRequest(circuit_id="synthetic:512", seeds=[1], priority=7))
 
 
 def test_direct_circuit_requests(rng):
     seeds = [int(x) for x in rng.integers(0, 1 << 62, size=3)]
     conv = convert.to_engine(
-        pb.SubmitProofRequest(circuit_id="synthetic:64", seeds=seeds, request_id="r")
+        pb.SubmitProofRequest(circuit_id="synthetic:512", seeds=seeds, request_id="r")
     )
     assert conv.request.seeds == tuple(seeds) and conv.request.request_id == "r"
     for bad in (
-        pb.SubmitProofRequest(circuit_id="synthetic:64"),
-        pb.SubmitProofRequest(circuit_id="synthetic:64", seeds=[1], vanilla_proof=b"x"),
-        pb.SubmitProofRequest(circuit_id="synthetic:64", vanilla_proofs=[b"x"]),
-        pb.SubmitProofRequest(circuit_id="synthetic:64", seeds=[1], request_id="x" * 257),
+        pb.SubmitProofRequest(circuit_id="synthetic:512"),
+        pb.SubmitProofRequest(circuit_id="synthetic:512", seeds=[1], vanilla_proof=b"x"),
+        pb.SubmitProofRequest(circuit_id="synthetic:512", vanilla_proofs=[b"x"]),
+        pb.SubmitProofRequest(circuit_id="synthetic:512", seeds=[1], request_id="x" * 257),
     ):
         with pytest.raises(BadInput):
             convert.to_engine(bad)
-
-
-def test_prover_id_is_the_id_address_payload():
-    # f01000's address payload is the uvarint of 1000: e8 07 (Filecoin address spec).
-    assert convert.prover_id(1000) == int.from_bytes(bytes([0xE8, 0x07]), "little")
-    assert convert.prover_id(0) == 0 and convert.prover_id(127) == 127
-    assert convert.prover_id(128) == int.from_bytes(bytes([0x80, 0x01]), "little")
-
-
-def _bincode_path(path: dict) -> bytes:
-    out = len(path["path"]).to_bytes(8, "little")
-    for e in path["path"]:
-        out += len(e["hashes"]).to_bytes(8, "little") + b"".join(bytes(h) for h in e["hashes"])
-        out += e["index"].to_bytes(8, "little")
-    return out
-
-
-def _bincode(doc: dict) -> bytes:
-    """An independent bincode encoder of the serde layout (test side)."""
-    out = doc["sector_id"].to_bytes(8, "little") + bytes(doc["comm_r"])
-    sectors = doc["vanilla_proof"]["sectors"]
-    out += len(sectors).to_bytes(8, "little")
-    for s in sectors:
-        out += len(s["inclusion_proofs"]).to_bytes(8, "little")
-        for m in s["inclusion_proofs"]:
-            ((kind, body),) = m["data"].items()
-            out += ["Single", "Sub", "Top"].index(kind).to_bytes(4, "little")
-            if kind == "Single":
-                out += bytes(body["root"]) + bytes(body["leaf"]) + _bincode_path(body["path"])
-            else:
-                for part in ("base_proof", "sub_proof", "top_proof")[: 2 if kind == "Sub" else 3]:
-                    out += _bincode_path(body[part])
-                out += bytes(body["root"]) + bytes(body["leaf"])
-        out += bytes(s["comm_c"]) + bytes(s["comm_r_last"])
-    return out
 
 
 @pytest.mark.parametrize("encoding", ["json", "bincode"])
@@ -148,7 +116,7 @@ def test_winning_post_envelope_round_trip(encoding, rng):
     sector = random_sector(p, int(rng.integers(1 << 40)), rng)
     randomness = fr.to_int(fr.random(1, rng)[0])
     docs = [sector_vanilla_json(s, p) for s in generate(p, [sector], randomness)]
-    blobs = [json.dumps(d).encode() if encoding == "json" else _bincode(d) for d in docs]
+    blobs = [json.dumps(d).encode() if encoding == "json" else encode(d) for d in docs]
     miner = int(rng.integers(1000, 1 << 40))
     msg = pb.SubmitProofRequest(
         proof_kind=pb.WINNING_POST,
@@ -164,7 +132,7 @@ def test_winning_post_envelope_round_trip(encoding, rng):
     assert conv.request.priority is Priority.CRITICAL
     env = json.loads(conv.request.payload)
     assert env["vanilla_proofs"] == docs
-    assert int.from_bytes(bytes(env["prover_id"]), "little") == convert.prover_id(miner)
+    assert int.from_bytes(bytes(env["prover_id"]), "little") == prover_id(miner)
     cid, _circuit, inputs = read_request(conv.request.payload)
     assert cid == "winning-2k" and len(inputs) == 132
 
@@ -173,7 +141,7 @@ def test_bincode_starting_with_a_brace_is_still_bincode(rng):
     p = post_params("winning-2k")
     sector = random_sector(p, 256 * int(rng.integers(1 << 30)) + ord("{"), rng)
     doc = sector_vanilla_json(generate(p, [sector], 3)[0], p)
-    raw = _bincode(doc)
+    raw = encode(doc)
     assert raw[:1] == b"{"
     msg = pb.SubmitProofRequest(
         proof_kind=pb.WINNING_POST,
@@ -188,7 +156,7 @@ def test_bad_post_inputs_are_refused(rng):
     p = post_params("winning-2k")
     sector = random_sector(p, 5, rng)
     doc = sector_vanilla_json(generate(p, [sector], 1)[0], p)
-    good = _bincode(doc)
+    good = encode(doc)
     base = dict(proof_kind=pb.WINNING_POST, registered_proof=0, randomness=bytes(32))
     cases = {
         "truncated bincode": [good[: len(good) // 2]],
@@ -224,7 +192,7 @@ def test_bad_post_inputs_are_refused(rng):
 
 def _valid_messages() -> list[bytes]:
     return [
-        pb.SubmitProofRequest(circuit_id="synthetic:64", seeds=[1, 2]).SerializeToString(),
+        pb.SubmitProofRequest(circuit_id="synthetic:512", seeds=[1, 2]).SerializeToString(),
         pb.SubmitProofRequest(
             proof_kind=pb.POREP_SEAL_COMMIT, registered_proof=8, vanilla_proof=b'{"SectorNum": 1}'
         ).SerializeToString(),

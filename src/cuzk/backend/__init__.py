@@ -20,7 +20,7 @@ def get_backend(name: str = "cpu", *, workers: int | None = None, device: int = 
     if name == "cuda":
         from cuzk.backend.cuda.backend import CudaBackend
 
-        return CudaBackend(device, workers=workers)
+        return CudaBackend(device)
     raise BadInput(f"unknown backend {name!r}; available: {', '.join(BACKENDS)}")
 
 

@@ -13,10 +13,11 @@ from __future__ import annotations
 
 from concurrent.futures import Future
 from dataclasses import dataclass
-from typing import Literal, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, runtime_checkable
 
 import numpy as np
 
+from cuzk.errors import BadInput
 from cuzk.field import fr
 from cuzk.poly import Domain
 from cuzk.r1cs import R1CSShape
@@ -71,41 +72,108 @@ class MsmPlan:
         return np.sort(np.concatenate((self.ones, self.tail)), kind="stable")
 
 
+#: A backend's handle to an (n, 4) uint64 Fr vector in Montgomery form: a NumPy array on the
+#: CPU backend, a device array on CUDA. Only the backend that made a handle reads it; the
+#: caller moves data across with :meth:`Backend.upload` and :meth:`Backend.download`.
+Vec = Any
+
+
+@dataclass(frozen=True)
+class MemoryInfo:
+    """A device's memory at the moment it was asked (bytes)."""
+
+    free: int
+    total: int
+
+
 @runtime_checkable
 class Backend(Protocol):
-    """Kernels for one Groth16 proof; see :mod:`cuzk.backend.cpu` for the reference."""
+    """Kernels for Groth16 proofs; see :mod:`cuzk.backend.cpu` for the reference.
+
+    Every vector crosses the seam as a :data:`Vec` handle: the prover uploads the assignment
+    once and a/b/c, h and the MSM scalars stay wherever the backend keeps them. A backend
+    orders its own work (streams, events, processes): a handle returned by one method may be
+    passed to the next at once. Errors: BadInput for a wrong length or shape, ResourceExhausted
+    when memory runs out, DeviceFault when the device fails — the same on every backend.
+    """
 
     name: str
 
-    # -- polynomials ---------------------------------------------------------------------------
-    def ntt(self, v: fr.FrVec, domain: Domain) -> fr.FrVec: ...
-    def intt(self, v: fr.FrVec, domain: Domain) -> fr.FrVec: ...
-    def coset_ntt(self, v: fr.FrVec, domain: Domain) -> fr.FrVec: ...
-    def coset_intt(self, v: fr.FrVec, domain: Domain) -> fr.FrVec: ...
-    def h_quotient(self, a: fr.FrVec, b: fr.FrVec, c: fr.FrVec, domain: Domain) -> fr.FrVec: ...
+    # -- transfers and memory ----------------------------------------------------------------
+    def upload(self, v: fr.FrVec) -> Vec:
+        """A host FrVec as a handle of this backend (it may keep a reference to ``v`` until
+        the work that reads it is done: do not reuse ``v`` before then)."""
 
-    # -- constraint system ---------------------------------------------------------------------
-    def evaluate_abc(
-        self, shape: R1CSShape, z: fr.FrVec
-    ) -> tuple[fr.FrVec, fr.FrVec, fr.FrVec]: ...
+    def download(self, v: Vec) -> fr.FrVec:
+        """A handle's values on the host (waits for the work that makes them)."""
 
-    # -- multi-scalar multiplication -----------------------------------------------------------
+    def host_vector(self, n: int) -> fr.FrVec:
+        """An uninitialised host FrVec that uploads fastest (page-locked on CUDA)."""
+
+    def memory(self) -> MemoryInfo | None:
+        """Device memory (None for host-only backends); ask at start-up, not between kernels."""
+
+    # -- polynomials -------------------------------------------------------------------------
+    def ntt(self, v: Vec, domain: Domain) -> Vec: ...
+    def intt(self, v: Vec, domain: Domain) -> Vec: ...
+    def coset_ntt(self, v: Vec, domain: Domain) -> Vec: ...
+    def coset_intt(self, v: Vec, domain: Domain) -> Vec: ...
+
+    def h_quotient(self, a: Vec, b: Vec, c: Vec, domain: Domain) -> Vec:
+        """bellperson's H: coefficients of (a·b − c)/Z over the coset g·⟨ω⟩ (m − 1 of them)."""
+
+    def odd_coset_h(self, a: Vec, b: Vec, domain: Domain) -> Vec:
+        """snarkjs's H: a·b − a∘b evaluated on the odd points of the 2m-domain (m values)."""
+
+    # -- constraint system -------------------------------------------------------------------
+    def evaluate_abc(self, shape: R1CSShape, z: Vec) -> tuple[Vec, Vec, Vec]:
+        """(A·z, B·z, C·z); BadInput when z does not have one value per variable."""
+
+    def unsatisfied_rows(self, a: Vec, b: Vec, c: Vec, limit: int = 16) -> np.ndarray:
+        """The first ``limit`` rows where a·b ≠ c, as host int64 indices (empty: satisfied)."""
+
+    # -- multi-scalar multiplication ---------------------------------------------------------
     def preload(self, bases: PointSet) -> None:
         """Make ``bases`` resident so later MSMs over them pay no loading cost."""
 
     def evict(self, bases: PointSet) -> None: ...
 
-    def msm(self, bases: PointSet, scalars: fr.FrVec) -> Future:
+    def msm(self, bases: PointSet, scalars: Vec) -> Future:
         """Σ scalars[i]·bases[i] (len(scalars) == bases.count); a point of the bases' group."""
 
-    def split_msm(self, bases: PointSet, scalars: fr.FrVec) -> Future:
+    def split_msm(self, bases: PointSet, scalars: Vec) -> Future:
         """The same sum, computed as batch addition over scalars equal to 1 plus a tail MSM
         over the others (zeros skipped) — far cheaper for bit-heavy witnesses."""
 
-    # -- key generation ------------------------------------------------------------------------
+    # -- key generation ----------------------------------------------------------------------
     def fixed_base(self, group: Group, scalars: fr.FrVec) -> np.ndarray:
         """scalars[i]·G for the generator G of ``group``: an (n, 96|192) uint8 array of
         zcash-uncompressed points (what a ``.params`` file holds); scalar 0 gives the point at
         infinity. Setup's bulk work (:func:`cuzk.groth16.setup.generate_parameters`)."""
 
     def close(self) -> None: ...
+
+
+def check_fr_vec(v: Any, name: str = "vector", n: int | None = None) -> None:
+    """BadInput unless ``v`` is an (n, 4) uint64 array (of ``n`` rows when given): the one
+    shape check every backend applies at its edge, so all raise the same error."""
+    shape = getattr(v, "shape", None)
+    if shape is None or len(shape) != 2 or shape[1] != 4 or getattr(v, "dtype", None) != np.uint64:
+        raise BadInput(
+            f"{name} must be an (n, 4) uint64 Fr vector, got {shape} {getattr(v, 'dtype', type(v))}"
+        )
+    if n is not None and shape[0] != n:
+        raise BadInput(f"{name} has {shape[0]} values, expected {n}")
+
+
+def check_quotient_inputs(domain: Domain, **vectors: Any) -> None:
+    """BadInput unless the named vectors are Fr vectors of one length that fits ``domain``."""
+    lengths = set()
+    for name, v in vectors.items():
+        check_fr_vec(v, name)
+        lengths.add(int(v.shape[0]))
+    if len(lengths) > 1:
+        raise BadInput(f"{', '.join(vectors)} must have the same length")
+    n = lengths.pop() if lengths else 0
+    if n > domain.m:
+        raise BadInput(f"{n} values do not fit a domain of {domain.m}")

@@ -15,11 +15,22 @@ from concurrent.futures import Future
 
 import numpy as np
 
-from cuzk.backend.base import MIN_ONES_SHARE_FOR_SPLIT, Group, MsmPlan, PointSet
+from cuzk.backend.base import (
+    MIN_ONES_SHARE_FOR_SPLIT,
+    Group,
+    MemoryInfo,
+    MsmPlan,
+    PointSet,
+    Vec,
+    check_fr_vec,
+    check_quotient_inputs,
+)
 from cuzk.curve import g1_generator, g2_generator
 from cuzk.curve.pool import MsmPool
+from cuzk.errors import BadInput
 from cuzk.field import fr
 from cuzk.poly import Domain, coset_intt, coset_ntt, h_quotient, intt, ntt
+from cuzk.poly.snarkjs_h import snarkjs_h
 from cuzk.r1cs import R1CSShape
 
 log = logging.getLogger(__name__)
@@ -68,25 +79,52 @@ class CpuBackend:
     def __init__(self, workers: int | None = None) -> None:
         self._pool = MsmPool(workers)
 
+    # -- transfers and memory: host arrays are this backend's handles --------------------------
+    def upload(self, v: fr.FrVec) -> Vec:
+        check_fr_vec(v)
+        return np.ascontiguousarray(v)
+
+    def download(self, v: Vec) -> fr.FrVec:
+        return v
+
+    def host_vector(self, n: int) -> fr.FrVec:
+        return np.empty((n, 4), dtype=np.uint64)
+
+    def memory(self) -> MemoryInfo | None:
+        return None
+
     # -- polynomials ---------------------------------------------------------------------------
-    def ntt(self, v: fr.FrVec, domain: Domain) -> fr.FrVec:
+    def ntt(self, v: Vec, domain: Domain) -> Vec:
+        check_quotient_inputs(domain, v=v)
         return ntt(v, domain)
 
-    def intt(self, v: fr.FrVec, domain: Domain) -> fr.FrVec:
+    def intt(self, v: Vec, domain: Domain) -> Vec:
+        check_quotient_inputs(domain, v=v)
         return intt(v, domain)
 
-    def coset_ntt(self, v: fr.FrVec, domain: Domain) -> fr.FrVec:
+    def coset_ntt(self, v: Vec, domain: Domain) -> Vec:
+        check_quotient_inputs(domain, v=v)
         return coset_ntt(v, domain)
 
-    def coset_intt(self, v: fr.FrVec, domain: Domain) -> fr.FrVec:
+    def coset_intt(self, v: Vec, domain: Domain) -> Vec:
+        check_quotient_inputs(domain, v=v)
         return coset_intt(v, domain)
 
-    def h_quotient(self, a: fr.FrVec, b: fr.FrVec, c: fr.FrVec, domain: Domain) -> fr.FrVec:
+    def h_quotient(self, a: Vec, b: Vec, c: Vec, domain: Domain) -> Vec:
+        check_quotient_inputs(domain, a=a, b=b, c=c)
         return h_quotient(a, b, c, domain)
 
+    def odd_coset_h(self, a: Vec, b: Vec, domain: Domain) -> Vec:
+        check_quotient_inputs(domain, a=a, b=b)
+        return snarkjs_h(a, b, domain)
+
     # -- constraint system ---------------------------------------------------------------------
-    def evaluate_abc(self, shape: R1CSShape, z: fr.FrVec) -> tuple[fr.FrVec, fr.FrVec, fr.FrVec]:
+    def evaluate_abc(self, shape: R1CSShape, z: Vec) -> tuple[Vec, Vec, Vec]:
+        check_fr_vec(z, "the assignment z")
         return shape.evaluate(z)
+
+    def unsatisfied_rows(self, a: Vec, b: Vec, c: Vec, limit: int = 16) -> np.ndarray:
+        return np.flatnonzero(np.any(fr.mul(a, b) != c, axis=1))[:limit]
 
     # -- MSM -----------------------------------------------------------------------------------
     def preload(self, bases: PointSet) -> None:
@@ -127,8 +165,9 @@ class CpuBackend:
 
     @staticmethod
     def _check_length(bases: PointSet, scalars: fr.FrVec) -> None:
+        check_fr_vec(scalars, "scalars")
         if len(scalars) != bases.count:
-            raise ValueError(f"{len(scalars)} scalars for {bases.count} bases")
+            raise BadInput(f"{len(scalars)} scalars for {bases.count} bases")
 
     def close(self) -> None:
         self._pool.close()

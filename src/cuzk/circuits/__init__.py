@@ -1,6 +1,27 @@
-"""Circuits cuzk can prove, found by id through :func:`get_circuit`."""
+"""Circuits cuzk can prove, found by id in the catalogue (:mod:`cuzk.circuits.catalogue`)."""
 
-from cuzk.circuits.registry import circuit_ids, get_circuit, key_file_stem, open_statement
+from cuzk.circuits.catalogue import (
+    KINDS,
+    CircuitKind,
+    canonical_id,
+    circuit_ids,
+    find_kind,
+    get_circuit,
+    key_file_stem,
+    kind_of,
+    open_statement,
+)
 from cuzk.circuits.statement import Statement
 
-__all__ = ["Statement", "circuit_ids", "get_circuit", "key_file_stem", "open_statement"]
+__all__ = [
+    "KINDS",
+    "CircuitKind",
+    "Statement",
+    "canonical_id",
+    "circuit_ids",
+    "find_kind",
+    "get_circuit",
+    "key_file_stem",
+    "kind_of",
+    "open_statement",
+]

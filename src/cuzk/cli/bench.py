@@ -25,9 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from cuzk.cli.timeline_chart import draw_timeline, require_matplotlib
 from cuzk.errors import BadInput, CuzkError
-
-MATPLOTLIB_PIN = "matplotlib==3.11.2"
 
 
 def add_parser(sub: Any, common: Callable[[argparse.ArgumentParser], None]) -> None:
@@ -44,6 +43,11 @@ def add_parser(sub: Any, common: Callable[[argparse.ArgumentParser], None]) -> N
     s.add_argument("--devices", type=int, default=1, help="devices (CPU: virtual devices)")
     s.add_argument("--workers-per-device", type=int, default=2)
     s.add_argument("--synthesis-workers", type=int, default=1)
+    s.add_argument(
+        "--synthesis-processes",
+        type=int,
+        help="processes for Filecoin witnesses (default: half the cores, at most 8)",
+    )
     s.add_argument("--partitions", type=int, default=1, help="partitions per proof")
     s.add_argument("--proofs", "-c", type=int, default=4, help="proofs (jobs) to make")
     s.add_argument("--concurrency", "-j", type=int, default=2, help="jobs in flight at once")
@@ -55,6 +59,12 @@ def add_parser(sub: Any, common: Callable[[argparse.ArgumentParser], None]) -> N
         help="probability of each injected fault kind per partition",
     )
     s.add_argument("--seed", type=int, default=1, help="first witness seed")
+    s.add_argument(
+        "--vanilla",
+        type=Path,
+        help="prove this request file every time (cuzk gen-vanilla; e.g. a virtual 32 GiB C1) "
+        "instead of seeded witnesses; --partitions is then the file's",
+    )
     s.add_argument(
         "--param-dir",
         type=Path,
@@ -108,13 +118,21 @@ def cmd_bench(args: argparse.Namespace) -> int:
     if not 0.0 <= args.inject_faults <= 1.0:
         raise BadInput("--inject-faults must lie in [0, 1]")
     if args.timeline is not None:
-        _require_matplotlib()
+        require_matplotlib()
+    args.payload = None
+    if args.vanilla is not None:
+        from cuzk.circuits import open_statement
+        from cuzk.cli.inputs import read_input
+
+        args.payload = read_input(args.vanilla)
+        args.partitions = open_statement(args.circuit, payload=args.payload).partitions
     config = EngineConfig(
         param_dir=args.param_dir or default_cache_dir().parent / "params",
         backend=args.backend,
         devices=args.devices,
         workers_per_device=args.workers_per_device,
         synthesis_workers=args.synthesis_workers,
+        synthesis_processes=args.synthesis_processes,
         msm_workers=args.workers,
         memory_budget=args.memory_budget,
         staging=args.staging,
@@ -152,13 +170,22 @@ def cmd_bench(args: argparse.Namespace) -> int:
     return 0 if failed == 0 or args.inject_faults > 0 else 3
 
 
+def _request(args: argparse.Namespace, seed: int, request_id: str) -> Any:
+    """The bench's request: ``--partitions`` seeded partitions, or the ``--vanilla`` file."""
+    from cuzk.engine import ProofRequest
+
+    if args.vanilla is not None:
+        return ProofRequest(args.circuit, payload=args.payload, request_id=request_id)
+    return ProofRequest.of(args.circuit, partitions=args.partitions, seed=seed,
+                           request_id=request_id)  # fmt: skip
+
+
 def _warm_up(engine: Any, args: argparse.Namespace) -> None:
     """One unmeasured proof per device worker: the CPU backend's MSM processes start and load
     their points on first use, and numba compiles on first call."""
-    from cuzk.engine import ProofRequest
 
     n = args.devices * args.workers_per_device
-    ids = [engine.submit(ProofRequest.of(args.circuit, seed=(1 << 63) + i)) for i in range(n)]
+    ids = [engine.submit(_request(args, (1 << 63) + i, f"warm-up-{i}")) for i in range(n)]
     for job_id in ids:
         try:
             engine.result(job_id)
@@ -171,7 +198,6 @@ def _run_jobs(engine: Any, args: argparse.Namespace) -> tuple[list[Outcome], flo
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 
     from cuzk.cli.tasks import err
-    from cuzk.engine import ProofRequest
 
     outcomes: list[Outcome | None] = [None] * args.proofs
     next_index = iter(range(args.proofs))
@@ -193,10 +219,7 @@ def _run_jobs(engine: Any, args: argparse.Namespace) -> tuple[list[Outcome], flo
                     i = next(next_index, None)
                 if i is None:
                     return
-                seed = args.seed + i * args.partitions
-                request = ProofRequest.of(
-                    args.circuit, partitions=args.partitions, seed=seed, request_id=f"bench-{i}"
-                )
+                request = _request(args, args.seed + i * args.partitions, f"bench-{i}")
                 job_id = None
                 try:
                     job_id = engine.submit(request)
@@ -322,81 +345,3 @@ def _write_json(args: argparse.Namespace, report: dict, outcomes: list[Outcome],
         args.json.write_text(json.dumps(doc, indent=1) + "\n")
     except OSError as e:
         raise BadInput(f"cannot write {args.json}: {e.strerror}") from e
-
-
-# -- the Gantt chart ---------------------------------------------------------------------------
-
-
-def _require_matplotlib() -> Any:
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")  # files only, never a window
-        import matplotlib.pyplot as plt
-    except ImportError as e:
-        raise BadInput(
-            f"--timeline needs matplotlib, which is not installed (pip install '{MATPLOTLIB_PIN}')"
-        ) from e
-    return plt
-
-
-STAGE_COLOURS = {
-    "synthesis": "#7fb3d5",
-    "device_wait": "#e5e7e9",
-    "kernels": "#c0392b",
-    "finalize": "#f5b041",
-}
-
-
-def draw_timeline(timelines: list, path: Path, title: str = "") -> None:
-    """One row per synthesis lane and per device worker; bars for synthesis, waiting for the
-    device, kernels (lock held) and finalize."""
-    plt = _require_matplotlib()
-    rows: dict[str, list[tuple[float, float, str]]] = {}
-    synth_lanes: list[float] = []  # end time of the last bar in each synthesis lane
-    for t in sorted(timelines, key=lambda t: t.synth_start or 0.0):
-        if t.synth_start is not None and t.synth_end is not None:
-            lane = next((i for i, end in enumerate(synth_lanes) if end <= t.synth_start), None)
-            if lane is None:
-                lane = len(synth_lanes)
-                synth_lanes.append(0.0)
-            synth_lanes[lane] = t.synth_end
-            rows.setdefault(f"synthesis {lane}", []).append(
-                (t.synth_start, t.synth_end, "synthesis")
-            )
-        if t.worker is None:
-            continue
-        row = rows.setdefault(t.worker, [])
-        for stage, a, b in (
-            ("device_wait", t.device_pick, t.kernels_start),
-            ("kernels", t.kernels_start, t.kernels_end),
-            ("finalize", t.kernels_end, t.finalize_end),
-        ):
-            if a is not None and b is not None:
-                row.append((a, b, stage))
-    names = sorted(rows, key=lambda n: (not n.startswith("synthesis"), n))
-    fig, ax = plt.subplots(figsize=(12, 1.0 + 0.45 * len(names)))
-    for y, name in enumerate(names):
-        for stage in STAGE_COLOURS:
-            bars = [(a, b - a) for a, b, s in rows[name] if s == stage]
-            if bars:
-                ax.broken_barh(
-                    bars,
-                    (y - 0.35, 0.7),
-                    facecolors=STAGE_COLOURS[stage],
-                    edgecolor="white",
-                    linewidth=0.3,
-                )
-    ax.set_yticks(range(len(names)), names)
-    ax.invert_yaxis()
-    ax.set_xlabel("seconds since the engine started")
-    ax.set_title(title)
-    handles = [plt.Rectangle((0, 0), 1, 1, color=c) for c in STAGE_COLOURS.values()]
-    ax.legend(handles, list(STAGE_COLOURS), loc="upper right", ncols=4, fontsize="small")
-    fig.tight_layout()
-    try:
-        fig.savefig(path, dpi=120)
-    except OSError as e:
-        raise BadInput(f"cannot write {path}: {e.strerror}") from e
-    finally:
-        plt.close(fig)

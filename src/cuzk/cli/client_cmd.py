@@ -19,9 +19,15 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
+from cuzk.cli.inputs import read_input
+from cuzk.cli.timeline_chart import draw_timeline, require_matplotlib
 from cuzk.errors import BadInput, CuzkError
+
+if TYPE_CHECKING:
+    from cuzk.server.client import Client
+    from cuzk.server.proto import proving_pb2 as pb
 
 DEFAULT_BENCH_CIRCUIT = "synthetic:65536"
 _PRIORITIES = ("low", "normal", "high", "critical")
@@ -107,32 +113,23 @@ def _result_args(s: argparse.ArgumentParser) -> None:
     s.add_argument("--json", action="store_true", help="print the whole answer as JSON")
 
 
-def _client(args: argparse.Namespace):  # noqa: ANN202 - cuzk.server.client.Client
+def _client(args: argparse.Namespace) -> Client:
     from cuzk.server.client import Client
 
     token = args.token or os.environ.get("CUZK_TOKEN") or None
     return Client(args.addr or _default_addr(), token=token, tls_ca=args.tls_ca)
 
 
-def _read(path: Path) -> bytes:
-    try:
-        return path.read_bytes()
-    except OSError as e:
-        raise BadInput(f"cannot read {path}: {e.strerror}") from e
-
-
-def _submit_message(args: argparse.Namespace):  # noqa: ANN202 - pb.SubmitProofRequest
+def _submit_message(args: argparse.Namespace) -> pb.SubmitProofRequest:
     from cuzk.server.proto import proving_pb2 as pb
 
-    msg = pb.SubmitProofRequest(
-        request_id=args.request_id, priority=pb.Priority.Value(args.priority.upper())
-    )
+    msg = pb.SubmitProofRequest(request_id=args.request_id, priority=args.priority.upper())
     if args.circuit and args.kind:
         raise BadInput("give --circuit or --kind, not both")
     if args.circuit:
         msg.circuit_id = args.circuit
         if args.payload is not None:
-            msg.vanilla_proof = _read(args.payload)
+            msg.vanilla_proof = read_input(args.payload)
         else:
             if args.partitions < 1:
                 raise BadInput("--partitions must be at least 1")
@@ -140,7 +137,8 @@ def _submit_message(args: argparse.Namespace):  # noqa: ANN202 - pb.SubmitProofR
         return msg
     if not args.kind:
         raise BadInput("give --circuit ID (with seeds or --payload) or --kind with --vanilla")
-    msg.proof_kind = pb.ProofKind.Value(_KINDS[args.kind])
+    # Value() is typed as a plain int; the number is the enum's (the constructor takes the name).
+    msg.proof_kind = cast("pb.ProofKind", pb.ProofKind.Value(_KINDS[args.kind]))
     msg.registered_proof = args.registered_proof
     msg.sector_size = args.sector_size
     msg.miner_id = args.miner_id
@@ -149,7 +147,7 @@ def _submit_message(args: argparse.Namespace):  # noqa: ANN202 - pb.SubmitProofR
         msg.randomness = bytes.fromhex(args.randomness)
     except ValueError as e:
         raise BadInput(f"--randomness: not hex ({e})") from e
-    blobs = [_read(p) for p in args.vanilla]
+    blobs = [read_input(p) for p in args.vanilla]
     if args.kind == "porep":
         if len(blobs) != 1:
             raise BadInput("--kind porep takes one --vanilla file (the C1 output)")
@@ -228,12 +226,12 @@ def run(args: argparse.Namespace) -> int:
             )
             return 0
         if cmd == "evict":
-            r = c.evict(args.circuit_id)
+            ev = c.evict(args.circuit_id)
             print(
                 f"{args.circuit_id}: "
                 + (
-                    f"evicted, {r.freed_bytes:,} bytes freed"
-                    if r.was_loaded
+                    f"evicted, {ev.freed_bytes:,} bytes freed"
+                    if ev.was_loaded
                     else "not evicted (not resident or in use)"
                 )
             )
@@ -277,7 +275,6 @@ def _print_status(st: Any) -> None:
 def bench_daemon(args: argparse.Namespace) -> int:
     """``--proofs`` jobs of ``--circuit`` against the daemon at ``--addr``, ``--concurrency``
     in flight; latency is measured at the client (submission to proof received)."""
-    from cuzk.cli.bench import _require_matplotlib, draw_timeline
     from cuzk.server.client import Client
 
     circuit = args.circuit or DEFAULT_BENCH_CIRCUIT
@@ -285,7 +282,7 @@ def bench_daemon(args: argparse.Namespace) -> int:
         if getattr(args, name) < 1:
             raise BadInput(f"--{name} must be at least 1")
     if args.timeline is not None:
-        _require_matplotlib()
+        require_matplotlib()
     token = getattr(args, "token", None) or os.environ.get("CUZK_TOKEN") or None
     with Client(args.addr, token=token) as client:
         client.wait_ready(10.0)
@@ -428,7 +425,7 @@ def _daemon_report(
         "latency_avg_s": statistics.fmean(lats) if lats else None,
         "latency_min_s": min(lats) if lats else None,
         "latency_max_s": max(lats) if lats else None,
-        # client latency minus the engine's own queued→finalized span: gRPC, journal, collector
+        # client latency minus the engine's own queued→finalized span: gRPC, journal, completion
         "daemon_overhead_median_s": statistics.median(overheads) if overheads else None,
     }
 
@@ -481,7 +478,6 @@ def run_daemon_demo(
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 
     from cuzk.circuits import key_file_stem
-    from cuzk.cli.bench import _require_matplotlib, draw_timeline
     from cuzk.cli.tasks import err, out, run_setup
     from cuzk.groth16 import proofs_from_bytes, read_vk, verify
     from cuzk.r1cs.cache import default_cache_dir
@@ -581,7 +577,7 @@ def run_daemon_demo(
     _demo_table(circuit_id, backend, results, wall)
     timeline = demo_dir / "timeline.png"
     try:
-        _require_matplotlib()
+        require_matplotlib()
         draw_timeline(
             [t for o in results for t in o.timelines],
             timeline,

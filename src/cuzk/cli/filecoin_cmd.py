@@ -314,18 +314,21 @@ def circuit_info(circuit_id: str, method: str = "auto") -> dict[str, Any]:
             param_file=param_file_stem(params) + ".params",
         )
     elif circuit_id.startswith(("porep-", "snap-")):
-        import importlib
+        from cuzk.circuits.filecoin import porep, snap
 
-        family = importlib.import_module(
-            "cuzk.circuits.filecoin." + ("porep" if circuit_id.startswith("porep-") else "snap")
-        )
-        params = getattr(family, f"{circuit_id.split('-')[0]}_params")(circuit_id)
         if method == "auto":
             method = "structural"  # even 2 KiB PoRep is 2.7M constraints (a 3 GB shape)
-        count = family.shape_counts if method == "shape" else family.structural_counts
-        info = {"circuit": circuit_id, **count(params).as_dict(),
-                "sector_size": params.sector_size, "identifier": params.identifier,
-                "param_file": family.param_file_stem(params) + ".params"}  # fmt: skip
+        by_shape = method == "shape"
+        if circuit_id.startswith("porep-"):
+            pp = porep.porep_params(circuit_id)
+            counts = porep.shape_counts(pp) if by_shape else porep.structural_counts(pp)
+            size, ident, stem = pp.sector_size, pp.identifier, porep.param_file_stem(pp)
+        else:
+            sp = snap.snap_params(circuit_id)
+            counts = snap.shape_counts(sp) if by_shape else snap.structural_counts(sp)
+            size, ident, stem = sp.sector_size, sp.identifier, snap.param_file_stem(sp)
+        info = {"circuit": circuit_id, **counts.as_dict(), "sector_size": size,
+                "identifier": ident, "param_file": stem + ".params"}  # fmt: skip
     else:
         if method == "structural":
             raise BadInput(f"{circuit_id}: structural counts exist only for Filecoin circuits")

@@ -17,7 +17,9 @@ from pathlib import Path
 from cuzk.cli import client_cmd, filecoin_cmd, serve_cmd, snarkjs_cmd
 from cuzk.cli.bench import add_parser as _add_bench_parser
 from cuzk.cli.bench import cmd_bench
+from cuzk.cli.inputs import read_input
 from cuzk.errors import BadInput, CuzkError
+from cuzk.openmp import configure_openmp
 
 EXIT_INVALID, EXIT_BAD_INPUT, EXIT_INTERNAL = 1, 2, 3
 DEFAULT_DEMO_CIRCUIT = "synthetic:65536"
@@ -92,6 +94,7 @@ def _common(s: argparse.ArgumentParser) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _build_parser().parse_args(argv)
+    configure_openmp()  # before any kernel runs: the process's choice (cuzk.openmp)
     try:
         return _COMMANDS[args.command](args)
     except KeyboardInterrupt:
@@ -143,7 +146,7 @@ def cmd_prove(args: argparse.Namespace) -> int:
         circuits: list = [None]
         expected: list = [None]
     else:
-        statement = open_statement(args.circuit, payload=_read(args.vanilla))
+        statement = open_statement(args.circuit, payload=read_input(args.vanilla))
         circuits = [statement.circuit(i) for i in range(statement.partitions)]
         expected = [statement.expected(i) for i in range(statement.partitions)]
     results = []
@@ -175,7 +178,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
     from cuzk.groth16 import proofs_from_bytes, read_vk, verify
 
     vk = read_vk(args.vk)
-    proofs = proofs_from_bytes(_read(args.proof))
+    proofs = proofs_from_bytes(read_input(args.proof))
     inputs = _parse_inputs(args.inputs)
     per_partition = inputs if inputs and isinstance(inputs[0], list) else [inputs]
     if len(per_partition) != len(proofs):
@@ -237,17 +240,10 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return 0
 
 
-def _read(path: Path) -> bytes:
-    try:
-        return path.read_bytes()
-    except OSError as e:
-        raise BadInput(f"cannot read {path}: {e.strerror}") from e
-
-
 def _parse_inputs(path: Path) -> list:
     """A JSON list of decimal inputs, or a list of such lists (one per partition)."""
     try:
-        raw = json.loads(_read(path))
+        raw = json.loads(read_input(path))
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
         raise BadInput(f"{path}: not JSON ({e})") from e
     if isinstance(raw, list) and raw and all(isinstance(x, list) for x in raw):

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, closing, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -15,7 +15,7 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.table import Table
 
-from cuzk.backend import get_backend
+from cuzk.backend import Backend, get_backend
 from cuzk.circuits import get_circuit, key_file_stem
 from cuzk.groth16 import Proof, Timings, prove, read_params, verify
 from cuzk.r1cs import Circuit, R1CSShape
@@ -54,9 +54,6 @@ def run_setup(
 ) -> tuple[Path, float]:
     """Test parameters for ``circuit_id``; the fixed-base work runs in a CPU worker pool, or
     on GPU ``device`` with ``backend="cuda"``."""
-    from contextlib import ExitStack
-
-    from cuzk.backend import get_backend
     from cuzk.curve.pool import MsmPool
     from cuzk.groth16.setup import generate_parameters
 
@@ -79,12 +76,17 @@ def run_setup(
         def progress(done: int, total: int) -> None:
             bar.update(task, completed=done, total=total)
 
-        if backend == "cuda":
-            where = {"backend": stack.enter_context(get_backend("cuda", device=device))}
-        else:
-            where = {"pool": stack.enter_context(MsmPool(workers))}
+        cuda = backend == "cuda"
+        gpu = stack.enter_context(closing(get_backend("cuda", device=device))) if cuda else None
+        pool = None if cuda else stack.enter_context(MsmPool(workers))
         generate_parameters(
-            shape, out_dir, key_file_stem(circuit_id), seed=seed, progress=progress, **where
+            shape,
+            out_dir,
+            key_file_stem(circuit_id),
+            seed=seed,
+            progress=progress,
+            backend=gpu,
+            pool=pool,
         )
     return out_dir / f"{key_file_stem(circuit_id)}.params", time.perf_counter() - t0
 
@@ -106,7 +108,7 @@ def run_prove(
     workers: int | None,
     shape_cache: Path | None,
     device: int = 0,
-    backend=None,  # noqa: ANN001 - reuse an open backend (demo)
+    backend: Backend | None = None,  # reuse an open backend (demo)
     circuit: Circuit | None = None,
 ) -> ProveResult:
     """Prove ``circuit`` (default: the registry's ``circuit_id`` with witness ``seed``)."""
@@ -114,7 +116,8 @@ def run_prove(
     params = read_params(params_path)
     circuit = circuit if circuit is not None else get_circuit(circuit_id, seed)
     own = backend is None
-    backend = backend or get_backend(backend_name, workers=workers, device=device)
+    if backend is None:
+        backend = get_backend(backend_name, workers=workers, device=device)
     try:
         t0 = time.perf_counter()
         timings = Timings()
@@ -158,7 +161,7 @@ def run_demo(
         err.print(f"[dim]setup — {seconds:.1f} s[/dim]")
     params = read_params(params_path)
     results = []
-    with get_backend("cpu", workers=workers) as backend:
+    with closing(get_backend("cpu", workers=workers)) as backend:
         for i in range(max(1, proofs)):
             result = run_prove(
                 circuit_id,

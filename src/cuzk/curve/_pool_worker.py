@@ -14,6 +14,7 @@ import mmap
 import operator
 import os
 import time
+from collections.abc import Callable
 from functools import reduce
 from multiprocessing.connection import Connection
 from typing import Any
@@ -32,7 +33,10 @@ from cuzk.errors import BadInput, CuzkError
 POINT_SIZE = {"g1": 96, "g2": 192}
 POINT_CLASS: dict[str, Any] = {"g1": G1Point, "g2": G2Point}
 _LOAD_BLOCK = 1 << 16
-_ENCODERS = {"g1": g1_array_to_uncompressed, "g2": g2_array_to_uncompressed}
+_ENCODERS: dict[str, Callable[[list[Any]], bytes]] = {
+    "g1": g1_array_to_uncompressed,
+    "g2": g2_array_to_uncompressed,
+}
 
 
 class _Resident:

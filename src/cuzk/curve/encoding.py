@@ -49,7 +49,7 @@ def _swap_g2_rows(rows: np.ndarray) -> np.ndarray:
 class _Group:
     """Per-group constants so G1 and G2 share every code path below."""
 
-    def __init__(self, name: str, cls: type, fp_per_coord: int) -> None:
+    def __init__(self, name: str, cls: type[G1Point] | type[G2Point], fp_per_coord: int) -> None:
         self.name = name
         self.cls = cls
         self.compressed_size = FP_BYTES * fp_per_coord
@@ -58,8 +58,10 @@ class _Group:
         # Where zcash's flag byte lands after translation to arkworks order.
         self.flag_pos = FP_BYTES if self.swap else 0
         self.zero_xy = bytes(self.uncompressed_size)
-        self.from_xy_unchecked: Callable[[bytes], object] = cls.from_xy_bytes_unchecked_be
-        self.from_compressed_unchecked: Callable[[bytes], object] = (
+        self.from_xy_unchecked: Callable[[bytes], G1Point | G2Point] = (
+            cls.from_xy_bytes_unchecked_be
+        )
+        self.from_compressed_unchecked: Callable[[bytes], G1Point | G2Point] = (
             cls.from_compressed_bytes_unchecked
         )
 
@@ -245,7 +247,7 @@ def _array_from_uncompressed(
             raise BadInput(_locate_failure(g, raw, first_index + start)) from None
         if checked:
             for i, p in enumerate(block):
-                if not p.is_in_subgroup():  # type: ignore[attr-defined]
+                if not p.is_in_subgroup():
                     raise BadInput(f"{g.name} point {first_index + start + i}: not in subgroup")
         points.extend(block)
     return points

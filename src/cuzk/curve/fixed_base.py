@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from operator import getitem
+from typing import Any
 
 import numpy as np
 
@@ -45,10 +46,11 @@ class FixedBaseTable:
         self.base = base
         self.window = window
         self.windows = math.ceil(SCALAR_BITS / window)
-        ident = type(base).identity()
+        # Any: every point of a table is of the base's group, which a union type cannot say.
+        ident: Any = type(base).identity()
         self.identity = ident
-        tables: list[list] = []
-        step = base  # 2^(c·j)·B
+        tables: list[list[Any]] = []
+        step: Any = base  # 2^(c·j)·B
         for j in range(self.windows):
             # The top window only needs the digits that 256-bit scalars can produce.
             size = 1 << min(window, SCALAR_BITS - window * j)

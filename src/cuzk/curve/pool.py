@@ -204,8 +204,9 @@ class _Worker:
         try:
             conn.send((op, args, len(buffers)))
             for buf in buffers:
-                # Flat byte view: send_bytes measures a 2-D view in rows, not bytes.
-                conn.send_bytes(memoryview(buf).cast("B"))
+                # Flat byte view: send_bytes measures a 2-D view in rows, not bytes. (numpy's
+                # stubs declare ndarray's buffer protocol for Python >= 3.12 only.)
+                conn.send_bytes(memoryview(buf).cast("B"))  # type: ignore[arg-type]
             ready = wait([conn, proc.sentinel])
             if conn in ready:
                 return conn.recv()
@@ -301,8 +302,9 @@ class _PoolCore:
     """State shared by the I/O threads; separate from MsmPool so a dropped pool can be
     finalized (the threads keep the core alive, not the pool)."""
 
-    def __init__(self, workers: int, start_method: str) -> None:
-        self.ctx = mp.get_context(start_method)
+    def __init__(self, workers: int) -> None:
+        # Spawned, never forked: a fork would inherit a running OpenMP pool or CUDA context.
+        self.ctx = mp.get_context("spawn")
         self.lock = threading.Lock()
         self.closed = False
         self._registry: dict[str, _Registration] = {}
@@ -409,11 +411,11 @@ class MsmPool:
     with ResourceExhausted and stops the workers; it is idempotent and also runs at exit.
     """
 
-    def __init__(self, workers: int | None = None, *, start_method: str = "spawn") -> None:
+    def __init__(self, workers: int | None = None) -> None:
         n = workers if workers is not None else (os.cpu_count() or 1)
         if n < 1:
             raise BadInput(f"an MSM pool needs at least one worker, got {n}")
-        self._core = _PoolCore(n, start_method)
+        self._core = _PoolCore(n)
         _LIVE.add(self._core)
         self._finalizer = weakref.finalize(self, _PoolCore.close, self._core)
 

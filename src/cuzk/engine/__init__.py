@@ -6,6 +6,7 @@ from cuzk.engine.config import EngineConfig, FaultInjection
 from cuzk.engine.request import (
     EngineStatus,
     JobCancelled,
+    JobOutcome,
     JobResult,
     JobState,
     JobStatus,
@@ -21,6 +22,7 @@ __all__ = [
     "EngineStatus",
     "FaultInjection",
     "JobCancelled",
+    "JobOutcome",
     "JobResult",
     "JobState",
     "JobStatus",

@@ -3,8 +3,12 @@
 It builds one backend per device — always with an explicit device index, never through
 CUDA_VISIBLE_DEVICES — starts the synthesis and device worker threads, forwards the API to
 :class:`~cuzk.engine.core.EngineCore`, and tears everything down in order at shutdown: intake
-closed, jobs finished or cancelled, in-flight partitions drained, threads joined, circuits
-evicted, backends closed.
+closed, jobs finished or cancelled, in-flight partitions drained, threads joined, outcomes
+delivered, circuits evicted, backends closed.
+
+A client that wants to hear of every job's end (the daemon journals it) registers one
+completion callback with :meth:`Engine.on_complete`; it is called once per job, on the
+engine's delivery thread (:mod:`~cuzk.engine.completion`), never under the engine lock.
 """
 
 from __future__ import annotations
@@ -13,6 +17,8 @@ import logging
 import threading
 from types import TracebackType
 
+from cuzk.backend.base import Backend
+from cuzk.engine.completion import CompletionCallback, Completions
 from cuzk.engine.config import EngineConfig
 from cuzk.engine.core import EngineCore
 from cuzk.engine.request import EngineStatus, JobResult, ProofRequest
@@ -33,8 +39,11 @@ class Engine:
         self.devices = _make_devices(config)
         processes = config.processes_for_synthesis
         self._synth_pool = SynthesisPool(processes) if processes else None
+        self._completions = Completions()
         try:
-            self._core = EngineCore(config, self._clock, self.devices, self._synth_pool)
+            self._core = EngineCore(
+                config, self._clock, self.devices, self._synth_pool, self._completions.post
+            )
         except BaseException:
             _close_backends(self.devices)
             if self._synth_pool is not None:
@@ -51,14 +60,27 @@ class Engine:
         for w in self._workers:
             w.start()
 
-    def submit(self, request: ProofRequest) -> str:
+    def submit(self, request: ProofRequest, job_id: str | None = None) -> str:
         """Queue a request; returns its job id at once.
 
+        ``job_id`` names the job (a daemon that journals jobs passes its own id, so one id
+        serves the client, the journal and every status); the caller then deduplicates its
+        request ids itself and the engine does not. Without it the engine names the job and
+        a request id reused with the same payload returns the first job.
+
         Raises BadInput (unknown circuit, missing key file, too many partitions, a request id
-        reused with another payload) or ResourceExhausted (it could never fit the memory
-        budget, or the engine is shutting down).
+        reused with another payload, a job id in use) or ResourceExhausted (it could never
+        fit the memory budget, or the engine is shutting down).
         """
-        return self._core.submit(request)
+        return self._core.submit(request, job_id)
+
+    def on_complete(self, callback: CompletionCallback) -> None:
+        """Register the engine's one completion callback: called with a
+        :class:`~cuzk.engine.request.JobOutcome` once for every job that ends after this call
+        (succeeded, failed or cancelled), in the order they end, on one delivery thread. It
+        should return quickly (it delays the next delivery, never a partition); what it
+        raises is logged. Register before submitting; a second registration is an error."""
+        self._completions.register(callback)
 
     def result(self, job_id: str, timeout: float | None = None) -> JobResult:
         """Wait for a job and return its verified result.
@@ -104,6 +126,7 @@ class Engine:
             w.join(self.config.join_timeout_s)
             if w.is_alive():
                 log.error("shutdown: worker %s did not stop", w.name)
+        self._completions.close(self.config.join_timeout_s)  # every outcome delivered
         self._core.drop_residency()
         _close_backends(self.devices)
         if self._synth_pool is not None:
@@ -122,8 +145,9 @@ class Engine:
 
     @property
     def threads(self) -> list[threading.Thread]:
-        """The engine's worker threads (for monitoring and leak checks)."""
-        return list(self._workers)
+        """The engine's threads: workers and the completion delivery thread, once started
+        (for monitoring and leak checks)."""
+        return [*self._workers, *self._completions.threads]
 
     @property
     def budget_live_reservations(self) -> int:
@@ -134,15 +158,11 @@ class Engine:
 CPU_STAGING_BUDGET = 8 << 30  # virtual devices: accounting only, no device memory exists
 
 
-def _default_staging_budget(backend: object, index: int) -> int:
-    """Half the GPU's memory (the other half is for resident parameters), asked once at
-    start-up; a fixed figure for CPU virtual devices."""
-    if getattr(backend, "name", "") != "cuda":
-        return CPU_STAGING_BUDGET
-    import cupy
-
-    with cupy.cuda.Device(index):
-        return int(cupy.cuda.runtime.memGetInfo()[1]) // 2
+def _default_staging_budget(backend: Backend) -> int:
+    """Half the device's memory (the other half is for resident parameters), asked once at
+    start-up; a fixed figure for CPU virtual devices, which have none."""
+    memory = backend.memory()
+    return CPU_STAGING_BUDGET if memory is None else memory.total // 2
 
 
 def _make_devices(config: EngineConfig) -> list[Device]:
@@ -157,7 +177,7 @@ def _make_devices(config: EngineConfig) -> list[Device]:
             backend = factory(i)  # the index is explicit, always
             staging = None
             if config.staging:
-                total = config.staging_budget or _default_staging_budget(backend, i)
+                total = config.staging_budget or _default_staging_budget(backend)
                 staging = StagingArea(i, total)
             devices.append(Device(i, backend, staging, config.pinned_pool_bytes))
     except BaseException:

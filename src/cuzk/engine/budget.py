@@ -41,20 +41,27 @@ def partition_bytes(num_variables: int, domain_size: int) -> dict[str, int]:
     }
 
 
-NNZ_PER_ROW_ESTIMATE = 6  # A, B and C together; synthetic circuits measure 3.9
+#: Entries per row of A, B and C together, rounded up from the densest circuit: PoSt measures
+#: 9.1 (Poseidon), PoRep and SnapDeals 5.5 (SHA-256), synthetic 3.9. An upper bound is what a
+#: budget wants before the shape is seen.
+NNZ_PER_ROW_ESTIMATE = 10
+#: Bytes per entry of a compact shape (cuzk.r1cs.shape): a 4-byte column and a coefficient id,
+#: 2 bytes wide for the Filecoin circuits' 1,000–2,500 distinct coefficients.
+SHAPE_ENTRY_BYTES = 6
 #: What the prover derives from a resident shape and keeps with it: the column masks of A and B
-#: (a byte per variable each) and their row-index arrays (at most 8 bytes per variable each).
-SHAPE_DERIVED_BYTES_PER_VARIABLE = 18
+#: (a byte per variable each) and their row-index arrays (at most 4 bytes per variable each).
+SHAPE_DERIVED_BYTES_PER_VARIABLE = 10
 
 
 def shape_bytes_estimate(num_variables: int, domain_size: int) -> int:
-    """Before a shape is seen: row pointers of three CSR matrices plus ~6 entries per row in
-    all (an 8-byte index and a 32-byte coefficient each). Replaced by the exact size once the
-    shape is loaded; a cached shape's files give the exact size up front."""
+    """Before a shape is seen: 4-byte row pointers of three compact CSR matrices plus at most
+    ~10 entries per row in all (porep-32g: 52 bytes per constraint measured, 82 estimated).
+    Replaced by the exact size once the shape is loaded; a cached shape's files give the exact
+    size up front."""
     rows = max(domain_size, num_variables)
     return (
-        3 * 8 * (domain_size + 1)
-        + 40 * NNZ_PER_ROW_ESTIMATE * rows
+        3 * 4 * (domain_size + 1)
+        + SHAPE_ENTRY_BYTES * NNZ_PER_ROW_ESTIMATE * rows
         + SHAPE_DERIVED_BYTES_PER_VARIABLE * num_variables
     )
 

@@ -12,6 +12,7 @@ from cuzk.backend.base import Backend
 from cuzk.circuits import key_file_stem
 from cuzk.engine.budget import DEFAULT_MARGIN
 from cuzk.errors import BadInput
+from cuzk.groth16.locate import locate_params
 
 FAULT_KINDS = ("synthesis", "kernel", "slow_kernel", "budget", "bad_proof")
 
@@ -168,5 +169,6 @@ class EngineConfig:
         return self.msm_workers or max(1, (os.cpu_count() or 1) // self.devices)
 
     def params_path(self, circuit_id: str) -> Path:
-        """Where ``cuzk setup --circuit ID --out DIR`` puts the proving key."""
-        return self.param_dir / f"{key_file_stem(circuit_id)}.params"
+        """Where ``cuzk setup --circuit ID --out DIR`` puts the proving key, or the official
+        file where Filecoin keeps it (:func:`cuzk.groth16.locate.locate_params`)."""
+        return locate_params(self.param_dir, key_file_stem(circuit_id))

@@ -18,17 +18,24 @@ discarded with their memory returned, running ones finish their current stage an
 discarded at the next boundary. Cancellation takes the same path. When the last partition is
 done, the thread that finished it verifies the whole job (outside the lock) before the job
 can succeed.
+
+Every job becomes terminal exactly once, and at that moment (under the lock) its
+:class:`~cuzk.engine.request.JobOutcome` is posted to ``on_terminal`` — the API's completion
+queue, which never blocks — so a client learns of every outcome without a thread per job.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import logging
 import threading
 import time
 from collections import Counter, deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from functools import partial
 
+from cuzk.circuits import canonical_id
 from cuzk.engine.assembler import PartitionProof, assemble_job
 from cuzk.engine.budget import MemoryBudget, detect_total
 from cuzk.engine.config import EngineConfig
@@ -39,6 +46,7 @@ from cuzk.engine.request import (
     DeviceStatus,
     EngineStatus,
     JobCancelled,
+    JobOutcome,
     JobResult,
     JobState,
     PartitionState,
@@ -65,6 +73,7 @@ log = logging.getLogger(__name__)
 
 _CATEGORIES = (BadInput, ResourceExhausted, DeviceFault, InternalError, JobCancelled)
 _RETRY = object()
+MAX_JOB_ID_LEN = 128
 
 
 class EngineCore:
@@ -77,9 +86,11 @@ class EngineCore:
         clock: Clock,
         devices: list[Device],
         synth_pool: SynthesisPool | None = None,
+        on_terminal: Callable[[JobOutcome], None] | None = None,
     ) -> None:
         self.config = config
         self.synth_pool = synth_pool  # witnesses of Python-heavy circuits, in processes
+        self._on_terminal = on_terminal  # called under the lock: must never block
         self._clock = clock
         self._devices = devices
         self._cv = threading.Condition()
@@ -100,18 +111,24 @@ class EngineCore:
         )
 
     # -- the API's half (documented on Engine) ------------------------------------------------
-    def submit(self, request: ProofRequest) -> str:
+    def submit(self, request: ProofRequest, job_id: str | None = None) -> str:
         if not isinstance(request, ProofRequest):
             raise BadInput(f"submit() takes a ProofRequest, got {type(request).__name__}")
+        if job_id is not None:
+            _check_job_id(job_id)
+        circuit_id = canonical_id(request.circuit_id)  # one spelling keys files and residency
+        if circuit_id != request.circuit_id:
+            request = dataclasses.replace(request, circuit_id=circuit_id)
         if request.seeds and len(request.seeds) > self.config.max_partitions:
             raise BadInput(
                 f"{len(request.seeds)} partitions exceed the limit of "
                 f"{self.config.max_partitions} per request"
             )
         digest = request.payload_digest()
+        dedup = job_id is None  # a caller naming its jobs deduplicates its request ids itself
         with self._cv:
             self._check_accepting()
-            existing = self._dedup(request, digest)
+            existing = self._dedup(request, digest) if dedup else None
             if existing is not None:
                 return existing.id
         # Parsing a payload (a C1 output can be tens of MB) happens outside the lock.
@@ -123,9 +140,11 @@ class EngineCore:
             )
         with self._cv:
             self._check_accepting()
-            existing = self._dedup(request, digest)  # a twin may have won the race
+            existing = self._dedup(request, digest) if dedup else None  # a twin may have won
             if existing is not None:
                 return existing.id
+            if job_id is not None and job_id in self._jobs:
+                raise BadInput(f"job id {job_id!r} is already in use")
             self._budget.check_can_fit(
                 info.srs_bytes + info.shape_bytes + sum(info.partition_parts.values()),
                 f"a partition of {request.circuit_id} (with its parameters resident)",
@@ -135,7 +154,7 @@ class EngineCore:
             for d in self._devices:
                 if d.staging is not None and staged:
                     d.staging.check_can_fit(staged, f"a partition of {request.circuit_id}")
-            job = Job(f"job-{seq}", seq, request, digest, info, statement)
+            job = Job(job_id or f"job-{seq}", seq, request, digest, info, statement)
             now = self._clock()
             for i in range(statement.partitions):
                 part = Partition(job, i)
@@ -143,7 +162,7 @@ class EngineCore:
                 job.parts.append(part)
                 self._scheduler.enqueue(part.key, part)
             self._jobs[job.id] = job
-            if request.request_id is not None:
+            if dedup and request.request_id is not None:
                 self._by_request[request.request_id] = job
             self._cv.notify_all()
         log.debug(
@@ -160,11 +179,10 @@ class EngineCore:
         if not job.done.wait(timeout):
             raise TimeoutError(f"{job_id} has not finished after {timeout} s")
         with self._cv:
-            state, error, text, res = job.state, job.error, job.error_text, job.result
-        if state is JobState.SUCCEEDED and res is not None:
-            return res
-        category = next((c for c in _CATEGORIES if isinstance(error, c)), InternalError)
-        raise category(f"{job_id} {state.value}: {text}") from error
+            if job.state is JobState.SUCCEEDED and job.result is not None:
+                return job.result
+            failure = _failure(job)
+        raise failure from job.error
 
     def cancel(self, job_id: str) -> bool:
         job = self._job(job_id)
@@ -175,6 +193,7 @@ class EngineCore:
         return True
 
     def preload(self, circuit_id: str, timeout: float | None = None) -> None:
+        circuit_id = canonical_id(circuit_id)
         info = self._info(circuit_id)
         deadline = None if timeout is None else time.monotonic() + timeout
         with self._cv:
@@ -187,7 +206,7 @@ class EngineCore:
                     self._srs.touch(entry)
                     return
                 if entry is not None:  # loading elsewhere: wait for that outcome
-                    self._wait(lambda e=entry: e.state != LOADING, deadline, "preload")
+                    self._wait(partial(_not_loading, entry), deadline, "preload")
                     if entry.error is not None:
                         raise entry.error
                     continue
@@ -200,6 +219,10 @@ class EngineCore:
             raise entry.error
 
     def evict(self, circuit_id: str) -> bool:
+        try:
+            circuit_id = canonical_id(circuit_id)
+        except BadInput:
+            return False  # no such circuit, so nothing of it is resident
         with self._cv:
             entry = self._srs.get(circuit_id)
             if entry is None or entry.state != RESIDENT or entry.users:
@@ -315,9 +338,9 @@ class EngineCore:
 
     def _wait(
         self,
-        predicate,
+        predicate: Callable[[], bool],
         deadline: float | None,
-        what: str = "",  # noqa: ANN001
+        what: str = "",
         *,
         raise_on_timeout: bool = True,
         once: bool = False,
@@ -348,8 +371,20 @@ class EngineCore:
         for p in ready:
             self._release(p, PartitionState.DISCARDED)
         self._retire(job)
-        job.done.set()
+        self._ended(job)
         self._cv.notify_all()
+
+    def _ended(self, job: Job) -> None:
+        """A job just became terminal: wake its waiters and post its outcome."""
+        job.done.set()
+        if self._on_terminal is None:
+            return
+        ok = job.state is JobState.SUCCEEDED
+        req = job.request
+        result, error = (job.result, None) if ok else (None, _failure(job))
+        self._on_terminal(
+            JobOutcome(job.id, req.request_id, req.circuit_id, job.state, result, error)
+        )
 
     def _release(self, part: Partition, final: PartitionState) -> None:
         """The one exit from the active states: give back memory and the residency pin."""
@@ -441,7 +476,7 @@ class EngineCore:
             loaded = e
         with self._cv:
             entry.load_span = (started, self._clock())
-            self._srs.finish(entry, loaded)  # type: ignore[arg-type]
+            self._srs.finish(entry, loaded)
             self._cv.notify_all()
 
     def begin_synthesis(self, part: Partition) -> bool:
@@ -568,7 +603,7 @@ class EngineCore:
                 p.output = None
             job.state = JobState.SUCCEEDED
             self._retire(job)
-            job.done.set()
+            self._ended(job)
             self._cv.notify_all()
 
     def fail(self, part: Partition, error: BaseException, stage: str) -> None:
@@ -587,8 +622,27 @@ class EngineCore:
         self._terminate(job, JobState.FAILED, error, text)
 
 
+def _failure(job: Job) -> CuzkError:
+    """The error a failed or cancelled job reports: its cause's category, else InternalError."""
+    category = next((c for c in _CATEGORIES if isinstance(job.error, c)), InternalError)
+    return category(f"{job.id} {job.state.value}: {job.error_text}")
+
+
+def _check_job_id(job_id: object) -> None:
+    if (
+        not isinstance(job_id, str)
+        or not 0 < len(job_id) <= MAX_JOB_ID_LEN
+        or not job_id.isprintable()
+    ):
+        raise BadInput(f"a job id must be 1–{MAX_JOB_ID_LEN} printable characters, got {job_id!r}")
+
+
 def _srs_wait(job: Job) -> float:
     """The job's share of its queue wait spent on its parameters loading: that of the
     partition whose synthesis started first (the end of the job's queue wait)."""
     started = [p for p in job.parts if "synth_start" in p.marks]
     return min(started, key=lambda p: p.marks["synth_start"]).srs_wait if started else 0.0
+
+
+def _not_loading(entry: Resident) -> bool:
+    return entry.state != LOADING

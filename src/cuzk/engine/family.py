@@ -7,20 +7,19 @@ assembler — does not care whose key it proves with. What differs between a bel
 is confined to a :class:`ProverFamily`:
 
 * ``open``: parse and check a request at submit, size its job (:class:`CircuitInfo`);
-* ``load``: read the key and make its bases resident (on the :class:`SrsManager`'s backends);
+* ``load``: read the key as :class:`~cuzk.groth16.keys.Parameters` (a snarkjs key's bases
+  translated into bellperson's layout, its QAP reduction recorded in the key) and make its
+  vectors resident (on the :class:`SrsManager`'s backends);
 * ``synthesize``: turn a partition into an assignment (a synthesis worker);
-* ``stage`` / ``start`` / ``wait`` / ``drain`` / ``assemble``: the device worker's stages;
 * ``unverified``: the error a proof that fails the final check becomes.
+
+Everything after synthesis — staging, the kernels, assembly — is the one prover's
+(:mod:`cuzk.groth16.prover`), the same for every family, so snarkjs partitions stage outside
+the compute lock like all others.
 
 A circuit id picks its family (:func:`family_for`): ``snarkjs:NAME`` is the snarkjs family,
 everything else bellperson's. The info of a job records the family's name, so every later
 stage finds it with :func:`family_of`.
-
-Staging: bellperson's prover splits its host→device uploads (``prover.stage``) from the
-kernels so that, with ``EngineConfig.staging``, uploads run outside the compute lock. The
-snarkjs prover has no such split (its ``start`` evaluates a, b from the key's matrices and
-submits the MSMs in one go), so it runs entirely inside the lock and draws nothing from the
-staging area; the lock still serialises its kernels with every other partition's.
 """
 
 from __future__ import annotations
@@ -29,30 +28,26 @@ import logging
 import time
 import weakref
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from cuzk.circuits import Statement, open_statement
-from cuzk.circuits.registry import snarkjs_name
+from cuzk.circuits.catalogue import prover_of, snarkjs_name
 from cuzk.circuits.statement import payload_digest
-from cuzk.engine.budget import (
-    KERNEL_BYTES_PER_DOMAIN,
-    SHAPE_DERIVED_BYTES_PER_VARIABLE,
-    SRS_RESIDENT_FACTOR,
-)
+from cuzk.engine.budget import SHAPE_DERIVED_BYTES_PER_VARIABLE, SRS_RESIDENT_FACTOR
 from cuzk.engine.srs import CircuitInfo, circuit_info
 from cuzk.errors import BadInput, InternalError
 from cuzk.field import fr
 from cuzk.groth16 import prover
-from cuzk.groth16.proof import Proof
-from cuzk.r1cs import BulkWitness, R1CSShape
+from cuzk.groth16.keys import Parameters
+from cuzk.r1cs import BulkWitness, Circuit, R1CSShape
+from cuzk.r1cs.blocks import BlockCircuit
 
 if TYPE_CHECKING:
     from cuzk.engine.config import EngineConfig
     from cuzk.engine.job import Partition
     from cuzk.engine.request import ProofRequest
-    from cuzk.engine.srs import Resident, SrsManager
+    from cuzk.engine.srs import SrsManager
     from cuzk.engine.synth_pool import SynthesisPool
-    from cuzk.engine.workers import Device
 
 log = logging.getLogger(__name__)
 
@@ -61,7 +56,6 @@ class ProverFamily:
     """One key format's half of the engine (see the module docstring); stateless."""
 
     name: ClassVar[str]
-    stages: ClassVar[bool]  # has a staging step that may run outside the compute lock
 
     def info(self, circuit_id: str, config: EngineConfig) -> CircuitInfo:
         """Validate the id and key file, and size the circuit (cheap: headers only)."""
@@ -71,39 +65,15 @@ class ProverFamily:
         """Parse and check a request completely (BadInput naming the problem)."""
         raise NotImplementedError
 
-    def load(self, srs: SrsManager, info: CircuitInfo) -> tuple[Any, R1CSShape]:
-        """Read the key, make its vectors resident on every device; (key, shape). The key
-        has ``vk`` and ``vectors`` (what residency evicts)."""
+    def load(self, srs: SrsManager, info: CircuitInfo) -> tuple[Parameters, R1CSShape]:
+        """Read the key, make its vectors resident on every device; (key, shape)."""
         raise NotImplementedError
 
-    def synthesize(self, part: Partition, pool: SynthesisPool | None = None) -> tuple[Any, Any]:
-        """(circuit, assignment) of a partition; BadInput if the witness is not acceptable."""
-        raise NotImplementedError
-
-    def staged_bytes(self, info: CircuitInfo) -> int:
-        """Staging-area bytes a partition holds from staging until its kernels end."""
-        return 0
-
-    def stage(self, part: Partition, entry: Resident, device: Device) -> Any:
-        return None
-
-    def release_staged(self, staged: Any, device: Device) -> None:
-        """Give back what ``stage`` borrowed (idempotent through the caller's resets)."""
-
-    def start(self, part: Partition, entry: Resident, device: Device, staged: Any) -> Any:
-        """Submit the kernels (under the compute lock); returns the pending proof."""
-        raise NotImplementedError
-
-    def wait(self, pending: Any) -> Any:
-        """Wait for the device's work (still under the lock); returns the MSM sums."""
-        raise NotImplementedError
-
-    def drain(self, pending: Any) -> None:
-        """After a failure: wait out the device's remaining work, ignoring errors."""
-        raise NotImplementedError
-
-    def assemble(self, pending: Any, sums: Any) -> tuple[Proof, tuple[int, ...]]:
-        """The proof and its public inputs (without ONE), outside the lock, unverified."""
+    def synthesize(
+        self, part: Partition, pool: SynthesisPool | None = None
+    ) -> tuple[Circuit | None, prover.Assignment]:
+        """(circuit, assignment) of a partition; BadInput if the witness is not acceptable.
+        The circuit, when there is one, names a violated constraint if the kernels find one."""
         raise NotImplementedError
 
     def unverified(self, index: int) -> Exception:
@@ -118,7 +88,6 @@ class BellpersonFamily(ProverFamily):
     """bellperson ``.params`` keys; circuits synthesized in-process (:mod:`cuzk.groth16`)."""
 
     name = "bellperson"
-    stages = True
 
     def info(self, circuit_id: str, config: EngineConfig) -> CircuitInfo:
         return circuit_info(circuit_id, config.params_path(circuit_id), config.backend,
@@ -129,10 +98,12 @@ class BellpersonFamily(ProverFamily):
         statement = open_statement(request.circuit_id, request.seeds, request.payload)
         return statement, self.info(request.circuit_id, config)
 
-    def load(self, srs: SrsManager, info: CircuitInfo) -> tuple[Any, R1CSShape]:
+    def load(self, srs: SrsManager, info: CircuitInfo) -> tuple[Parameters, R1CSShape]:
         return srs.load(info)
 
-    def synthesize(self, part: Partition, pool: SynthesisPool | None = None) -> tuple[Any, Any]:
+    def synthesize(
+        self, part: Partition, pool: SynthesisPool | None = None
+    ) -> tuple[Circuit | None, prover.Assignment]:
         statement = part.job.statement
         circuit = statement.circuit(part.index)
         if pool is None or isinstance(circuit, BulkWitness):
@@ -140,7 +111,11 @@ class BellpersonFamily(ProverFamily):
         else:  # Python gadget code: build the witness in a worker process, off this GIL
             t0 = time.perf_counter()
             req = part.job.request
-            inputs, aux = pool.synthesize(req.circuit_id, req.seeds, req.payload, part.index)
+            args = (req.circuit_id, req.seeds, req.payload, part.index)
+            if isinstance(circuit, BlockCircuit) and circuit.block_count() > 1:
+                inputs, aux = pool.synthesize_blocks(*args, circuit.block_count())
+            else:
+                inputs, aux = pool.synthesize(*args)
             assignment = prover.Assignment(fr.from_ints(inputs), aux, tuple(inputs[1:]))
             part.timings.record("synthesis", time.perf_counter() - t0)
         expected = statement.expected(part.index)
@@ -150,36 +125,6 @@ class BellpersonFamily(ProverFamily):
                 f"(input {_first_difference(assignment.public_inputs, expected)} differs)"
             )
         return circuit, assignment
-
-    def staged_bytes(self, info: CircuitInfo) -> int:
-        device, host = prover.staged_bytes(info.num_variables)
-        return device + host + KERNEL_BYTES_PER_DOMAIN * info.domain_size
-
-    def stage(self, part: Partition, entry: Resident, device: Device) -> Any:
-        assert part.assignment is not None and entry.shape is not None
-        return prover.stage(part.assignment, entry.shape, device.backend, device.pinned.take,
-                            part.timings)  # fmt: skip
-
-    def release_staged(self, staged: Any, device: Device) -> None:
-        for buf in staged.host_buffers:
-            device.pinned.give(buf)
-
-    def start(self, part: Partition, entry: Resident, device: Device, staged: Any) -> Any:
-        return prover.start(staged, entry.shape, entry.params, device.backend,  # type: ignore[arg-type]
-                            part.circuit, part.timings)  # fmt: skip
-
-    def wait(self, pending: Any) -> Any:
-        return prover.wait_kernels(pending)
-
-    def drain(self, pending: Any) -> None:
-        for f in (pending.h, pending.l, pending.a, pending.b_g1, pending.b_g2):
-            try:
-                f.result()
-            except BaseException:  # noqa: BLE001, S110 - the first failure is already reported
-                pass
-
-    def assemble(self, pending: Any, sums: Any) -> tuple[Proof, tuple[int, ...]]:
-        return prover.assemble(pending, sums), tuple(pending.public_inputs)
 
 
 class SnarkjsFamily(ProverFamily):
@@ -194,7 +139,6 @@ class SnarkjsFamily(ProverFamily):
     """
 
     name = "snarkjs"
-    stages = False
 
     def key_path(self, circuit_id: str, config: EngineConfig) -> Path:
         return config.param_dir / f"{snarkjs_name(circuit_id)}.zkey"
@@ -210,7 +154,8 @@ class SnarkjsFamily(ProverFamily):
             )
         h = read_zkey_header(path)
         m = h.domain_size
-        # CSR of A and B: int64 index + 32-byte coefficient per entry, an indptr per matrix.
+        # CSR of A and B at worst (zkey coefficients may all differ): a 4-byte column, a
+        # 4-byte id and a 32-byte table row per entry, an indptr per matrix.
         shape_bytes = (
             h.coefficient_entries * 40
             + 3 * 8 * (m + 1)
@@ -237,22 +182,18 @@ class SnarkjsFamily(ProverFamily):
                 f"{name} has {len(witness)} wires; {info.params_path} expects nVars = "
                 f"{info.num_variables} (a witness of another circuit?)"
             )
-        n_public = read_zkey_header(info.params_path).n_public
-        public = tuple(witness.public(n_public))
+        n_in = read_zkey_header(info.params_path).n_public + 1
+        public = tuple(witness.public(n_in - 1))
         del witness  # the request keeps the bytes; synthesis parses them again
         digest = payload_digest(cid, (), payload)
-        return (
-            Statement(
-                cid,
-                1,
-                lambda _i: read_wtns(name, payload),
-                digest,  # type: ignore[arg-type, return-value]
-                (public,),
-            ),  # fmt: skip
-            info,
-        )
 
-    def load(self, srs: SrsManager, info: CircuitInfo) -> tuple[Any, R1CSShape]:
+        def assignment(_index: int) -> prover.Assignment:
+            z = read_wtns(name, payload).values
+            return prover.Assignment(z[:n_in], z[n_in:], public)
+
+        return Statement(cid, 1, assignment, digest, (public,)), info  # type: ignore[arg-type]
+
+    def load(self, srs: SrsManager, info: CircuitInfo) -> tuple[Parameters, R1CSShape]:
         from cuzk.interop.prover import prepare
         from cuzk.interop.zkey import read_zkey
 
@@ -266,34 +207,17 @@ class SnarkjsFamily(ProverFamily):
             log.warning("cannot cache the bases of %s in %s (%s); translating into a "
                         "temporary file", info.params_path, cache, e)  # fmt: skip
             key = prepare(zkey)
-            weakref.finalize(key, key.bases.remove)
-        srs.preload(key.vectors)
-        return key, key.shape
+            weakref.finalize(key.params, key.bases.remove)  # the engine keeps the params
+        with key.section_errors():
+            srs.preload(key.vectors)
+        return key.params, key.shape
 
-    def synthesize(self, part: Partition, pool: SynthesisPool | None = None) -> tuple[Any, Any]:
-        witness = part.job.statement.circuit(part.index)  # a Witness for this family
-        return None, witness
-
-    def start(self, part: Partition, entry: Resident, device: Device, staged: Any) -> Any:
-        from cuzk.interop.prover import start
-
-        return start(entry.params, part.assignment, device.backend,  # type: ignore[arg-type]
-                     timings=part.timings)  # fmt: skip
-
-    def wait(self, pending: Any) -> Any:
-        from cuzk.interop.prover import wait_msms
-
-        return wait_msms(pending)
-
-    def drain(self, pending: Any) -> None:
-        from cuzk.interop.prover import drain
-
-        drain(pending)
-
-    def assemble(self, pending: Any, sums: Any) -> tuple[Proof, tuple[int, ...]]:
-        from cuzk.interop.prover import assemble
-
-        return assemble(pending, sums), tuple(pending.public)
+    def synthesize(
+        self, part: Partition, pool: SynthesisPool | None = None
+    ) -> tuple[Circuit | None, prover.Assignment]:
+        assignment = part.job.statement.circuit(part.index)  # an Assignment for this family
+        assert isinstance(assignment, prover.Assignment)
+        return None, assignment
 
     def unverified(self, index: int) -> Exception:
         # The key has no C matrix, so an unsatisfying witness is only seen here.
@@ -313,8 +237,9 @@ _FAMILIES: dict[str, ProverFamily] = {f.name: f for f in (BELLPERSON, SNARKJS)}
 
 
 def family_for(circuit_id: str) -> ProverFamily:
-    """The family a circuit id belongs to (BadInput for a malformed ``snarkjs:`` id)."""
-    return SNARKJS if snarkjs_name(circuit_id) is not None else BELLPERSON
+    """The family the catalogue names for a circuit id (BadInput for an unknown or malformed
+    id)."""
+    return _FAMILIES[prover_of(circuit_id)]
 
 
 def family_of(info: CircuitInfo) -> ProverFamily:

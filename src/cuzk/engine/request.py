@@ -192,6 +192,23 @@ class JobResult:
 
 
 @dataclass(frozen=True)
+class JobOutcome:
+    """How a job ended, as the engine's completion callback receives it (once per job).
+
+    ``result`` is set when ``state`` is SUCCEEDED; otherwise ``error`` is what
+    :meth:`cuzk.engine.Engine.result` would raise (its category — BadInput, ResourceExhausted,
+    DeviceFault, InternalError or JobCancelled — with a message naming the partition and stage).
+    """
+
+    job_id: str
+    request_id: str | None
+    circuit_id: str
+    state: JobState  # SUCCEEDED, FAILED or CANCELLED
+    result: JobResult | None
+    error: CuzkError | None
+
+
+@dataclass(frozen=True)
 class PartitionStatus:
     index: int
     state: PartitionState

@@ -25,8 +25,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
-
 from cuzk.backend.base import Backend, PointSet
 from cuzk.circuits import get_circuit
 from cuzk.engine.budget import (
@@ -43,6 +41,7 @@ from cuzk.groth16.params_io import G1_SIZE, G2_SIZE, read_header, read_params
 from cuzk.groth16.prover import check_compatible
 from cuzk.r1cs import R1CSShape, synthesize_shape
 from cuzk.r1cs.cache import ShapeCache
+from cuzk.r1cs.shape import SHAPE_FORMAT_VERSION, matrix_files, shape_format
 
 log = logging.getLogger(__name__)
 
@@ -112,10 +111,10 @@ def _cached_shape_bytes(
     if shape_cache is None:
         return None
     d = ShapeCache(shape_cache).path_for(circuit_id)
-    if not (d / "meta.json").exists():
+    if shape_format(d) != SHAPE_FORMAT_VERSION:  # absent, or stale: the cache rebuilds it
         return None
     try:
-        files = sum(f.stat().st_size for f in d.glob("*.npy"))
+        files = sum(f.stat().st_size for f in matrix_files(d))
         return files + SHAPE_DERIVED_BYTES_PER_VARIABLE * num_variables
     except OSError:
         return None
@@ -143,12 +142,7 @@ class Resident:
 
 def shape_nbytes(shape: R1CSShape) -> int:
     """The matrices, plus the masks and row indices the prover derives and keeps."""
-    matrices = sum(
-        int(np.asarray(x).nbytes)
-        for m in (shape.a, shape.b, shape.c)
-        for x in (m.indptr, m.indices, m.coeffs)
-    )
-    return matrices + SHAPE_DERIVED_BYTES_PER_VARIABLE * shape.num_variables
+    return shape.nbytes + SHAPE_DERIVED_BYTES_PER_VARIABLE * shape.num_variables
 
 
 class SrsManager:

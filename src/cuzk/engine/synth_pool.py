@@ -12,6 +12,11 @@ opens the statement (keeping the last few, keyed by payload digest, so the parti
 job parse their payload once per worker), builds the partition's witness, converts it to the
 Montgomery vector and hands it back through shared memory — a 2 KiB PoRep witness is 86 MB,
 a 32 GiB one 4 GB, too much to pickle through a pipe.
+
+A partition whose circuit is a header and k independent blocks (:mod:`cuzk.r1cs.blocks`: one
+per PoRep challenge) is itself spread over the pool: one task per block view, reassembled
+straight from the workers' shared memory into the partition's vector (one copy), so a 32 GiB
+partition takes the time of its slowest challenge, not of all 18 in a row.
 """
 
 from __future__ import annotations
@@ -25,9 +30,14 @@ from multiprocessing import resource_tracker, shared_memory
 import numpy as np
 
 from cuzk.errors import InternalError
+from cuzk.r1cs.blocks import assemble, groups
 
 _STATEMENTS: OrderedDict[str, object] = OrderedDict()  # worker side: digest → Statement
 _KEEP_STATEMENTS = 4
+#: A block circuit is cut into at most this many views per pool process (one view per block
+#: where there are fewer: a PoRep partition's 18 challenges; groups of sectors for WindowPoSt's
+#: 2,349), so the pool stays busy to the end without a task per tiny block.
+TASKS_PER_PROCESS = 4
 
 
 class SynthesisPool:
@@ -48,14 +58,57 @@ class SynthesisPool:
         Montgomery (n, 4) vector). Raises what the worker raised (BadInput for a witness the
         payload cannot give); InternalError if the worker process died."""
         future = self._pool.submit(_remote, circuit_id, tuple(seeds), payload, index)
-        try:
-            inputs, name, rows = future.result()
-        except cf.process.BrokenProcessPool as e:
-            raise InternalError(f"a synthesis worker process died: {e}") from e
+        inputs, name, rows = _result(future)
         return inputs, _take(name, rows)
+
+    def synthesize_blocks(
+        self, circuit_id: str, seeds: Sequence[int], payload: bytes, index: int, blocks: int
+    ) -> tuple[list[int], np.ndarray]:
+        """The same witness for a block circuit of ``blocks`` blocks, one task per view."""
+        views: list[tuple[int, ...]] = [(), *groups(blocks, TASKS_PER_PROCESS * self.processes)]
+        futures = [
+            self._pool.submit(_remote, circuit_id, tuple(seeds), payload, index, v) for v in views
+        ]
+        results = []
+        try:
+            for f in futures:
+                results.append(_result(f))
+        except BaseException:
+            for f in futures:
+                f.cancel()
+            for f in futures:  # free every segment a finished task left behind
+                if not f.cancelled() and f.exception() is None:
+                    _free(f.result()[1])
+            raise
+        segments = [shared_memory.SharedMemory(name=name) for _, name, _ in results]
+        try:
+            pieces = [
+                (inputs, np.ndarray((rows, 4), dtype=np.uint64, buffer=shm.buf))
+                for (inputs, _, rows), shm in zip(results, segments, strict=True)
+            ]
+            witness = assemble(pieces[0], pieces[1:])
+            del pieces  # the views into the segments, before they close
+            return witness
+        finally:
+            for shm in segments:
+                shm.close()
+                shm.unlink()
 
     def close(self) -> None:
         self._pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _result(future: cf.Future) -> tuple[list[int], str, int]:
+    try:
+        return future.result()
+    except cf.process.BrokenProcessPool as e:
+        raise InternalError(f"a synthesis worker process died: {e}") from e
+
+
+def _free(name: str) -> None:
+    shm = shared_memory.SharedMemory(name=name)
+    shm.close()
+    shm.unlink()
 
 
 def _take(name: str, rows: int) -> np.ndarray:
@@ -76,8 +129,14 @@ def _init_worker() -> None:
 
 
 def _remote(
-    circuit_id: str, seeds: tuple[int, ...], payload: bytes, index: int
+    circuit_id: str,
+    seeds: tuple[int, ...],
+    payload: bytes,
+    index: int,
+    blocks: tuple[int, ...] | None = None,
 ) -> tuple[list[int], str, int]:
+    """Partition ``index``'s witness (with ``blocks``: of its view on those blocks), its aux
+    vector left in a shared-memory segment for the parent."""
     from cuzk.circuits import open_statement
     from cuzk.circuits.statement import payload_digest
     from cuzk.field import fr
@@ -89,6 +148,8 @@ def _remote(
     while len(_STATEMENTS) > _KEEP_STATEMENTS:
         _STATEMENTS.popitem(last=False)
     circuit = statement.circuit(index)  # type: ignore[attr-defined]
+    if blocks is not None:
+        circuit = circuit.view(blocks)
     if isinstance(circuit, BulkWitness):
         inputs, aux = circuit.assignment()
     else:

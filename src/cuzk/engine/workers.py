@@ -3,9 +3,10 @@
 A worker only computes; every decision (what runs next, whether memory fits, whether a job is
 still wanted) is the core's, taken under its lock through the :class:`Pipeline` methods. A
 worker never holds the engine lock while computing, and holds a device's compute lock only
-around the kernel region (the family's start + wait); assembly of A, B, C runs outside it so
-the device's next partition can start meanwhile. What differs between key formats (staging,
-the prover's calls) is the job's :class:`~cuzk.engine.family.ProverFamily`'s.
+around the kernel region (the prover's start + wait); assembly of A, B, C runs outside it so
+the device's next partition can start meanwhile. What differs between key formats (reading
+the key, synthesis) is the job's :class:`~cuzk.engine.family.ProverFamily`'s; staging, the
+kernels and assembly are the one prover's (:mod:`cuzk.groth16.prover`) for every family.
 
 Why synthesis runs on threads, not processes — measured on this 2-core machine (another
 benchmark was running, so expect ±30%), witnesses of the synthetic circuit per second
@@ -48,13 +49,12 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from typing import TYPE_CHECKING, Any, Protocol
-
-import numpy as np
+from typing import TYPE_CHECKING, Protocol
 
 from cuzk.backend.base import Backend
 from cuzk.engine.assembler import PartitionProof
-from cuzk.engine.family import ProverFamily, family_of
+from cuzk.engine.budget import KERNEL_BYTES_PER_DOMAIN
+from cuzk.engine.family import family_of
 from cuzk.engine.staging import PinnedPool, StagingArea
 from cuzk.errors import DeviceFault, InternalError
 from cuzk.groth16 import prover
@@ -84,8 +84,7 @@ class Device:
         self.lock = threading.Lock()  # held only around the kernel region
         self.staging_lock = threading.Lock()  # held only around uploads (staging mode)
         self.staging = staging
-        pinned = getattr(backend, "pinned_empty", None)
-        self.pinned = PinnedPool(pinned or _plain_rows, pinned_pool_bytes)
+        self.pinned = PinnedPool(backend.host_vector, pinned_pool_bytes)
         self.kernel_seconds = 0.0  # written by whoever holds the lock
 
     def __repr__(self) -> str:
@@ -178,21 +177,19 @@ class DeviceWorker(Worker):
         self.busy_with = part.label
         stage = "loading parameters"
         device = self.device
-        family = family_of(part.job.info)
         held = 0
-        staged: Any = None
+        staged: prover.StagedInputs | None = None
         try:
             entry = self.core.wait_resident(part)
-            assert entry.params is not None and entry.shape is not None
-            if device.staging is not None and family.stages:
+            if device.staging is not None:
                 stage = "staging"
-                need = family.staged_bytes(part.job.info)
+                need = staged_bytes_for(part.job.info)
                 if not device.staging.reserve(need, lambda: part.job.terminal):
                     self.core.abandon(part)
                     return True
                 held = need
                 with device.staging_lock:
-                    staged = family.stage(part, entry, device)
+                    staged = self._stage(part, entry)
             stage = "kernels"
             with device.lock:
                 if not self.core.begin_kernels(part):
@@ -200,47 +197,59 @@ class DeviceWorker(Worker):
                 t0 = time.perf_counter()
                 try:
                     if staged is None:
-                        staged = family.stage(part, entry, device)
-                    sums, pending = self._kernels(family, part, entry, staged)
+                        staged = self._stage(part, entry)
+                    sums, pending = self._kernels(part, entry, staged)
                 finally:
                     self.core.end_kernels(part, device, time.perf_counter() - t0)
             time.sleep(0)  # hand the GIL to the worker now waking on the compute lock
-            self._give_back(family, staged, held)
+            self._give_back(staged, held)
             staged, held = None, 0
             if not self.core.kernels_done(part):
                 return True
             stage = "finalize"
-            proof, public_inputs = family.assemble(pending, sums)
+            proof = prover.assemble(pending, sums)
             if self.core.fault("bad_proof", part):
                 proof = Proof(proof.a, proof.b, proof.a)  # well-formed, does not verify
         except Exception as e:  # noqa: BLE001 - isolated to this job
             self.core.fail(part, e, stage)
             return True
         finally:
-            self._give_back(family, staged, held)
-        self.core.partition_done(part, PartitionProof(part.index, proof, public_inputs))
+            self._give_back(staged, held)
+        output = PartitionProof(part.index, proof, tuple(pending.public_inputs))
+        self.core.partition_done(part, output)
         return True
 
-    def _give_back(self, family: ProverFamily, staged: Any, held: int) -> None:
+    def _stage(self, part: Partition, entry: Resident) -> prover.StagedInputs:
+        """The partition's MSM scalars gathered into pinned buffers and handed to the backend."""
+        assert self.device is not None and part.assignment is not None
+        assert entry.shape is not None
+        backend, pinned = self.device.backend, self.device.pinned
+        return prover.stage(part.assignment, entry.shape, backend, pinned.take, part.timings)
+
+    def _give_back(self, staged: prover.StagedInputs | None, held: int) -> None:
         """Return pinned buffers and staged bytes (idempotent through the caller's resets)."""
         assert self.device is not None
         if staged is not None:
-            family.release_staged(staged, self.device)
+            for buf in staged.host_buffers:
+                self.device.pinned.give(buf)
         if held and self.device.staging is not None:
             self.device.staging.release(held)
 
     def _kernels(
-        self, family: ProverFamily, part: Partition, entry: Resident, staged: Any
-    ) -> tuple[Any, Any]:
+        self, part: Partition, entry: Resident, staged: prover.StagedInputs
+    ) -> tuple[prover.MsmSums, prover.PendingProof]:
         """The region under the compute lock: a/b/c, H, the five MSMs, and the wait for them."""
         assert self.device is not None
+        assert entry.params is not None and entry.shape is not None
         if self.core.fault("slow_kernel", part):
             time.sleep(self.core.slow_kernel_s)
-        pending = family.start(part, entry, self.device, staged)
+        backend = self.device.backend
+        pending = prover.start(staged, entry.shape, entry.params, backend, part.circuit,
+                               part.timings)  # fmt: skip
         try:
-            sums = family.wait(pending)
+            sums = prover.wait_kernels(pending)
         except BaseException:
-            family.drain(pending)  # the device's work ends here, not in the next partition's
+            prover.drain(pending)  # the device's work ends here, not in the next partition's
             raise
         if self.core.fault("kernel", part):
             raise DeviceFault(f"injected fault: kernel failed on device {self.device.index}")
@@ -248,11 +257,7 @@ class DeviceWorker(Worker):
 
 
 def staged_bytes_for(info: CircuitInfo) -> int:
-    """What a staged partition holds on its device until its kernels end: the assignment's
-    copy, the uploaded MSM scalars and the kernels' working set (0 for a family that does
-    not stage)."""
-    return family_of(info).staged_bytes(info)  # a family that does not stage says 0
-
-
-def _plain_rows(n: int) -> np.ndarray:
-    return np.empty((n, 4), dtype=np.uint64)
+    """What a staged partition holds until its kernels end: the pinned host buffers, their
+    copies in the backend and the kernels' working set."""
+    device, host = prover.staged_bytes(info.num_variables)
+    return device + host + KERNEL_BYTES_PER_DOMAIN * info.domain_size

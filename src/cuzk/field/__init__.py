@@ -4,18 +4,8 @@
 compile lazily (and once per machine, through numba's disk cache) on first use.
 """
 
-import os
-
-# numba's OpenMP threading layer is the one that is safe to call from several Python threads at
-# once (the pipelined engine does). GNU OpenMP's default wait policy busy-spins its idle workers,
-# and on small VMs every parallel launch then costs ~8 ms instead of ~5 µs (measured on the
-# 2-vCPU dev box), which dominates any kernel on short vectors. Passive waiting costs nothing
-# measurable on long ones. setdefault: an operator's explicit choice wins. It only takes effect
-# if libgomp has not been loaded yet, i.e. before the first parallel kernel runs.
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-
-from cuzk.field import constants, fr  # noqa: E402
-from cuzk.field.constants import (  # noqa: E402
+from cuzk.field import constants, fr
+from cuzk.field.constants import (
     FP_BYTES,
     FR_BYTES,
     FR_GENERATOR,
@@ -25,7 +15,7 @@ from cuzk.field.constants import (  # noqa: E402
     P,
     R,
 )
-from cuzk.field.fr import FrVec  # noqa: E402
+from cuzk.field.fr import FrVec
 
 __all__ = [
     "FP_BYTES",

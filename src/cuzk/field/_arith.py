@@ -72,7 +72,9 @@ def _split(builder: ir.IRBuilder, t: ir.Value) -> tuple[ir.Value, ir.Value]:
     return lo, hi
 
 
-def _mac(builder: ir.IRBuilder, a: ir.Value, b: ir.Value, c: ir.Value, d: ir.Value):
+def _mac(
+    builder: ir.IRBuilder, a: ir.Value, b: ir.Value, c: ir.Value, d: ir.Value
+) -> tuple[ir.Value, ir.Value]:
     # a·b + c + d < 2^128 for 64-bit inputs, so one i128 holds it exactly.
     z = builder.zext
     t = builder.add(builder.add(builder.mul(z(a, _I128), z(b, _I128)), z(c, _I128)), z(d, _I128))

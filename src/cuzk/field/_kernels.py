@@ -41,27 +41,24 @@ CHUNK = 1 << 12
 
 _NEG_ONE_T = tuple(np.uint64(((R - 1) * 2**256 % R) >> (64 * k) & (2**64 - 1)) for k in range(4))
 
-_PAR = {"cache": True, "nogil": True, "parallel": True}
-_SER = {"cache": True, "nogil": True}
-
 
 # --- conversions ---------------------------------------------------------------------------------
 
 
-@njit(**_PAR)
+@njit(cache=True, nogil=True, parallel=True)
 def k_to_mont(src, out):
     """Any 256-bit limbs → Montgomery form; reduces first (2^256 < 3r, so two steps suffice)."""
     for i in prange(src.shape[0]):
         store(out, i, to_mont(reduce_once(reduce_once(load(src, i)))))
 
 
-@njit(**_PAR)
+@njit(cache=True, nogil=True, parallel=True)
 def k_from_mont(src, out):
     for i in prange(src.shape[0]):
         store(out, i, from_mont(load(src, i)))
 
 
-@njit(**_SER)
+@njit(cache=True, nogil=True)
 def k_first_non_canonical(src):
     """Index of the first row whose integer value is ≥ r, or −1.
 
@@ -74,7 +71,7 @@ def k_first_non_canonical(src):
     return -1
 
 
-@njit(**_SER)
+@njit(cache=True, nogil=True)
 def k_first_zero(src):
     """Index of the first zero row, or −1 (serial, like :func:`k_first_non_canonical`)."""
     for i in range(src.shape[0]):
@@ -83,14 +80,14 @@ def k_first_zero(src):
     return -1
 
 
-@njit(**_PAR)
+@njit(cache=True, nogil=True, parallel=True)
 def k_take_rows(src, idx, out, offset):
     """out[offset + i] = src[idx[i]]: the prover's scalar gathers, on every core, GIL-free."""
     for i in prange(idx.shape[0]):
         store(out, offset + i, load(src, idx[i]))
 
 
-@njit(**_PAR)
+@njit(cache=True, nogil=True, parallel=True)
 def k_copy_rows(src, out, offset):
     """out[offset + i] = src[i], on every core (one numpy copy of 2^24 rows is one core's
     memory bandwidth, ≈ 50 ms)."""
@@ -98,7 +95,7 @@ def k_copy_rows(src, out, offset):
         store(out, offset + i, load(src, i))
 
 
-@njit(**_PAR)
+@njit(cache=True, nogil=True, parallel=True)
 def k_index_bounds(idx):
     """(min, max) of a non-empty index array in one parallel pass."""
     lo = idx[0]
@@ -109,7 +106,7 @@ def k_index_bounds(idx):
     return lo, hi
 
 
-@njit(**_PAR)
+@njit(cache=True, nogil=True, parallel=True)
 def k_classify(src, out):
     for i in prange(src.shape[0]):
         x = load(src, i)
@@ -119,38 +116,38 @@ def k_classify(src, out):
 # --- elementwise ---------------------------------------------------------------------------------
 
 
-@njit(**_PAR)
+@njit(cache=True, nogil=True, parallel=True)
 def k_add(a, b, out):
     for i in prange(a.shape[0]):
         store(out, i, add(load(a, i), load(b, i)))
 
 
-@njit(**_PAR)
+@njit(cache=True, nogil=True, parallel=True)
 def k_sub(a, b, out):
     for i in prange(a.shape[0]):
         store(out, i, sub(load(a, i), load(b, i)))
 
 
-@njit(**_PAR)
+@njit(cache=True, nogil=True, parallel=True)
 def k_mul(a, b, out):
     for i in prange(a.shape[0]):
         store(out, i, mul(load(a, i), load(b, i)))
 
 
-@njit(**_PAR)
+@njit(cache=True, nogil=True, parallel=True)
 def k_scale(a, k, out):
     """out = a · k for one Montgomery constant k given as a limb tuple."""
     for i in prange(a.shape[0]):
         store(out, i, mul(load(a, i), k))
 
 
-@njit(**_PAR)
+@njit(cache=True, nogil=True, parallel=True)
 def k_inverse(a, out):
     for i in prange(a.shape[0]):
         store(out, i, mont_inv(load(a, i)))
 
 
-@njit(**_PAR)
+@njit(cache=True, nogil=True, parallel=True)
 def k_batch_inverse(a, out):
     """Montgomery's trick per block: 3 multiplications per element and one inversion per block.
 
@@ -174,7 +171,7 @@ def k_batch_inverse(a, out):
             inv = mul(inv, x)
 
 
-@njit(**_PAR)
+@njit(cache=True, nogil=True, parallel=True)
 def k_scale_by_powers(v, base, start, out):
     """out[i] = v[i] · start · base^i without materialising the powers (coset shifts; with
     v = ones, the powers themselves). Each block starts from its own power, so blocks run in
@@ -197,7 +194,7 @@ def k_scale_by_powers(v, base, start, out):
 # --- reductions ----------------------------------------------------------------------------------
 
 
-@njit(**_PAR)
+@njit(cache=True, nogil=True, parallel=True)
 def k_dot(a, b):
     n = a.shape[0]
     nchunks = (n + CHUNK - 1) // CHUNK
@@ -216,17 +213,19 @@ def k_dot(a, b):
 # --- sparse matrix × vector ----------------------------------------------------------------------
 
 
-@njit(**_PAR)
-def k_spmv(indptr, indices, coeffs, x, out):
-    """out[r] = Σ coeffs[k]·x[indices[k]] over row r's CSR range.
+@njit(cache=True, nogil=True, parallel=True)
+def k_spmv(indptr, indices, ids, table, x, out):
+    """out[r] = Σ table[ids[k]]·x[indices[k]] over row r's CSR range.
 
-    Most R1CS coefficients are ±1, so those skip the multiplication (a branch on a few limbs is
-    far cheaper than a Montgomery product).
+    Coefficients come from a small table of distinct values (a circuit has a few thousand), so
+    the matrix stores an id per entry rather than 32 bytes. Most R1CS coefficients are ±1, so
+    those skip the multiplication (a branch on a few limbs is far cheaper than a Montgomery
+    product).
     """
     for row in prange(out.shape[0]):
         acc = ZERO_T
         for k in range(indptr[row], indptr[row + 1]):
-            c = load(coeffs, k)
+            c = load(table, ids[k])
             v = load(x, indices[k])
             if is_one(c):
                 acc = add(acc, v)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 from itertools import repeat
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -26,6 +26,7 @@ FrVec = np.ndarray
 
 _MASK64 = (1 << 64) - 1
 _INV_MONT = pow(2, -256, R)
+_LITTLE: Literal["little"] = "little"  # typed, so map(int.to_bytes, ...) type-checks
 
 if sys.byteorder != "little":  # pragma: no cover - every supported host is little-endian
     raise ImportError("cuzk.field.fr assumes a little-endian host (limb arrays are byte views)")
@@ -132,7 +133,7 @@ def from_ints(values: Sequence[int] | np.ndarray) -> FrVec:
         # The witness path: a list of already-reduced ints. int.to_bytes driven by map() runs
         # in C (~0.2 µs per value, 3× faster than the object-array route below).
         try:
-            raw = b"".join(map(int.to_bytes, values, repeat(32), repeat("little")))
+            raw = b"".join(map(int.to_bytes, values, repeat(32), repeat(_LITTLE)))
         except TypeError:  # e.g. numpy integers among the ints: the general path takes them
             pass
         else:
@@ -157,13 +158,19 @@ def from_ints(values: Sequence[int] | np.ndarray) -> FrVec:
 
 def take_into(v: FrVec, rows: np.ndarray | None, out: FrVec, offset: int = 0) -> FrVec:
     """``out[offset : offset + len(rows)] = v[rows]`` in parallel without the GIL (``rows``:
-    int64 indices, a boolean mask over ``v``, or None for all of ``v``). Returns ``out``."""
+    int64 or uint32 indices — a shape's row arrays are uint32, and widening them would copy
+    gigabytes per proof at 2^27 —, a boolean mask over ``v``, or None for all of ``v``).
+    Returns ``out``."""
     v = _vec(v)
     if rows is None:
         idx = None
         count = len(v)
     else:
-        idx = np.flatnonzero(rows) if rows.dtype == np.bool_ else np.asarray(rows, dtype=np.int64)
+        if rows.dtype == np.bool_:
+            idx = np.flatnonzero(rows)
+        else:
+            keep = rows.dtype if rows.dtype in (np.int64, np.uint32) else np.int64
+            idx = np.ascontiguousarray(rows, dtype=keep)
         if rows.dtype == np.bool_ and len(rows) != len(v):
             raise ValueError(f"mask of {len(rows)} for {len(v)} rows")
         if len(idx):
@@ -388,7 +395,7 @@ def equal(a: FrVec, b: FrVec) -> bool:
 
 def is_zero(a: FrVec) -> np.ndarray:
     """bool array, True where the element is zero."""
-    return ~_vec(a, "a").any(axis=1)
+    return ~np.any(_vec(a, "a"), axis=1)
 
 
 def classify(v: FrVec) -> np.ndarray:
@@ -415,31 +422,52 @@ def sum(a: FrVec) -> np.ndarray:
 # --- sparse matrix × vector ---------------------------------------------------------------------
 
 
-def spmv(indptr: np.ndarray, indices: np.ndarray, coeffs: FrVec, x: FrVec, n_rows: int) -> FrVec:
+def spmv(
+    indptr: np.ndarray,
+    indices: np.ndarray,
+    coeff_ids: np.ndarray,
+    table: FrVec,
+    x: FrVec,
+    n_rows: int,
+) -> FrVec:
     """CSR matrix × vector over Fr: the ⟨A_row, z⟩ evaluations of every constraint.
 
     Args:
-        indptr: int64 (n_rows + 1,), non-decreasing, indptr[0] = 0, indptr[-1] = nnz.
-        indices: int64 (nnz,), column of each coefficient, each < len(x).
-        coeffs: FrVec (nnz, 4).
+        indptr: integers (n_rows + 1,), non-decreasing, indptr[0] = 0, indptr[-1] = nnz.
+        indices: integers (nnz,), column of each entry, each < len(x).
+        coeff_ids: integers (nnz,), each entry's coefficient as a row of ``table``.
+        table: FrVec of the distinct coefficients (Montgomery form).
         x: FrVec, the assignment z.
         n_rows: number of rows.
     Raises:
         BadInput: inconsistent CSR structure (validated because the kernel's loads are
         unchecked and would read out of bounds).
     """
-    coeffs, x = _vec(coeffs, "coeffs"), _vec(x, "x")
-    indptr = np.ascontiguousarray(indptr, dtype=np.int64)
-    indices = np.ascontiguousarray(indices, dtype=np.int64)
+    table, x = _vec(table, "table"), _vec(x, "x")
+    indptr, indices, coeff_ids = (
+        _index_array(v, name)
+        for v, name in ((indptr, "indptr"), (indices, "indices"), (coeff_ids, "coeff_ids"))
+    )
     nnz = indices.shape[0]
     if indptr.shape != (n_rows + 1,):
         raise BadInput(f"indptr must have n_rows + 1 = {n_rows + 1} entries, has {indptr.shape}")
-    if coeffs.shape[0] != nnz:
-        raise BadInput(f"{coeffs.shape[0]} coefficients for {nnz} indices")
-    if indptr[0] != 0 or indptr[-1] != nnz or (n_rows and np.any(np.diff(indptr) < 0)):
+    if coeff_ids.shape[0] != nnz:
+        raise BadInput(f"{coeff_ids.shape[0]} coefficient ids for {nnz} indices")
+    if indptr[0] != 0 or indptr[-1] != nnz or np.any(indptr[1:] < indptr[:-1]):
         raise BadInput("indptr must be non-decreasing from 0 to nnz")
-    if nnz and (indices.min() < 0 or indices.max() >= x.shape[0]):
-        raise BadInput(f"column index out of range for x of length {x.shape[0]}")
+    for v, bound, what in ((indices, x.shape[0], "column index"), (coeff_ids, len(table), "id")):
+        if nnz:
+            lo, hi = K.k_index_bounds(v)
+            if lo < 0 or hi >= bound:
+                raise BadInput(f"{what} out of range (must be < {bound})")
     out = np.empty((n_rows, 4), dtype=np.uint64)
-    K.k_spmv(indptr, indices, coeffs, x, out)
+    K.k_spmv(indptr, indices, coeff_ids, table, x, out)
     return out
+
+
+def _index_array(v: Any, name: str) -> np.ndarray:
+    """A 1-D integer array as it is (no widening copy: shapes store the narrowest dtype)."""
+    v = np.ascontiguousarray(v)
+    if v.ndim != 1 or v.dtype.kind not in "iu":
+        raise BadInput(f"{name} must be a 1-D integer array, got {v.shape} {v.dtype}")
+    return v

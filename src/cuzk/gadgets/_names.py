@@ -7,15 +7,14 @@ mode, which reads no names, never formats one.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from cuzk.r1cs import ConstraintSystem, WitnessCS
+from cuzk.r1cs.system import NameFn, NameSpec
 
-Name = str | Callable[[], str] | None
+Name = str | NameFn | None
 """A namespace prefix for a gadget's leaf names: a string, a function producing one, or none."""
 
 
-def leaf(prefix: Name, name: str) -> str | Callable[[], str]:
+def leaf(prefix: Name, name: str) -> NameSpec:
     """``prefix/name`` (bellperson's namespace join), built only if someone asks."""
     if prefix is None:
         return name

@@ -21,12 +21,13 @@ gadget where distinct placeholders would not: the pattern records which slots sh
 (each slot's first slot of the same variable) and the template is recorded with them shared too.
 
 The template is the gadget's own output, not a second copy of its logic; what could still be
-wrong is the claim that the pattern determines everything. So (with
-:data:`~cuzk.gadgets.sha256_tape.VERIFY_NEW_TAPES` on, the default) a pattern's first compression
-in the caller's system runs the gadget there and compares every appended row, coefficient, name,
-the new variable count and the output words with the template's replay; a pattern that disagrees
-is never replayed (and logged). The switch is :mod:`~cuzk.gadgets.sha256_tape`'s: ``ENABLED``
-and :func:`~cuzk.gadgets.sha256_tape.python_path` govern witness and shape mode alike.
+wrong is the claim that the pattern determines everything. So (with the system's
+``options.verify_first_use`` on, the default) a pattern's first compression in the caller's
+system runs the gadget there and compares every appended row, coefficient, name, the new
+variable count and the output words with the template's replay; a pattern that disagrees is
+never replayed (and logged). Templates are used only where the system's
+:class:`~cuzk.r1cs.SynthesisOptions` has ``sha256_tapes`` on (the default), as witness-mode
+tapes are.
 
 Inputs the template cannot stand for run the gadget: an allocated bit or a not-fully-constant
 state word carrying a value (shape mode normally has none; the gadget would propagate it into the
@@ -46,7 +47,7 @@ from cuzk.gadgets import sha256_tape
 from cuzk.gadgets._names import Name
 from cuzk.gadgets.boolean import FALSE, TRUE, AllocatedBit, Boolean
 from cuzk.gadgets.uint32 import UInt32
-from cuzk.r1cs import ConstraintSystem, ShapeCS, Variable
+from cuzk.r1cs import ConstraintSystem, PrefixedNames, ShapeCS, Variable
 
 log = logging.getLogger(__name__)
 
@@ -70,7 +71,7 @@ class Template:
     codes: tuple[np.ndarray, ...]  # per matrix: column codes (int32)
     coeffs: tuple[list[int], ...]  # per matrix: coefficients (canonical ints)
     suffixes: list[str]  # per row: its name after the prefix
-    bare_rows: list[int]  # rows named under the bare path (MultiEq's); the others under path/ns
+    which: np.ndarray  # uint8 per row: 1 if named under the bare path (MultiEq's), 0 if path/ns
     n_aux: int  # new variables per compression
     out: list[tuple[int, int, bool]]  # per output bit: (code, constant value, negated), code 0
     out_values: list[int | None]  # per output word: its value (None unless folded to a constant)
@@ -171,8 +172,9 @@ def record(pattern: bytes, gadget: Gadget) -> Template:
         codes.append(np.array([code(key) for key in k], dtype=np.int32))
         coeffs.append(c)
     head = _NS + "/"
-    bare_rows = [i for i, name in enumerate(cs.names) if not name.startswith(head)]
-    suffixes = [n[len(head) :] if n.startswith(head) else n for n in cs.names]
+    names = list(cs.names)
+    suffixes = [n[len(head) :] if n.startswith(head) else n for n in names]
+    which = np.array([not n.startswith(head) for n in names], dtype=np.uint8)
     out_bits = [
         (0, int(b.constant), False) if b.bit is None else (code(b.bit.variable.key), 0, b.negated)
         for w in out
@@ -183,7 +185,7 @@ def record(pattern: bytes, gadget: Gadget) -> Template:
         codes=tuple(codes),
         coeffs=tuple(coeffs),
         suffixes=suffixes,
-        bare_rows=bare_rows,
+        which=which,
         n_aux=n_aux,
         out=out_bits,
         out_values=[w.value for w in out],
@@ -192,24 +194,19 @@ def record(pattern: bytes, gadget: Gadget) -> Template:
 
 def _replay(
     t: Template, keys: list[int], base: int, path: list[str], ns: Name
-) -> tuple[tuple[tuple[np.ndarray, list[int], list[int]], ...], list[str]]:
+) -> tuple[tuple[tuple[np.ndarray, np.ndarray, list[int]], ...], PrefixedNames]:
     """The template's rows with codes mapped to this call's keys, and its names."""
     table = np.empty(_NEW + t.n_aux, dtype=np.int64)
     table[0] = _ONE_KEY
     table[1:_NEW] = keys
     table[_NEW:] = np.arange(base, base + t.n_aux, dtype=np.int64)
     rows = tuple(
-        (ends, table[codes].tolist(), coeffs)
+        (ends, table[codes], coeffs)
         for ends, codes, coeffs in zip(t.ends, t.codes, t.coeffs, strict=True)
     )
     bare = "/".join(path) + "/" if path else ""
-    if ns is None:
-        return rows, list(map(bare.__add__, t.suffixes))
-    under = "/".join([*path, ns if isinstance(ns, str) else ns()]) + "/"
-    names = list(map(under.__add__, t.suffixes))
-    for i in t.bare_rows:
-        names[i] = bare + t.suffixes[i]
-    return rows, names
+    under = bare if ns is None else "/".join([*path, ns if isinstance(ns, str) else ns()]) + "/"
+    return rows, PrefixedNames((under, bare), t.which, t.suffixes)
 
 
 def _outputs(t: Template, base: int, bits: list[AllocatedBit | None]) -> list[UInt32]:
@@ -260,8 +257,10 @@ def compress_shape(
     gadget: Gadget,
 ) -> list[UInt32]:
     """One compression in shape mode: the pattern's template appended in bulk when possible,
-    else (disabled, inputs it cannot stand for, a new pattern under verification) the gadget."""
-    got = _pattern(cs, block, state) if sha256_tape.ENABLED else None
+    else (tapes off in ``cs.options``, inputs it cannot stand for, a new pattern under
+    verification) the gadget."""
+    options = cs.options
+    got = _pattern(cs, block, state) if options.sha256_tapes else None
     if got is None:
         return gadget(cs, block, state, ns)
     pattern, keys, bits = got
@@ -278,7 +277,7 @@ def compress_shape(
             log.exception("SHA-256 shape template could not be recorded; not replayed")
             _templates[pattern] = None
             return gadget(cs, block, state, ns)
-        if not sha256_tape.VERIFY_NEW_TAPES:
+        if not options.verify_first_use:
             _templates[pattern] = t
             verify = False
     assert isinstance(t, Template)
@@ -287,15 +286,15 @@ def compress_shape(
     if not verify:
         cs.append_rows(rows, names, t.n_aux)
         return _outputs(t, base, bits)
-    row0, inputs0 = len(cs.names), cs.num_inputs
+    row0, inputs0 = cs.num_constraints, cs.num_inputs
     ref = gadget(cs, block, state, ns)
     got_rows = cs.rows_from(row0)
     ok = (
         cs.num_aux - base == t.n_aux
         and cs.num_inputs == inputs0
-        and cs.names[row0:] == names
+        and cs.names.tail(row0) == names.strings()
         and all(
-            g_ends == ends.tolist() and g_keys == k and g_coeffs == c
+            g_ends == ends.tolist() and g_keys == k.tolist() and g_coeffs == c
             for (g_ends, g_keys, g_coeffs), (ends, k, c) in zip(got_rows, rows, strict=True)
         )
         and same_words(ref, _outputs(t, base, bits))

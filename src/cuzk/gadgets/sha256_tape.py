@@ -16,38 +16,31 @@ node 0 is the constant zero (so ``0`` is FALSE and ``1`` TRUE), nodes ``1..768``
 slots and later nodes are the values the gadget appends to ``cs.aux``, in append order.
 
 Because the tracer is a second copy of the gadget's logic, a pattern's first compression in a
-process (with :data:`VERIFY_NEW_TAPES` on) runs the Python gadget, replays the tape over the same
-inputs, and compares every appended value and every output bit; a pattern that disagrees is
-never replayed (and logged). That check is deterministic for *what* is allocated (counts, output
-variables) and catches any wrong value rule that shows on those inputs — a systematic error in
-the tracer shows on thousands of bits; the tests compare the two paths on random patterns and
-values. Check mode never comes here; shape mode has its own templates
-(:mod:`~cuzk.gadgets.sha256_shape_tape`) under the same switch.
+process (with the system's ``options.verify_first_use`` on, the default) runs the Python gadget,
+replays the tape over the same inputs, and compares every appended value and every output bit;
+a pattern that disagrees is never replayed (and logged). That check is deterministic for *what*
+is allocated (counts, output variables) and catches any wrong value rule that shows on those
+inputs — a systematic error in the tracer shows on thousands of bits; the tests compare the two
+paths on random patterns and values. Check mode never comes here; shape mode has its own templates
+(:mod:`~cuzk.gadgets.sha256_shape_tape`). Both run only where the constraint system's
+:class:`~cuzk.r1cs.SynthesisOptions` has ``sha256_tapes`` on (the default).
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
 from dataclasses import dataclass
 
 import numpy as np
 from numba import njit
 
 from cuzk.gadgets.boolean import FALSE, TRUE, AllocatedBit, Boolean
+from cuzk.gadgets.sha256_constants import ROUND_CONSTANTS
 from cuzk.gadgets.uint32 import UInt32
 from cuzk.r1cs import Variable, WitnessCS
 
 log = logging.getLogger(__name__)
-
-#: Replay recorded tapes in witness mode, and recorded templates in shape mode
-#: (:mod:`~cuzk.gadgets.sha256_shape_tape`); False: always the per-bit Python gadget.
-ENABLED = True
-
-#: Check each pattern's tape (or shape template) against the Python gadget on its first
-#: compression in the process.
-VERIFY_NEW_TAPES = True
 
 #: Patterns remembered at most (a tape is ~0.4 MB; Filecoin circuits use a handful); patterns
 #: beyond it run the Python gadget.
@@ -186,8 +179,6 @@ class _Tracer:
 
     # --- sha256.py ----------------------------------------------------------------------------
     def compression(self, block: Word, state: list[Word]) -> list[Word]:
-        from cuzk.gadgets.sha256 import ROUND_CONSTANTS  # here: sha256 imports this module
-
         w = [block[i : i + 32][::-1] for i in range(0, 512, 32)]
         for i in range(16, 64):
             x15, x2 = w[i - 15], w[i - 2]
@@ -319,19 +310,6 @@ def clear_cache() -> None:
     _tapes.clear()
 
 
-@contextmanager
-def python_path() -> Iterator[None]:
-    """Run every compression inside through the per-bit Python gadget (the reference), in
-    witness and shape mode. The switch is process-wide, not per thread: for tests and
-    measurements."""
-    global ENABLED
-    old, ENABLED = ENABLED, False
-    try:
-        yield
-    finally:
-        ENABLED = old
-
-
 def _gather(
     block: Sequence[Boolean], state: Sequence[UInt32]
 ) -> tuple[bytes, bytearray, list[AllocatedBit | None]] | None:
@@ -414,8 +392,10 @@ def compress_witness(
     python: Callable[[], list[UInt32]],
 ) -> list[UInt32]:
     """One compression in witness mode: replayed from the pattern's tape when possible, else
-    (disabled, a value missing, a new pattern under verification) by ``python()``."""
-    got = _gather(block, state) if ENABLED else None
+    (tapes off in ``cs.options``, a value missing, a new pattern under verification) by
+    ``python()``."""
+    options = cs.options
+    got = _gather(block, state) if options.sha256_tapes else None
     if got is None:
         return python()
     pattern, vals, inputs = got
@@ -427,7 +407,7 @@ def compress_witness(
         if len(_tapes) >= MAX_TAPES:
             return python()
         tape = record(pattern)
-        if not VERIFY_NEW_TAPES:
+        if not options.verify_first_use:
             _tapes[pattern] = tape
             verify = False
     assert isinstance(tape, Tape)

@@ -1,7 +1,13 @@
 """Groth16 over BLS12-381 with bellperson's conventions: keys, files, setup, prover, verifier."""
 
 from cuzk.groth16.keys import Parameters, VerifyingKey
-from cuzk.groth16.params_io import read_header, read_params, read_vk, write_vk
+from cuzk.groth16.params_io import (
+    read_header,
+    read_params,
+    read_params_unchecked,
+    read_vk,
+    write_vk,
+)
 from cuzk.groth16.proof import PROOF_SIZE, Proof, proofs_from_bytes, proofs_to_bytes
 from cuzk.groth16.prover import Timings, finalize, prove, start, synthesize
 from cuzk.groth16.verifier import verify, verify_batch
@@ -18,6 +24,7 @@ __all__ = [
     "prove",
     "read_header",
     "read_params",
+    "read_params_unchecked",
     "read_vk",
     "start",
     "synthesize",

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from cuzk.backend.base import PointSet
 from cuzk.curve import G1, G2
+from cuzk.groth16.qap import COSET, QapReduction
 
 
 @dataclass(frozen=True)
@@ -40,6 +41,9 @@ class Parameters:
     a: PointSet  # [A_j(τ)]₁ for inputs, then A-dense aux
     b_g1: PointSet  # [B_j(τ)]₁ for B-dense inputs, then B-dense aux
     b_g2: PointSet  # [B_j(τ)]₂, same variables as b_g1
+    #: How the prover makes h (bellperson's coset quotient; snarkjs keys use the odd coset,
+    #: and their h points are the matching basis, their l points snarkjs's C query).
+    reduction: QapReduction = COSET
 
     @property
     def vectors(self) -> tuple[PointSet, ...]:
@@ -48,4 +52,4 @@ class Parameters:
     @property
     def domain_size(self) -> int:
         """m, the radix-2 domain the h query was made for."""
-        return self.h.count + 1
+        return self.h.count + self.reduction.h_shortfall

@@ -8,6 +8,13 @@ aux); a, b, c = A·z, B·z, C·z are the constraint evaluations; h are the coeff
     B = β + Σ zⱼ·[Bⱼ(τ)]₂ + s·δ                  (the "b_g2" query; B₁ likewise in G1)
     C = s·A + r·B₁ − r·s·δ + Σ hᵢ·[hᵢ]₁ + Σ wⱼ·[lⱼ]₁
 
+The same prover serves bellperson and snarkjs keys: they differ only in the key's
+:class:`~cuzk.groth16.qap.QapReduction` (how h is made) — a snarkjs key's C query plays L's
+role, and its A/B points are filtered to the dense variables like bellperson's when it is
+prepared (:mod:`cuzk.interop.prover`). Every vector crosses into the backend once, as a handle
+(:data:`~cuzk.backend.base.Vec`), and stays there: a, b, c, h and the MSM scalars never come
+back to the host.
+
 Stages:
 1. :func:`synthesize` — run the circuit in witness mode (CPU, Python).
 2. :func:`stage` — gather the MSM scalar vectors and upload the assignment (the engine may do
@@ -28,11 +35,10 @@ import time
 from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 
-from cuzk.backend.base import Backend
+from cuzk.backend.base import Backend, Vec
 from cuzk.curve import G1, G2, g1_mul, g2_mul
 from cuzk.errors import BadInput, InternalError, UnsatisfiedConstraint
 from cuzk.field import fr
@@ -89,7 +95,7 @@ def check_compatible(params: Parameters, shape: R1CSShape) -> None:
     domain = Domain.for_size(shape.num_constraints)
     expected = {
         "ic": shape.num_inputs,
-        "h": domain.m - 1,
+        "h": params.reduction.h_length(domain),
         "l": shape.num_aux,
         "a": shape.num_inputs + len(shape.a_aux_rows),
         "b_g1": len(shape.b_input_rows) + len(shape.b_aux_rows),
@@ -137,15 +143,15 @@ class StagedInputs:
 
     ``z`` is the whole assignment and ``aux`` its tail; ``a_scalars`` and ``b_scalars`` are the
     A and B MSMs' scalars. They are gathered on the host into buffers from ``allocate``
-    (page-locked ones upload at full bus speed) and, when the backend has ``upload``, moved to
-    the device, so the kernels start without a PCIe transfer. Making all this is the *staging*
-    step the engine may run outside the compute lock.
+    (page-locked ones upload at full bus speed) and handed to the backend, so the kernels start
+    without a PCIe transfer. Making all this is the *staging* step the engine may run outside
+    the compute lock.
     """
 
-    z: Any
-    aux: Any
-    a_scalars: Any
-    b_scalars: Any
+    z: Vec
+    aux: Vec
+    a_scalars: Vec
+    b_scalars: Vec
     public_inputs: tuple[int, ...]
     host_buffers: tuple[fr.FrVec, ...]  # what came from ``allocate`` (the engine returns it)
 
@@ -173,7 +179,7 @@ def stage(
 ) -> StagedInputs:
     """Stage 2a: gather the MSM scalars and put the assignment where the kernels read it."""
     t0 = time.perf_counter()
-    allocate = allocate or _plain
+    allocate = allocate or backend.host_vector
     inputs, aux = assignment.inputs, assignment.aux
     if len(inputs) + len(aux) != shape.num_variables:
         raise BadInput(
@@ -197,12 +203,14 @@ def stage(
     z = gather([(inputs, None), (aux, None)])
     a_scalars = gather([(inputs, None), (aux, shape.a_aux_rows)])
     b_scalars = gather([(inputs, shape.b_input_rows), (aux, shape.b_aux_rows)])
-    # A backend that uploads (CUDA) gets every MSM scalar vector on the device here, outside
-    # the compute lock: the kernels then plan their split MSMs on the device, and no upload
-    # or host scan of 4·n scalars is left between one partition's kernels and the next's.
-    upload = getattr(backend, "upload", None)
-    if upload is not None:
-        z, a_scalars, b_scalars = upload(z), upload(a_scalars), upload(b_scalars)
+    # Every MSM scalar vector goes to the backend here, outside the compute lock: on a GPU
+    # the kernels then plan their split MSMs on the device, and no upload or host scan of
+    # 4·n scalars is left between one partition's kernels and the next's.
+    z, a_scalars, b_scalars = (
+        backend.upload(z),
+        backend.upload(a_scalars),
+        backend.upload(b_scalars),
+    )
     staged = StagedInputs(
         z,
         z[len(inputs) :],
@@ -243,19 +251,13 @@ def start(
     )
     domain = Domain.for_size(shape.num_constraints)
 
-    # With a device-resident assignment (CUDA), a, b, c and h never visit the host: the
-    # satisfaction check and the H pipeline run on the device and the H MSM reads h there.
-    on_device = not isinstance(staged.z, np.ndarray)
     t0 = time.perf_counter()
-    if on_device:
-        a, b, c = backend.evaluate_abc_device(shape, staged.z)  # type: ignore[attr-defined]
-        bad = backend.unsatisfied_rows_device(a, b, c)  # type: ignore[attr-defined]
-    else:
-        a, b, c = backend.evaluate_abc(shape, staged.z)
-        bad = np.flatnonzero(np.any(fr.mul(a, b) != c, axis=1))
+    a, b, c = backend.evaluate_abc(shape, staged.z)
+    if params.reduction.checks_constraints:
+        bad = backend.unsatisfied_rows(a, b, c)
+        if len(bad):
+            raise _unsatisfied(int(bad[0]), shape, circuit)
     timings.record("abc", time.perf_counter() - t0)
-    if len(bad):
-        raise _unsatisfied(int(bad[0]), shape, circuit)
 
     # MSMs over the witness go first so they run while the H pipeline does.
     t1 = time.perf_counter()
@@ -269,11 +271,7 @@ def start(
         timings.watch(f"msm_{name}", f, t1)
 
     t2 = time.perf_counter()
-    if on_device:
-        h = backend.h_quotient_device(a, b, c, domain)  # type: ignore[attr-defined]
-        backend.synchronize()  # type: ignore[attr-defined]  # the MSM's stream reads h
-    else:
-        h = backend.h_quotient(a, b, c, domain)
+    h = params.reduction.h(backend, a, b, c, domain)
     timings.record("h", time.perf_counter() - t2)
     t3 = time.perf_counter()
     futures["h"] = backend.msm(params.h, h)
@@ -323,6 +321,16 @@ def wait_kernels(pending: PendingProof) -> MsmSums:
     )
     pending.timings.record("wait_msm", time.perf_counter() - t0)
     return sums
+
+
+def drain(pending: PendingProof) -> None:
+    """After a failure: wait out every MSM still running, ignoring their errors (the first
+    one was already reported), so the device's work ends before the next partition's."""
+    for f in (pending.h, pending.l, pending.a, pending.b_g1, pending.b_g2):
+        try:
+            f.result()
+        except BaseException:  # noqa: BLE001, S110 - the first failure is already reported
+            pass
 
 
 def assemble(pending: PendingProof, sums: MsmSums) -> Proof:

@@ -6,6 +6,11 @@ block, into one file of zcash-uncompressed points; each section becomes one Poin
 translation is a byte transform (~0.1 µs per coordinate); curve membership is checked by the
 backend when it decodes the points, and :func:`section_error` turns its complaint into one
 that names the key's section.
+
+The A and B vectors are written in bellperson's layout, so one prover serves both key formats
+(:mod:`cuzk.groth16.prover`): A keeps every input wire (as the point at infinity where the
+wire has no A entry) and the aux wires that have one; B₁ and B₂ keep the wires with a B entry.
+A wire's point is the identity when it has no entry, so dropping it changes no sum.
 """
 
 from __future__ import annotations
@@ -19,13 +24,18 @@ from typing import BinaryIO
 
 import numpy as np
 
-from cuzk.backend.base import PointSet
+from cuzk.backend.base import Group, PointSet
 from cuzk.errors import BadInput
 from cuzk.interop.points import G1_LEM_SIZE, G2_LEM_SIZE, lem_to_zcash
 from cuzk.interop.zkey import ZKEY_SECTIONS, Zkey
 
 _BLOCK = 1 << 16  # points translated per pass: bounds the transient copies
-_GROUPS = {"a": "g1", "b1": "g1", "b2": "g2", "c": "g1", "h": "g1"}
+_GROUPS: dict[str, Group] = {"a": "g1", "b1": "g1", "b2": "g2", "c": "g1", "h": "g1"}
+# zcash-uncompressed point at infinity: the infinity flag, then zeros.
+_INFINITY = {
+    g: np.frombuffer(bytes([0x40]) + bytes(size - 1), dtype=np.uint8)
+    for g, size in (("g1", 96), ("g2", 192))
+}
 
 
 @dataclass(frozen=True)
@@ -33,9 +43,9 @@ class ZkeyBases:
     """The five point vectors of a key, as PointSets in one translated file."""
 
     path: str  # the translated file
-    a: PointSet  # [A_j(τ)]₁ per wire
-    b1: PointSet  # [B_j(τ)]₁ per wire
-    b2: PointSet  # [B_j(τ)]₂ per wire
+    a: PointSet  # [A_j(τ)]₁ per input wire, then per aux wire with an A entry
+    b1: PointSet  # [B_j(τ)]₁ per wire with a B entry
+    b2: PointSet  # [B_j(τ)]₂ per wire with a B entry
     c: PointSet  # [(β·A_j + α·B_j + C_j)(τ)/δ]₁ per private wire
     h: PointSet  # odd Lagrange basis of the 2m-domain, over δ
     owns_directory: bool  # remove the file's directory on close (a temporary one)
@@ -71,21 +81,21 @@ def translate_bases(zkey: Zkey, out: str | os.PathLike[str] | None = None) -> Zk
     sets: dict[str, PointSet] = {}
     try:
         with open(zkey.path, "rb") as src, open(path, "wb") as dst:
-            offset = 0
+            sets = bases_layout(zkey, path)
             for name, group in _GROUPS.items():
                 sec = zkey.vectors[name]
                 size = G1_LEM_SIZE if group == "g1" else G2_LEM_SIZE
-                count = sec.size // size
-                _translate(src, dst, sec.offset, count, size, group, zkey, sec.id)
-                sets[name] = PointSet(group, str(path), offset, count)  # type: ignore[arg-type]
-                offset += count * size
+                _translate(src, dst, sec.offset, sec.size // size, size, group, zkey, sec.id,
+                           _selection(zkey, name))  # fmt: skip
     except BaseException:
         if owns:
             shutil.rmtree(path.parent, ignore_errors=True)
         else:
             path.unlink(missing_ok=True)
         raise
-    return ZkeyBases(str(path), owns_directory=owns, **sets)
+    return ZkeyBases(
+        str(path), sets["a"], sets["b1"], sets["b2"], sets["c"], sets["h"], owns_directory=owns
+    )
 
 
 def bases_layout(zkey: Zkey, path: str | os.PathLike[str]) -> dict[str, PointSet]:
@@ -94,9 +104,29 @@ def bases_layout(zkey: Zkey, path: str | os.PathLike[str]) -> dict[str, PointSet
     for name, group in _GROUPS.items():
         size = G1_LEM_SIZE if group == "g1" else G2_LEM_SIZE
         count = zkey.vectors[name].size // size
-        sets[name] = PointSet(group, str(path), offset, count)  # type: ignore[arg-type]
-        offset += count * size
+        keep = _selection(zkey, name)
+        if keep is not None:
+            count = int(np.count_nonzero(keep[0]))
+        out_size = 96 if group == "g1" else 192
+        sets[name] = PointSet(group, str(path), offset, count)
+        offset += count * out_size
     return sets
+
+
+def _selection(zkey: Zkey, name: str) -> tuple[np.ndarray, np.ndarray] | None:
+    """(keep, blank) per point of section ``name`` for the bellperson layout: which points
+    are written, and which of those are written as the point at infinity; None: all, as is."""
+    if name not in ("a", "b1", "b2"):
+        return None
+    n_in = zkey.n_public + 1
+    dense = (zkey.a if name == "a" else zkey.b).column_mask()
+    if name != "a":
+        return dense, np.zeros(len(dense), dtype=bool)
+    keep = dense.copy()
+    keep[:n_in] = True  # bellperson's A query has every input
+    blank = np.zeros(len(dense), dtype=bool)
+    blank[:n_in] = ~dense[:n_in]
+    return keep, blank
 
 
 def _translate(
@@ -108,8 +138,10 @@ def _translate(
     group: str,
     zkey: Zkey,
     sid: int,
+    selection: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> None:
-    """Copy ``count`` points from ``src`` at ``offset`` to ``dst``, translated block by block."""
+    """Copy ``count`` points from ``src`` at ``offset`` to ``dst``, translated block by block
+    (only the kept ones, blanked ones as infinity, with a ``selection``)."""
     src.seek(offset)
     for first in range(0, count, _BLOCK):
         n = min(_BLOCK, count - first)
@@ -118,7 +150,13 @@ def _translate(
             raise BadInput(f"{zkey.path}: changed or truncated while reading section {sid}")
         rows = np.frombuffer(raw, dtype=np.uint8).reshape(n, size)
         what = f"{zkey.path}: section {sid} ({ZKEY_SECTIONS[sid]}): point"
-        dst.write(lem_to_zcash(rows, group, what, first).tobytes())
+        out = lem_to_zcash(rows, group, what, first)
+        if selection is not None:
+            keep, blank = (m[first : first + n] for m in selection)
+            out = out.copy() if not out.flags.writeable else out
+            out[blank] = _INFINITY[group]
+            out = out[keep]
+        dst.write(out.tobytes())
 
 
 def section_error(zkey: Zkey, bases: ZkeyBases, key: str, e: BaseException) -> BadInput:

@@ -67,9 +67,9 @@ def zcash_to_lem(rows: np.ndarray, group: str) -> np.ndarray:
     coords = rows.reshape(n, k, FP_BYTES)
     if k == 4:
         coords = coords[:, _G2_ZCASH_ORDER, :]  # the swap is its own inverse
-    coords = np.array(coords, dtype=np.uint8, order="C").reshape(n * k, FP_BYTES)
-    coords[np.repeat(infinity, k)] = 0  # clears the flag byte too
-    out = canonical_be_to_mont_le(coords).reshape(n, k * FP_BYTES)
+    flat = np.array(coords, dtype=np.uint8, order="C").reshape(n * k, FP_BYTES)
+    flat[np.repeat(infinity, k)] = 0  # clears the flag byte too
+    out = canonical_be_to_mont_le(flat).reshape(n, k * FP_BYTES)
     out[infinity] = 0
     return out
 

@@ -180,5 +180,5 @@ def read_r1cs(path: str | os.PathLike[str]) -> CircomR1cs:
         lo, hi = int(starts[m]), int(starts[m] + totals[m])
         indptr = np.zeros(num_constraints + 1, dtype=np.int64)
         np.cumsum(counts[:, m], out=indptr[1:])
-        mats.append(CsrMatrix(indptr, wires[lo:hi], coeffs[lo:hi], num_wires))
+        mats.append(CsrMatrix.from_coeffs(indptr, wires[lo:hi], coeffs[lo:hi], num_wires))
     return CircomR1cs(str(path), num_wires, num_outputs, num_pub, num_prv, num_labels, *mats)

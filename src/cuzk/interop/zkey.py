@@ -207,5 +207,5 @@ def _read_coefficients(f: BinFile, n_vars: int, m: int) -> tuple[CsrMatrix, CsrM
         order = sel[np.argsort(row[sel], kind="stable")]
         indptr = np.zeros(m + 1, dtype=np.int64)
         np.cumsum(np.bincount(row[order], minlength=m), out=indptr[1:])
-        out.append(CsrMatrix(indptr, col[order], coeffs[order], n_vars))
+        out.append(CsrMatrix.from_coeffs(indptr, col[order], coeffs[order], n_vars))
     return out[0], out[1]

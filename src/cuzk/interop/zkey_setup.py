@@ -26,8 +26,8 @@ from pathlib import Path
 
 import numpy as np
 
-from cuzk.backend.base import Backend
-from cuzk.curve import g1_generator, g1_mul, g2_generator, g2_mul
+from cuzk.backend.base import Backend, Group
+from cuzk.curve import G1, G2, g1_generator, g1_mul, g2_generator, g2_mul
 from cuzk.curve.encoding import g1_to_bytes, g2_to_bytes
 from cuzk.curve.pool import MsmPool
 from cuzk.errors import BadInput
@@ -99,7 +99,7 @@ def write_test_zkey(
     h = fr.scale(_lagrange(tau, odd, 2 * m), pow(delta, -1, R))
 
     g1, g2 = g1_generator(), g2_generator()
-    jobs = {
+    jobs: dict[str, tuple[Group, fr.FrVec]] = {
         "ic": ("g1", ic),
         "a": ("g1", u),
         "b1": ("g1", v),
@@ -110,7 +110,7 @@ def write_test_zkey(
     points = {}
     if backend is not None:
         for name, (group, scalars) in jobs.items():
-            rows = backend.fixed_base(group, scalars)  # type: ignore[arg-type]
+            rows = backend.fixed_base(group, scalars)
             points[name] = zcash_to_lem(rows, group).tobytes()
     else:
         pending = {
@@ -161,20 +161,19 @@ def write_test_zkey(
     return out
 
 
-def _fixed_base(pool: MsmPool, group: str, base: object, scalars: fr.FrVec) -> list[Future]:
+def _fixed_base(pool: MsmPool, group: Group, base: G1 | G2, scalars: fr.FrVec) -> list[Future]:
     rows = fr.to_bytes_le(scalars)
     return [
-        pool.fixed_base(group, base, rows[lo : lo + _CHUNK])  # type: ignore[arg-type]
-        for lo in range(0, len(rows), _CHUNK)
+        pool.fixed_base(group, base, rows[lo : lo + _CHUNK]) for lo in range(0, len(rows), _CHUNK)
     ]
 
 
-def _g1_lem(p: object) -> bytes:
+def _g1_lem(p: G1) -> bytes:
     row = np.frombuffer(g1_to_bytes(p, compressed=False), dtype=np.uint8).reshape(1, 96)
     return zcash_to_lem(row, "g1").tobytes()
 
 
-def _g2_lem(p: object) -> bytes:
+def _g2_lem(p: G2) -> bytes:
     row = np.frombuffer(g2_to_bytes(p, compressed=False), dtype=np.uint8).reshape(1, 192)
     return zcash_to_lem(row, "g2").tobytes()
 

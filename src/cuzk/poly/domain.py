@@ -42,6 +42,8 @@ class Domain:
     omega_inv: int
     m_inv: int
     coset_shift: int
+    _tables: dict[tuple[str, int], fr.FrVec]  # derived tables, made once each under _lock
+    _lock: threading.Lock
 
     def __init__(self, m: int) -> None:
         try:

@@ -32,7 +32,6 @@ BLOCK = 1 << 13
 #: Butterflies per task in the late stages; also the stride of the twiddle table.
 TILE = 1 << 6
 
-_PAR = {"cache": True, "nogil": True, "parallel": True}
 
 _G_INV = pow(FR_GENERATOR, -1, R)
 
@@ -43,7 +42,7 @@ _G_INV = pow(FR_GENERATOR, -1, R)
 _REV8 = np.array([int(f"{i:08b}"[::-1], 2) for i in range(256)], dtype=np.int64)
 
 
-@njit(**_PAR)
+@njit(cache=True, nogil=True, parallel=True)
 def _bit_reverse(v, log_m):
     """In-place permutation x[i] ↔ x[rev(i)]; each pair is swapped by its smaller index only,
     so threads never touch the same rows."""
@@ -63,7 +62,7 @@ def _bit_reverse(v, log_m):
             store(v, j, a)
 
 
-@njit(**_PAR)
+@njit(cache=True, nogil=True, parallel=True)
 def _reverse_tail(v):
     """v[i] ↔ v[m − i] for 0 < i < m/2: turns a forward transform into an inverse one."""
     m = v.shape[0]
@@ -73,7 +72,7 @@ def _reverse_tail(v):
         store(v, m - i, a)
 
 
-@njit(**_PAR)
+@njit(cache=True, nogil=True, parallel=True)
 def _dit_blocks(v, stage_tw, block):
     """All stages with half-width h < block, each block of ``block`` points on its own.
 
@@ -100,7 +99,7 @@ def _dit_blocks(v, stage_tw, block):
             h *= 2
 
 
-@njit(**_PAR)
+@njit(cache=True, nogil=True, parallel=True)
 def _dit_stage(v, coarse, h, step):
     """One stage of half-width h ≥ TILE over the whole array.
 

@@ -1,13 +1,18 @@
 """Rank-1 constraint systems: the builder API, its three modes and the pre-compiled shape."""
 
 from cuzk.r1cs.lc import ONE, LcSpec, LinearCombination, Variable
+from cuzk.r1cs.names import ConstraintNames, PrefixedNames
+from cuzk.r1cs.repeat import repeat
 from cuzk.r1cs.shape import CsrMatrix, R1CSShape
 from cuzk.r1cs.system import (
+    DEFAULT_OPTIONS,
+    PYTHON_GADGETS,
     BulkWitness,
     CheckCS,
     Circuit,
     ConstraintSystem,
     ShapeCS,
+    SynthesisOptions,
     WitnessCS,
     check_circuit,
     synthesize_shape,
@@ -15,19 +20,25 @@ from cuzk.r1cs.system import (
 )
 
 __all__ = [
+    "DEFAULT_OPTIONS",
     "ONE",
+    "PYTHON_GADGETS",
     "BulkWitness",
     "CheckCS",
     "Circuit",
+    "ConstraintNames",
     "ConstraintSystem",
     "CsrMatrix",
     "LcSpec",
     "LinearCombination",
+    "PrefixedNames",
     "R1CSShape",
     "ShapeCS",
+    "SynthesisOptions",
     "Variable",
     "WitnessCS",
     "check_circuit",
+    "repeat",
     "synthesize_shape",
     "synthesize_witness",
 ]

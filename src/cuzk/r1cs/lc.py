@@ -8,7 +8,8 @@ mapping Python has, which matters when shape synthesis visits millions of terms.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
+from typing import Protocol
 
 from cuzk.field.constants import R
 
@@ -153,13 +154,21 @@ class LinearCombination:
 Term = Variable | LinearCombination | int
 """Anything that coerces into a linear combination."""
 
-LcSpec = Term | Callable[[LinearCombination], LinearCombination]
-"""What ``enforce`` takes per side: a term, or bellperson's style of a function from an empty
-combination to the wanted one (so witness-mode synthesis never builds it)."""
+
+class LcFn(Protocol):
+    """bellperson's style of an ``enforce`` side: a function from an empty combination to the
+    wanted one, so witness-mode synthesis never builds it. A protocol rather than a
+    ``Callable``, so that ``lambda lc, x=x: ...`` (a loop value bound as a default) fits."""
+
+    def __call__(self, lc: LinearCombination, /) -> LinearCombination: ...
+
+
+LcSpec = Term | LcFn
+"""What ``enforce`` takes per side: a term, or a function building it (:class:`LcFn`)."""
 
 
 def resolve(spec: LcSpec) -> LinearCombination:
     """Turn an ``enforce`` argument into a linear combination."""
     if callable(spec) and not isinstance(spec, Variable | LinearCombination):
         return spec(LinearCombination())
-    return LinearCombination.of(spec)  # type: ignore[arg-type]
+    return LinearCombination.of(spec)

@@ -16,8 +16,9 @@ synthesis the shape gets one ``input_i · 0 = 0`` row per input (added by :meth:
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Iterator
+from contextlib import AbstractContextManager, contextmanager, nullcontext
+from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
 import numpy as np
@@ -25,13 +26,30 @@ import numpy as np
 from cuzk.errors import BadInput
 from cuzk.field.constants import R
 from cuzk.r1cs.lc import LcSpec, LinearCombination, Variable, resolve
+from cuzk.r1cs.names import NameBuilder, PrefixedNames
+from cuzk.r1cs.rows import MatrixBuilder, Rows
 from cuzk.r1cs.shape import R1CSShape
 
-NameSpec = str | Callable[[], str]
-"""A name, or a function producing it, so hot loops needn't format strings no mode will read."""
 
-ValueSpec = int | Callable[[], int] | None
-"""A value, or a function computing it (not called in shape mode)."""
+class NameFn(Protocol):
+    """A function producing a name, so hot loops needn't format strings no mode will read. A
+    protocol rather than a ``Callable``, so that ``lambda i=i: ...`` (a loop value bound as a
+    default) fits."""
+
+    def __call__(self) -> str: ...
+
+
+class ValueFn(Protocol):
+    """A function computing a value (not called in shape mode); a protocol as :class:`NameFn`."""
+
+    def __call__(self) -> int: ...
+
+
+NameSpec = str | NameFn
+"""A name, or a function producing it."""
+
+ValueSpec = int | ValueFn | None
+"""A value, a function computing it, or None (shape mode)."""
 
 
 class Circuit(Protocol):
@@ -56,14 +74,50 @@ class BulkWitness(Protocol):
         ...
 
 
+@dataclass(frozen=True)
+class SynthesisOptions:
+    """Which native paths the gadgets may take in one constraint system.
+
+    Some gadgets can append exactly what their per-constraint Python would, computed natively:
+    SHA-256 compressions replayed from recorded tapes (witness mode,
+    :mod:`cuzk.gadgets.sha256_tape`) and templates (shape mode,
+    :mod:`cuzk.gadgets.sha256_shape_tape`), Poseidon hashes from a numba kernel (witness mode,
+    :mod:`cuzk.gadgets.poseidon.witness`). The choice travels with the system, so each
+    synthesis states it and none depends on a module-level switch flipped elsewhere.
+
+    Turning a path off runs the Python gadget: the reference the native paths are tested
+    against, and the baseline of measurements. ``verify_first_use`` compares each recording
+    (a SHA-256 pattern, a Poseidon arity) with the Python gadget on its first use in the
+    process and never uses one that disagrees; tests that check the native path on its own turn
+    it off. Recordings are kept per process (a cache), including those accepted unverified.
+    """
+
+    sha256_tapes: bool = True
+    poseidon_kernel: bool = True
+    verify_first_use: bool = True
+    #: Shape mode: repeated blocks replayed by offset after three (:mod:`cuzk.r1cs.repeat`).
+    replay_blocks: bool = True
+
+
+#: Every native path on, first uses verified: what production synthesis runs.
+DEFAULT_OPTIONS = SynthesisOptions()
+#: Every gadget through its per-constraint Python: the reference path.
+PYTHON_GADGETS = SynthesisOptions(sha256_tapes=False, poseidon_kernel=False, replay_blocks=False)
+
+
+#: The namespace of a system that keeps no names: reusable, and no generator per call.
+NO_NAMESPACE: AbstractContextManager[None] = nullcontext()
+
+
 class ConstraintSystem(ABC):
     """The builder every circuit and gadget writes against."""
 
     #: False in shape mode: gadgets may skip computing values nobody reads.
     needs_values: bool = True
 
-    def __init__(self) -> None:
+    def __init__(self, options: SynthesisOptions = DEFAULT_OPTIONS) -> None:
         self._path: list[str] = []
+        self.options = options
 
     @abstractmethod
     def alloc(self, name: NameSpec, value: ValueSpec) -> Variable:
@@ -77,9 +131,13 @@ class ConstraintSystem(ABC):
     def enforce(self, name: NameSpec, a: LcSpec, b: LcSpec, c: LcSpec) -> None:
         """Require ⟨a, z⟩ · ⟨b, z⟩ = ⟨c, z⟩."""
 
+    def namespace(self, name: NameSpec) -> AbstractContextManager[None]:
+        """Prefix the names of everything allocated or enforced inside with ``name/``
+        (systems that keep no names return :data:`NO_NAMESPACE`)."""
+        return self._named(name)
+
     @contextmanager
-    def namespace(self, name: NameSpec) -> Iterator[None]:
-        """Prefix the names of everything allocated or enforced inside with ``name/``."""
+    def _named(self, name: NameSpec) -> Iterator[None]:
         self._path.append(name if isinstance(name, str) else name())
         try:
             yield
@@ -102,8 +160,8 @@ def _value(name: NameSpec, value: ValueSpec) -> int:
 class WitnessCS(ConstraintSystem):
     """Values only: the proving-time mode."""
 
-    def __init__(self) -> None:
-        super().__init__()
+    def __init__(self, options: SynthesisOptions = DEFAULT_OPTIONS) -> None:
+        super().__init__(options)
         self.inputs: list[int] = [1]
         self.aux: list[int] = []
 
@@ -118,16 +176,15 @@ class WitnessCS(ConstraintSystem):
     def enforce(self, name: NameSpec, a: LcSpec, b: LcSpec, c: LcSpec) -> None:
         pass
 
-    @contextmanager
-    def namespace(self, name: NameSpec) -> Iterator[None]:
-        yield
+    def namespace(self, name: NameSpec) -> AbstractContextManager[None]:
+        return NO_NAMESPACE
 
 
 class CheckCS(ConstraintSystem):
     """Evaluates each constraint on the spot; names the first unsatisfied one."""
 
-    def __init__(self) -> None:
-        super().__init__()
+    def __init__(self, options: SynthesisOptions = DEFAULT_OPTIONS) -> None:
+        super().__init__(options)
         self.inputs: list[int] = [1]
         self.aux: list[int] = []
         self.num_constraints = 0
@@ -159,19 +216,25 @@ class CheckCS(ConstraintSystem):
 
 
 class ShapeCS(ConstraintSystem):
-    """Records A, B, C row by row; :meth:`finish` turns them into an :class:`R1CSShape`."""
+    """Records A, B, C row by row; :meth:`finish` turns them into an :class:`R1CSShape`.
+
+    Rows go straight into the compact layout (:mod:`cuzk.r1cs.rows`) and names into
+    (prefix, leaf) ids (:mod:`cuzk.r1cs.names`), so memory stays ~50 bytes per constraint at
+    any size. ``names`` reads as a sequence of strings."""
 
     needs_values = False
 
-    def __init__(self) -> None:
-        super().__init__()
+    def __init__(self, options: SynthesisOptions = DEFAULT_OPTIONS) -> None:
+        super().__init__(options)
         self.num_inputs = 1
         self.num_aux = 0
-        # Per matrix: CSR row pointers, column keys (inputs negative), coefficients.
-        self._rows: tuple[tuple[list[int], list[int], list[int]], ...] = tuple(
-            ([0], [], []) for _ in range(3)
-        )
-        self.names: list[str] = []
+        self._rows = MatrixBuilder()
+        self.names = NameBuilder()
+        self._prefix: int | None = None  # prefix id of the current namespace path, once used
+
+    @property
+    def num_constraints(self) -> int:
+        return self._rows.num_rows
 
     def alloc(self, name: NameSpec, value: ValueSpec) -> Variable:
         self.num_aux += 1
@@ -181,36 +244,42 @@ class ShapeCS(ConstraintSystem):
         self.num_inputs += 1
         return Variable(~(self.num_inputs - 1))
 
-    def enforce(self, name: NameSpec, a: LcSpec, b: LcSpec, c: LcSpec) -> None:
-        for (indptr, keys, coeffs), spec in zip(self._rows, (a, b, c), strict=True):
-            terms = resolve(spec).terms
-            keys.extend(terms.keys())
-            coeffs.extend(terms.values())
-            indptr.append(len(keys))
-        self.names.append(self._full_name(name))
+    @contextmanager
+    def namespace(self, name: NameSpec) -> Iterator[None]:
+        self._prefix = None
+        try:
+            with super().namespace(name):
+                yield
+        finally:
+            self._prefix = None
 
-    def rows_from(self, row: int) -> tuple[tuple[list[int], list[int], list[int]], ...]:
+    def _prefix_id(self) -> int:
+        pid = self._prefix
+        if pid is None:
+            path = self._path
+            pid = self._prefix = self.names.prefix_id("/".join(path) + "/" if path else "")
+        return pid
+
+    def enforce(self, name: NameSpec, a: LcSpec, b: LcSpec, c: LcSpec) -> None:
+        self._rows.add(resolve(a).terms, resolve(b).terms, resolve(c).terms)
+        self.names.add(self._prefix_id(), name if isinstance(name, str) else name())
+
+    def rows_from(self, row: int) -> tuple[Rows, Rows, Rows]:
         """The rows from ``row`` on, per matrix as (row ends relative to the first of them,
         keys, coefficients): what a gadget appended, for recording and checking replays."""
-        out = []
-        for indptr, keys, coeffs in self._rows:
-            start = indptr[row]
-            out.append(([e - start for e in indptr[row + 1 :]], keys[start:], coeffs[start:]))
-        return tuple(out)
+        return self._rows.rows_from(row)
 
     def append_rows(
         self,
-        rows: tuple[tuple[np.ndarray, list[int], list[int]], ...],
-        names: list[str],
+        rows: tuple[tuple[np.ndarray, np.ndarray | list[int], list[int]], ...],
+        names: PrefixedNames,
         num_aux: int,
     ) -> None:
         """Append whole rows at once (what ``enforce`` would have appended one at a time, in
-        :meth:`rows_from`'s layout) and ``num_aux`` new variables: replayed gadgets
-        (:mod:`cuzk.gadgets.sha256_shape_tape`) skip the per-constraint Python."""
-        for (indptr, keys, coeffs), (ends, k, c) in zip(self._rows, rows, strict=True):
-            indptr.extend((np.asarray(ends, dtype=np.int64) + len(keys)).tolist())
-            keys.extend(k)
-            coeffs.extend(c)
+        :meth:`rows_from`'s layout, keys as an array or list) and ``num_aux`` new variables:
+        replayed gadgets (:mod:`cuzk.gadgets.sha256_shape_tape`) skip the per-constraint
+        Python."""
+        self._rows.extend(rows)
         self.names.extend(names)
         self.num_aux += num_aux
 
@@ -218,25 +287,24 @@ class ShapeCS(ConstraintSystem):
         """Append bellperson's ``input_i · 0 = 0`` rows and freeze the matrices."""
         for i in range(self.num_inputs):
             self.enforce(f"input {i} constraint", Variable(~i), 0, 0)
-        return R1CSShape.from_rows(
-            circuit_id=circuit_id,
-            num_inputs=self.num_inputs,
-            num_aux=self.num_aux,
-            rows=self._rows,
-            names=self.names,
+        a, b, c = self._rows.finish(self.num_inputs, self.num_aux)
+        return R1CSShape(
+            circuit_id, self.num_inputs, self.num_aux, a, b, c, names=self.names.finish()
         )
 
 
-def synthesize_shape(circuit: Circuit, circuit_id: str = "") -> R1CSShape:
+def synthesize_shape(
+    circuit: Circuit, circuit_id: str = "", options: SynthesisOptions = DEFAULT_OPTIONS
+) -> R1CSShape:
     """Run ``circuit`` in shape mode and return its pre-compiled constraint system."""
-    cs = ShapeCS()
+    cs = ShapeCS(options)
     circuit.synthesize(cs)
     return cs.finish(circuit_id)
 
 
-def synthesize_witness(circuit: Circuit) -> WitnessCS:
+def synthesize_witness(circuit: Circuit, options: SynthesisOptions = DEFAULT_OPTIONS) -> WitnessCS:
     """Run ``circuit`` in witness mode; the result holds ``inputs`` (ONE first) and ``aux``."""
-    cs = WitnessCS()
+    cs = WitnessCS(options)
     circuit.synthesize(cs)
     return cs
 

@@ -2,9 +2,13 @@
 
 A ``SubmitProofRequest`` names what to prove in Filecoin's terms (proof kind, the numeric
 registered proof type filecoin-ffi uses, sector size, vanilla proofs, miner id, randomness);
-the engine wants a circuit id and either witness seeds or a payload in that circuit family's
-own format. This module is the only place that translation happens, and it never trusts the
-bytes: whatever arrives, it returns a :class:`~cuzk.engine.ProofRequest` or raises
+the engine wants a circuit id and either witness seeds or a payload in that circuit kind's own
+format. This module translates the *message*: the proof kind and registered proof number into
+a circuit id (through the circuit catalogue), the message's fields into the parts a Filecoin
+client sends (:class:`~cuzk.circuits.filecoin.wire.ClientParts`). How those parts become a
+payload — vanilla proofs in JSON or bincode, the PoSt envelope — is the circuit kind's business
+(:func:`cuzk.circuits.catalogue.payload_from_parts`). It never trusts the bytes: whatever
+arrives, it returns a :class:`~cuzk.engine.ProofRequest` or raises
 :class:`~cuzk.errors.BadInput` with a message for the client (the servicer turns that into
 INVALID_ARGUMENT). The engine parses and checks the payload itself when it is submitted.
 
@@ -16,25 +20,24 @@ Window V1_1 (filecoin-proofs-api's V1_2); update 0–4.
 
 from __future__ import annotations
 
-import base64
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from google.protobuf.message import DecodeError
 
+from cuzk.circuits.catalogue import canonical_id, filecoin_circuit, payload_from_parts
+from cuzk.circuits.filecoin.wire import ClientParts
 from cuzk.engine import Priority, ProofRequest
 from cuzk.engine.request import JobResult, PartitionTimeline
 from cuzk.errors import BadInput
-from cuzk.field.constants import R
 from cuzk.server.proto import proving_pb2 as pb
 
+# Sector sizes in the order of every group of filecoin-ffi's registered proof numbers.
 SECTOR_SIZES = (2 << 10, 8 << 20, 512 << 20, 32 << 30, 64 << 30)
-SIZE_NAMES = ("2k", "8m", "512m", "32g", "64g")
 _SIZE_LABELS = ("2KiB", "8MiB", "512MiB", "32GiB", "64GiB")
 
 # proto Priority (LOW=1 … CRITICAL=4, 0 unspecified) → engine Priority (CRITICAL=0 runs first)
-_PRIORITY = {
+_PRIORITY: dict[int, Priority] = {
     pb.PRIORITY_UNSPECIFIED: Priority.NORMAL,
     pb.LOW: Priority.LOW,
     pb.NORMAL: Priority.NORMAL,
@@ -118,7 +121,7 @@ def _direct(msg: pb.SubmitProofRequest) -> tuple[str, tuple[int, ...], bytes]:
         raise BadInput("circuit_id requests take seeds or vanilla_proof, not vanilla_proofs")
     if bool(seeds) == bool(payload):
         raise BadInput(f"{msg.circuit_id}: give either seeds or vanilla_proof (exactly one)")
-    return msg.circuit_id, seeds, payload
+    return canonical_id(msg.circuit_id), seeds, payload
 
 
 def _size_index(msg: pb.SubmitProofRequest, registered: int, first: int, what: str) -> int:
@@ -131,222 +134,47 @@ def _size_index(msg: pb.SubmitProofRequest, registered: int, first: int, what: s
 
 
 def _by_kind(msg: pb.SubmitProofRequest) -> tuple[str, str, tuple[int, ...], bytes]:
+    """Proof kind and registered proof number → (kind, circuit id); the message's fields →
+    the parts the kind builds its payload from."""
     kind, rp = msg.proof_kind, msg.registered_proof
     if msg.seeds:
         raise BadInput("seeds are only taken with circuit_id")
     if kind == pb.POREP_SEAL_COMMIT:
         if rp > 19:
             raise BadInput(f"registered_proof {rp} is not a RegisteredSealProof (0–19)")
-        i = _size_index(msg, rp, rp - rp % 5, "RegisteredSealProof")
-        if not msg.vanilla_proof:
-            raise BadInput("POREP_SEAL_COMMIT needs vanilla_proof (the C1 output)")
-        if msg.vanilla_proofs:
-            raise BadInput("POREP_SEAL_COMMIT takes vanilla_proof, not vanilla_proofs")
-        return "porep", f"porep-{SIZE_NAMES[i]}", (), bytes(msg.vanilla_proof)
-    if kind == pb.SNAP_DEALS_UPDATE:
+        name, i = "porep", _size_index(msg, rp, rp - rp % 5, "RegisteredSealProof")
+    elif kind == pb.SNAP_DEALS_UPDATE:
         if rp > 4:
             raise BadInput(f"registered_proof {rp} is not a RegisteredUpdateProof (0–4)")
-        i = _size_index(msg, rp, 0, "RegisteredUpdateProof")
-        return "snap", f"snap-{SIZE_NAMES[i]}", (), _snap_payload(msg, i)
-    if kind == pb.WINNING_POST:
+        name, i = "snap", _size_index(msg, rp, 0, "RegisteredUpdateProof")
+    elif kind == pb.WINNING_POST:
         if rp > 4:
             raise BadInput(f"registered_proof {rp} is not a Winning RegisteredPoStProof (0–4)")
-        i = _size_index(msg, rp, 0, "RegisteredPoStProof")
-        if msg.partition_index:
-            raise BadInput("WINNING_POST has a single partition; partition_index must be 0")
-        return "winning", f"winning-{SIZE_NAMES[i]}", (), _post_payload(msg, "winning", i)
-    if kind == pb.WINDOW_POST_PARTITION:
+        name, i = "winning", _size_index(msg, rp, 0, "RegisteredPoStProof")
+    elif kind == pb.WINDOW_POST_PARTITION:
         if 5 <= rp <= 9:
             raise BadInput(
                 f"registered_proof {rp} is a retired WindowPoSt V1 type; use V1_1 (10–14)"
             )
         if not 10 <= rp <= 14:
             raise BadInput(f"registered_proof {rp} is not a Window RegisteredPoStProof (10–14)")
-        i = _size_index(msg, rp, 10, "RegisteredPoStProof")
-        return "wpost", f"wpost-{SIZE_NAMES[i]}", (), _post_payload(msg, "wpost", i)
-    if kind == pb.PROOF_KIND_UNSPECIFIED:
+        name, i = "wpost", _size_index(msg, rp, 10, "RegisteredPoStProof")
+    elif kind == pb.PROOF_KIND_UNSPECIFIED:
         raise BadInput("proof_kind is unspecified (and no circuit_id names a circuit)")
-    raise BadInput(f"proof_kind: unknown value {kind}")
-
-
-def _bytes32(value: bytes, what: str) -> list[int]:
-    if len(value) != 32:
-        raise BadInput(f"{what}: expected 32 bytes, got {len(value)}")
-    return list(value)
-
-
-def prover_id(miner_id: int) -> int:
-    """filecoin-ffi's prover id for an actor: the payload of its ID address (the actor id as
-    unsigned LEB128), zero-padded to 32 bytes and read as a little-endian field element."""
-    out = bytearray()
-    while True:
-        low, miner_id = miner_id & 0x7F, miner_id >> 7
-        out.append(low | (0x80 if miner_id else 0))
-        if not miner_id:
-            return int.from_bytes(bytes(out), "little")
-
-
-def _post_payload(msg: pb.SubmitProofRequest, family: str, i: int) -> bytes:
-    """The PoSt request envelope ``cuzk.circuits.filecoin.vanilla_json.read_request`` takes."""
-    if msg.vanilla_proof:
-        raise BadInput("PoSt requests take vanilla_proofs (one per sector), not vanilla_proof")
-    if not msg.vanilla_proofs:
-        raise BadInput("PoSt requests need vanilla_proofs (one per sector)")
-    randomness = _bytes32(msg.randomness, "randomness")
-    if int.from_bytes(bytes(randomness), "little") >= R:
-        raise BadInput(
-            "randomness: not a canonical field element (clear its top two bits: "
-            "randomness[31] &= 0x3f, as Lotus does)"
-        )
-    sectors = [_sector_proof(raw, k) for k, raw in enumerate(msg.vanilla_proofs)]
-    name = (
-        f"StackedDrgWinning{_SIZE_LABELS[i]}V1"
-        if family == "winning"
-        else f"StackedDrgWindow{_SIZE_LABELS[i]}V1_2"
+    else:
+        raise BadInput(f"proof_kind: unknown value {kind}")
+    circuit_id = filecoin_circuit(name, SECTOR_SIZES[i])
+    parts = ClientParts(
+        vanilla_proof=bytes(msg.vanilla_proof),
+        vanilla_proofs=tuple(bytes(p) for p in msg.vanilla_proofs),
+        randomness=bytes(msg.randomness),
+        miner_id=msg.miner_id,
+        partition=msg.partition_index,
+        comm_r_old=bytes(msg.comm_r_old),
+        comm_r_new=bytes(msg.comm_r_new),
+        comm_d_new=bytes(msg.comm_d_new),
     )
-    envelope = {
-        "registered_proof": name,
-        "circuit": f"{family}-{SIZE_NAMES[i]}",
-        "randomness": randomness,
-        "prover_id": list(prover_id(msg.miner_id).to_bytes(32, "little")),
-        "partition": msg.partition_index,
-        "vanilla_proofs": sectors,
-    }
-    return json.dumps(envelope, separators=(",", ":")).encode()
-
-
-def _sector_proof(raw: bytes, k: int) -> object:
-    """One FallbackPoStSectorProof: upstream's JSON (serde) layout, or its bincode encoding
-    (what filecoin-ffi hands the reference's Go client). Text starting with "{" is tried as
-    JSON first; a bincode proof can start with that byte too (sector id 123 mod 256), so on a
-    JSON error it is read as bincode before being refused."""
-    what = f"vanilla_proofs[{k}]"
-    json_error = None
-    if raw.lstrip()[:1] == b"{":
-        try:
-            doc = json.loads(raw)
-        except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as e:
-            json_error = e
-        else:
-            if not isinstance(doc, dict):
-                raise BadInput(f"{what}: expected a JSON object")
-            return doc
-    try:
-        return sector_proof_from_bincode(bytes(raw), what)
-    except BadInput as e:
-        if json_error is not None:
-            raise BadInput(f"{what}: neither JSON ({json_error}) nor bincode ({e})") from None
-        raise
-
-
-# -- bincode (what filecoin-ffi's GenerateSingleVanillaProof returns) ---------------------------
-#
-# bincode 1.x with its default options: integers little-endian and fixed width, sequence
-# lengths and usize as u64, enum variants as a u32 index, a 32-byte domain element as its 32 raw
-# bytes, struct fields in declaration order. Decoding yields exactly the dict serde's JSON would.
-
-
-class _Bincode:
-    def __init__(self, data: bytes, what: str) -> None:
-        self.data, self.pos, self.what = data, 0, what
-
-    def take(self, n: int) -> bytes:
-        if self.pos + n > len(self.data):
-            raise BadInput(
-                f"{self.what}: truncated bincode (needs {n} bytes at offset "
-                f"{self.pos}, {len(self.data)} in all)"
-            )
-        out = self.data[self.pos : self.pos + n]
-        self.pos += n
-        return out
-
-    def u64(self) -> int:
-        return int.from_bytes(self.take(8), "little")
-
-    def domain(self) -> list[int]:
-        return list(self.take(32))
-
-    def seq(self, item, min_item_bytes: int) -> list:  # noqa: ANN001 - a reader method
-        n = self.u64()
-        if n * min_item_bytes > len(self.data) - self.pos:
-            raise BadInput(
-                f"{self.what}: bincode sequence of {n} items at offset "
-                f"{self.pos - 8} is longer than the data"
-            )
-        return [item() for _ in range(n)]
-
-    def path(self) -> dict:
-        return {
-            "path": self.seq(lambda: {"hashes": self.seq(self.domain, 32), "index": self.u64()}, 16)
-        }
-
-    def merkle_proof(self) -> dict:
-        variant = int.from_bytes(self.take(4), "little")
-        if variant == 0:
-            root, leaf = self.domain(), self.domain()
-            return {"data": {"Single": {"root": root, "leaf": leaf, "path": self.path()}}}
-        if variant == 1:
-            base, sub = self.path(), self.path()
-            return {
-                "data": {
-                    "Sub": {
-                        "base_proof": base,
-                        "sub_proof": sub,
-                        "root": self.domain(),
-                        "leaf": self.domain(),
-                    }
-                }
-            }
-        if variant == 2:
-            base, sub, top = self.path(), self.path(), self.path()
-            return {
-                "data": {
-                    "Top": {
-                        "base_proof": base,
-                        "sub_proof": sub,
-                        "top_proof": top,
-                        "root": self.domain(),
-                        "leaf": self.domain(),
-                    }
-                }
-            }
-        raise BadInput(f"{self.what}: unknown Merkle proof variant {variant} in bincode")
-
-    def sector(self) -> dict:
-        return {
-            "inclusion_proofs": self.seq(self.merkle_proof, 4),
-            "comm_c": self.domain(),
-            "comm_r_last": self.domain(),
-        }
-
-
-def sector_proof_from_bincode(data: bytes, what: str) -> dict:
-    """A bincode ``FallbackPoStSectorProof`` as the dict its serde JSON would parse to."""
-    r = _Bincode(data, what)
-    out = {
-        "sector_id": r.u64(),
-        "comm_r": r.domain(),
-        "vanilla_proof": {"sectors": r.seq(r.sector, 72)},
-    }
-    if r.pos != len(data):
-        raise BadInput(f"{what}: {len(data) - r.pos} bytes left over after the bincode proof")
-    return out
-
-
-def _snap_payload(msg: pb.SubmitProofRequest, i: int) -> bytes:
-    """SnapDeals: the partition proofs and the three commitments, in one JSON document."""
-    if not msg.vanilla_proofs:
-        raise BadInput("SNAP_DEALS_UPDATE needs vanilla_proofs (one per partition)")
-    return json.dumps(
-        {
-            "registered_proof": f"StackedDrg{_SIZE_LABELS[i]}V1",
-            "comm_r_old": _bytes32(msg.comm_r_old, "comm_r_old"),
-            "comm_r_new": _bytes32(msg.comm_r_new, "comm_r_new"),
-            "comm_d_new": _bytes32(msg.comm_d_new, "comm_d_new"),
-            "vanilla_proofs": [base64.b64encode(p).decode() for p in msg.vanilla_proofs],
-        },
-        separators=(",", ":"),
-    ).encode()
+    return name, circuit_id, (), payload_from_parts(circuit_id, parts)
 
 
 # -- answers -------------------------------------------------------------------------------

@@ -4,8 +4,9 @@ and stopped in order.
 Start: open the journal (dropping results past retention), build the engine, re-submit what
 the journal holds unfinished, then listen. Stop: refuse new submissions, let the engine finish
 what runs (up to ``server.grace_seconds``; a job still running then is left *pending* in the
-journal and resumes on the next start), wait for the collectors to journal their results, then
-close the listeners. SIGINT and SIGTERM trigger that stop in :meth:`serve_forever`.
+journal and resumes on the next start) — the engine delivers every job's end to the service,
+which journals it, before its shutdown returns — then close the listeners. SIGINT and SIGTERM
+trigger that stop in :meth:`serve_forever`.
 
 Security: a gRPC address other than a unix socket or loopback needs a bearer token or TLS;
 :class:`~cuzk.server.config.DaemonConfig` refuses such a config, and :meth:`start` checks again
@@ -169,9 +170,7 @@ class Daemon:
             if self.service is not None:
                 self.service.stop_accepting()
             if self.engine is not None:
-                self.engine.shutdown(graceful=graceful, timeout=grace)
-            if self.service is not None:
-                self.service.join(timeout=30.0)
+                self.engine.shutdown(graceful=graceful, timeout=grace)  # ends journalled
             if self._server is not None:
                 self._server.stop(grace=1.0).wait()
             if self.http is not None:

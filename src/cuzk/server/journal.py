@@ -8,10 +8,10 @@ again after the restart — a different but equally valid proof — which costs 
 fsync per finished proof. On start the daemon re-submits every row that
 has no terminal state; finished rows keep their proof, public inputs, error and timings for the
 retention period so AwaitProof can still answer after a restart. Job ids are the daemon's own
-(``job-`` + random hex), stable across restarts; the engine's per-process ids never leave it.
+(``job-`` + random hex), stable across restarts; the engine runs each job under the same id.
 
-All access goes through one connection guarded by a lock: the daemon's gRPC threads and result
-collectors share it, and SQLite serialises writers anyway.
+All access goes through one connection guarded by a lock: the daemon's gRPC threads and the
+engine's completion thread share it, and SQLite serialises writers anyway.
 """
 
 from __future__ import annotations

@@ -7,14 +7,14 @@ custom collector, so a gauge can never drift from what the engine says.
 
 The registry is private to each :class:`Metrics`, never prometheus-client's global one: two
 daemons (or tests) in one process do not share or collide. Circuits are labelled by *kind*
-(``synthetic``, ``winning``, ``wpost``, ``porep``, ``snap``, else ``other``), never by full id,
-so label cardinality stays bounded whatever clients send.
+(the circuit catalogue's: ``synthetic``, ``winning``, ``wpost``, ``porep``, ``snap``,
+``snarkjs``, else ``other``), never by full id, so label cardinality stays bounded whatever
+clients send.
 """
 
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import Callable, Iterable, Iterator
 
 from prometheus_client import CollectorRegistry, Counter, Histogram
@@ -22,12 +22,13 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
 from prometheus_client.registry import Collector
 
+from cuzk.circuits import KINDS, find_kind
 from cuzk.engine.request import EngineStatus, JobState, PartitionTimeline
 from cuzk.errors import BadInput
 
 log = logging.getLogger(__name__)
 
-CIRCUIT_KINDS = ("synthetic", "winning", "wpost", "porep", "snap")
+CIRCUIT_KINDS = tuple(k.name for k in KINDS)
 STAGES = ("queue", "synthesis", "device_wait", "kernels", "finalize")
 # Proofs take from tens of milliseconds (tiny synthetic circuits) to many minutes (32 GiB PoRep
 # on a CPU); roughly ×2.5 steps cover that range with 16 buckets.
@@ -71,9 +72,9 @@ STAGE_BUCKETS = (
 
 def circuit_kind(circuit_id: str) -> str:
     """The bounded label for a circuit id: ``synthetic:400`` → synthetic, ``wpost-32g`` →
-    wpost; anything unrecognised → other."""
-    head = re.split(r"[:\-_/]", circuit_id.strip().lower(), maxsplit=1)[0]
-    return head if head in CIRCUIT_KINDS else "other"
+    wpost (case and surrounding blanks ignored); anything unrecognised → other."""
+    kind = find_kind(circuit_id.strip().lower())
+    return kind.name if kind is not None else "other"
 
 
 def stage_seconds(timelines: Iterable[PartitionTimeline]) -> dict[str, float]:

@@ -7,9 +7,11 @@ carries on. Errors map by category: BadInput → INVALID_ARGUMENT, ResourceExhau
 RESOURCE_EXHAUSTED, an unknown job → NOT_FOUND, shutting down → UNAVAILABLE, anything else →
 INTERNAL (logged with its traceback; the client sees one line).
 
-Every accepted job gets a collector thread that blocks on the engine's result and writes it to
-the journal; AwaitProof waits for that write, so what a client is told is always what a
-restarted daemon would tell it too.
+One job id, the journal's (``job-`` + random hex, stable across restarts), names a job
+everywhere: the engine runs it under that id, so status, timelines and logs show what the client
+holds. The engine calls :meth:`ProvingService.job_ended` once per job as it ends (on its one
+delivery thread, no thread per job), which journals the outcome; AwaitProof waits for that
+write, so what a client is told is always what a restarted daemon would tell it too.
 """
 
 from __future__ import annotations
@@ -21,12 +23,19 @@ import logging
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 import grpc
 
-from cuzk.engine import Engine, JobCancelled, Priority
-from cuzk.engine.request import EngineStatus, JobResult, JobState, PartitionTimeline
+from cuzk.engine import Engine, Priority
+from cuzk.engine.request import (
+    EngineStatus,
+    JobOutcome,
+    JobState,
+    PartitionState,
+    PartitionTimeline,
+)
 from cuzk.errors import BadInput, CuzkError, ResourceExhausted
 from cuzk.server import convert
 from cuzk.server.journal import Journal, JournalEntry
@@ -47,8 +56,21 @@ class _Abort(Exception):
         self.code = code
 
 
+@dataclass(eq=False)
+class _Live:
+    """A job the engine runs for this daemon, from its submission until its end is journalled."""
+
+    circuit_id: str
+    submitted_at: float  # unix seconds
+    done: threading.Event = field(default_factory=threading.Event)  # set once journalled
+    journalled: bool = False  # its row exists, so its end can be written
+    early: JobOutcome | None = None  # an end that came before the row was written
+    client_cancelled: bool = False
+
+
 class ProvingService:
-    """Jobs in flight, their collectors and the RPC handlers.
+    """Jobs in flight and the RPC handlers; registers itself as the engine's completion
+    callback.
 
     ``metrics`` (optional) has ``job_finished(circuit_id, state, seconds, stages)`` and
     ``render() -> bytes``; ``status_doc`` (optional) turns an EngineStatus into the /status JSON.
@@ -73,12 +95,10 @@ class ProvingService:
         self.failed = 0
         self._lock = threading.Lock()
         self._submit_lock = threading.Lock()  # request-id check and insert are one step
-        self._engine_ids: dict[str, str] = {}  # daemon job id → engine job id
-        self._done: dict[str, threading.Event] = {}  # set once the journal has the result
-        self._collectors: dict[str, threading.Thread] = {}
-        self._client_cancelled: set[str] = set()
+        self._live: dict[str, _Live] = {}  # jobs the engine runs, by their one id
         self._accepting = True
         self._last_purge = time.monotonic()
+        engine.on_complete(self.job_ended)
 
     # -- lifecycle --------------------------------------------------------------------------
 
@@ -94,13 +114,15 @@ class ProvingService:
                 Priority(entry.priority),
                 entry.request_id,
             )
+            live = self._begin(entry.id, entry.circuit_id, entry.submitted_at)
             try:
-                engine_id = self.engine.submit(request)
+                self.engine.submit(request, entry.id)
             except CuzkError as e:
+                self._forget(entry.id)
                 log.warning("journalled job %s cannot be resumed: %s", entry.id, e)
                 self.journal.finish(entry.id, "failed", error=f"after a restart: {e}")
                 continue
-            self._track(entry.id, engine_id, entry.circuit_id, entry.submitted_at)
+            self._journalled(live)
             n += 1
         if n:
             log.info("resumed %d journalled job(s)", n)
@@ -108,12 +130,6 @@ class ProvingService:
 
     def stop_accepting(self) -> None:
         self._accepting = False
-
-    def join(self, timeout: float | None = None) -> None:
-        """Wait for the collectors (after the engine has shut down they all end quickly)."""
-        deadline = None if timeout is None else time.monotonic() + timeout
-        for t in list(self._collectors.values()):
-            t.join(None if deadline is None else max(0.0, deadline - time.monotonic()))
 
     # -- the work behind the RPCs -------------------------------------------------------------
 
@@ -133,11 +149,18 @@ class ProvingService:
                             f"request_id {req.request_id!r} was already used for another payload"
                         )
                     return pb.SubmitProofResponse(job_id=prior.id)
+            job_id = self.journal.new_id()
+            submitted_at = time.time()
             with self._lock:
-                ahead = len(self._engine_ids)
-            engine_id = self.engine.submit(req)
+                ahead = len(self._live)
+            live = self._begin(job_id, req.circuit_id, submitted_at)
+            try:
+                self.engine.submit(req, job_id)
+            except BaseException:
+                self._forget(job_id)
+                raise
             entry = JournalEntry(
-                self.journal.new_id(),
+                job_id,
                 req.request_id,
                 digest,
                 conv.kind,
@@ -146,7 +169,7 @@ class ProvingService:
                 payload,
                 int(req.priority),
                 "pending",
-                time.time(),
+                submitted_at,
                 None,
                 None,
                 None,
@@ -157,78 +180,90 @@ class ProvingService:
             try:
                 self.journal.add(entry)
             except Exception as e:
-                self.engine.cancel(engine_id)
+                self._forget(job_id)
+                self.engine.cancel(job_id)
                 log.exception("journal write failed")
                 raise _Abort(
                     grpc.StatusCode.UNAVAILABLE, f"cannot journal the request ({e}); not accepted"
                 ) from e
-            self._track(entry.id, engine_id, req.circuit_id, entry.submitted_at)
-        return pb.SubmitProofResponse(job_id=entry.id, queue_position=ahead)
+            self._journalled(live)
+        return pb.SubmitProofResponse(job_id=job_id, queue_position=ahead)
 
-    def _track(self, job_id: str, engine_id: str, circuit_id: str, submitted_at: float) -> None:
+    # -- a job's life in the daemon: begun, journalled, ended ---------------------------------
+
+    def _begin(self, job_id: str, circuit_id: str, submitted_at: float) -> _Live:
+        """Track a job before the engine gets it: its end may come at any moment after."""
+        live = _Live(circuit_id, submitted_at)
         with self._lock:
-            self._engine_ids[job_id] = engine_id
-            self._done[job_id] = threading.Event()
-            t = threading.Thread(
-                target=self._collect,
-                args=(job_id, engine_id, circuit_id, submitted_at),
-                name=f"cuzk-collect-{job_id}",
-                daemon=True,
-            )
-            self._collectors[job_id] = t
-        t.start()
+            self._live[job_id] = live
+        return live
 
-    def _collect(self, job_id: str, engine_id: str, circuit_id: str, submitted_at: float) -> None:
-        """Block on the engine's result and journal it."""
-        state, timelines = None, ()
+    def _forget(self, job_id: str) -> None:
+        """The engine refused the job, or its row could not be written: drop it unrecorded."""
+        with self._lock:
+            live = self._live.pop(job_id, None)
+        if live is not None:
+            live.done.set()
+
+    def _journalled(self, live: _Live) -> None:
+        """The job's row exists: record an end that came first (a job failing at once)."""
+        with self._lock:
+            live.journalled = True
+            early, live.early = live.early, None
+        if early is not None:
+            self.job_ended(early)
+
+    def job_ended(self, outcome: JobOutcome) -> None:
+        """The engine's completion callback: journal how the job ended, then wake its
+        AwaitProof callers. Runs on the engine's delivery thread (or, for an end that came
+        before the job's row, on the submitting thread); never raises."""
+        job_id = outcome.job_id
+        with self._lock:
+            live = self._live.get(job_id)
+            if live is None:
+                return  # not ours any more (its row could not be written)
+            if not live.journalled:
+                live.early = outcome  # the submitting thread records it after the row
+                return
+        state = None
         try:
-            try:
-                result: JobResult = self.engine.result(engine_id)
-            except JobCancelled:
-                if job_id in self._client_cancelled:
+            if outcome.state is JobState.SUCCEEDED and outcome.result is not None:
+                result = outcome.result
+                timings: dict[str, Any] = dict(convert.timing_ms(result.timelines))
+                timings["srs_load_ms"] = max(0, round(result.srs_load_s * 1000))
+                timings["total_ms"] = max(0, round((time.time() - live.submitted_at) * 1000))
+                timings["timelines"] = [_timeline_dict(t) for t in result.timelines]
+                state = "succeeded"
+                self.journal.finish(
+                    job_id,
+                    state,
+                    proof=result.proof,
+                    public_inputs=result.public_inputs,
+                    vk_path=result.vk_path,
+                    timings=timings,
+                )
+            elif outcome.state is JobState.CANCELLED:
+                if live.client_cancelled:
                     state = "cancelled"
                     self.journal.finish(job_id, state, error="cancelled by the client")
                 # else a shutdown cancelled it: it stays pending and resumes after a restart
-                return
-            except CuzkError as e:
+            else:
                 state = "failed"
-                self.journal.finish(job_id, state, error=str(e))
-                return
-            except Exception as e:  # noqa: BLE001 - recorded, never lost
-                log.exception("job %s: unexpected failure", job_id)
-                state = "failed"
-                self.journal.finish(job_id, state, error=f"internal error: {e}")
-                return
-            timelines = result.timelines
-            timings = convert.timing_ms(timelines)
-            timings["srs_load_ms"] = max(0, round(result.srs_load_s * 1000))
-            timings["total_ms"] = max(0, round((time.time() - submitted_at) * 1000))
-            timings["timelines"] = [_timeline_dict(t) for t in timelines]
-            state = "succeeded"
-            self.journal.finish(
-                job_id,
-                state,
-                proof=result.proof,
-                public_inputs=result.public_inputs,
-                vk_path=result.vk_path,
-                timings=timings,
-            )
+                self.journal.finish(job_id, state, error=str(outcome.error))
         except Exception:  # noqa: BLE001 - the journal itself failed; keep the daemon up
             log.exception("job %s: cannot journal its result", job_id)
         finally:
             with self._lock:
-                self._engine_ids.pop(job_id, None)
-                self._collectors.pop(job_id, None)
-                done = self._done.pop(job_id, None)
-                self._client_cancelled.discard(job_id)
+                self._live.pop(job_id, None)
                 if state == "succeeded":
                     self.completed += 1
                 elif state == "failed":
                     self.failed += 1
-            if done is not None:
-                done.set()
+            live.done.set()
             if state is not None and self.metrics is not None:
-                _report(self.metrics, circuit_id, state, time.time() - submitted_at, timelines)
+                timelines = outcome.result.timelines if outcome.result is not None else ()
+                _report(self.metrics, live.circuit_id, state,
+                        time.time() - live.submitted_at, timelines)  # fmt: skip
             self._maybe_purge()
 
     def _maybe_purge(self) -> None:
@@ -249,8 +284,9 @@ class ProvingService:
         entry = self._entry(job_id)
         if not entry.terminal:
             with self._lock:
-                done = self._done.get(job_id)
-            if done is not None:
+                live = self._live.get(job_id)
+            if live is not None:
+                done = live.done
                 deadline = None if timeout_ms == 0 else time.monotonic() + timeout_ms / 1000
                 while not done.is_set():
                     left = (
@@ -280,32 +316,26 @@ class ProvingService:
         if entry.terminal:
             return False
         with self._lock:
-            engine_id = self._engine_ids.get(job_id)
-        if engine_id is None:
-            return False
-        self._client_cancelled.add(job_id)
+            live = self._live.get(job_id)
+            if live is None:
+                return False
+            live.client_cancelled = True
         try:
-            return self.engine.cancel(engine_id)
+            return self.engine.cancel(job_id)
         except BadInput:
             return False  # the engine already forgot it (it finished)
 
     def status(self) -> pb.GetStatusResponse:
         st = self.engine.status()
-        with self._lock:
-            by_engine = {e: d for d, e in self._engine_ids.items()}
-        circuits = {j.job_id: j.circuit_id for j in st.jobs}
         gpus = []
         for d in st.devices:
-            busy = next(
-                (w.busy_with for w in st.workers if w.device == d.index and w.busy_with), None
-            )
-            engine_job = busy.split("/")[0] if busy else ""
+            job = _on_device(st, d.index)
             gpus.append(
                 pb.GPUStatus(
                     ordinal=d.index,
                     name=d.backend,
-                    current_job_id=by_engine.get(engine_job, engine_job),
-                    current_proof_kind=circuits.get(engine_job, ""),
+                    current_job_id=job.job_id if job is not None else "",
+                    current_proof_kind=job.circuit_id if job is not None else "",
                 )
             )
         tiers = {"resident": pb.SRSStatus.HOT, "loading": pb.SRSStatus.WARM}
@@ -473,6 +503,19 @@ def await_response(entry: JournalEntry) -> pb.AwaitProofResponse:
 
 def _timeline_dict(t: PartitionTimeline) -> dict:
     return dataclasses.asdict(t)
+
+
+_ON_DEVICE = (PartitionState.KERNELS, PartitionState.DEVICE_WAIT, PartitionState.FINALIZING)
+
+
+def _on_device(st: EngineStatus, device: int) -> Any:
+    """The job whose partition holds ``device`` now (in kernels first, then waiting for the
+    lock, then finalizing), or None."""
+    for state in _ON_DEVICE:
+        for job in st.jobs:
+            if any(p.state is state and p.timeline.device == device for p in job.partitions):
+                return job
+    return None
 
 
 def _srs(st: EngineStatus, circuit_id: str) -> Any:

@@ -1,8 +1,10 @@
 """a = A·z, b = B·z, c = C·z on one CUDA device (``spmv.cu``).
 
-The constraint matrices are uploaded once per :class:`~cuzk.r1cs.R1CSShape` object and kept
-while that object lives (the few most recent shapes); each evaluation then moves only z in
-and, when the caller wants host arrays, a, b, c out.
+The constraint matrices are uploaded once per :class:`~cuzk.r1cs.R1CSShape` object in their
+compact form (32-bit columns, 1–4-byte coefficient ids, the small table of distinct
+coefficients: ~45 bytes per constraint, 5.9 GB for a 32 GiB PoRep partition) and kept while
+that object lives (the few most recent shapes); each evaluation then moves only z in and, when
+the caller wants host arrays, a, b, c out.
 """
 
 from __future__ import annotations
@@ -23,29 +25,46 @@ SRC = "spmv.cu"
 THREADS = 256
 #: Shapes whose matrices stay on the device.
 KEEP_SHAPES = 2
+_PTR_NAMES = {np.dtype(np.uint32): "u32", np.dtype(np.uint64): "u64"}
+_ID_NAMES = {np.dtype(np.uint8): "u8", np.dtype(np.uint16): "u16", np.dtype(np.uint32): "u32"}
 
 
 @dataclass(frozen=True)
 class DeviceCsr:
-    indptr: Any  # int64 (rows + 1)
-    indices: Any  # int64 (nnz)
-    coeffs: Any  # (nnz, 4) uint64
+    indptr: Any  # uint32/uint64 (rows + 1)
+    indices: Any  # uint32 (nnz)
+    coeff_ids: Any  # uint8/uint16/uint32 (nnz)
+    table: Any  # (k, 4) uint64: the distinct coefficients
     num_rows: int
     num_cols: int
+    kind: str  # "<indptr width>_<id width>", e.g. "u32_u16": the kernel suffix
+
+    @property
+    def nbytes(self) -> int:
+        return sum(int(x.nbytes) for x in (self.indptr, self.indices, self.coeff_ids, self.table))
 
 
-def check_csr(indptr: np.ndarray, indices: np.ndarray, coeffs: np.ndarray, num_cols: int) -> None:
-    """The structure checks the kernel relies on (its loads are unchecked)."""
-    rows = indptr.shape[0] - 1
-    nnz = indices.shape[0]
-    if indptr.ndim != 1 or rows < 0:
-        raise BadInput("indptr must be a 1-D array of rows + 1 offsets")
-    if coeffs.shape != (nnz, 4) or coeffs.dtype != np.uint64:
-        raise BadInput(f"coeffs must be ({nnz}, 4) uint64, got {coeffs.shape} {coeffs.dtype}")
-    if indptr[0] != 0 or indptr[-1] != nnz or (rows and np.any(np.diff(indptr) < 0)):
+def host_arrays(m: CsrMatrix) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, str]:
+    """(indptr, uint32 indices, ids, table, kernel suffix) of ``m``, checked for what the
+    kernel's unchecked loads rely on: monotone row pointers from 0 to nnz, every column below
+    ``num_cols`` and every id below the table's length."""
+    if m.num_cols >= 1 << 32:
+        raise BadInput(f"{m.num_cols} columns: the kernel takes 32-bit column indices")
+    indptr = np.ascontiguousarray(m.indptr)
+    indices = np.ascontiguousarray(m.indices, dtype=np.uint32)
+    ids = np.ascontiguousarray(m.coeff_ids)
+    table = np.ascontiguousarray(m.table, dtype=np.uint64)
+    kind = f"{_PTR_NAMES.get(indptr.dtype)}_{_ID_NAMES.get(ids.dtype)}"
+    if "None" in kind:
+        raise BadInput(f"no kernel for row pointers {indptr.dtype} and ids {ids.dtype}")
+    nnz = len(indices)
+    if indptr[0] != 0 or indptr[-1] != nnz or np.any(indptr[1:] < indptr[:-1]):
         raise BadInput("indptr must be non-decreasing from 0 to nnz")
-    if nnz and (int(indices.min()) < 0 or int(indices.max()) >= num_cols):
-        raise BadInput(f"column index out of range for {num_cols} columns")
+    if nnz and int(indices.max()) >= m.num_cols:
+        raise BadInput(f"column index out of range for {m.num_cols} columns")
+    if nnz and int(ids.max()) >= len(table):
+        raise BadInput(f"coefficient id out of range for a table of {len(table)}")
+    return indptr, indices, ids, table, kind
 
 
 class GpuAbc:
@@ -57,12 +76,13 @@ class GpuAbc:
         self._shapes: OrderedDict[int, tuple[weakref.ref, tuple[DeviceCsr, ...]]] = OrderedDict()
 
     def upload_csr(self, m: CsrMatrix) -> DeviceCsr:
-        indptr = np.ascontiguousarray(m.indptr, dtype=np.int64)
-        indices = np.ascontiguousarray(m.indices, dtype=np.int64)
-        coeffs = np.ascontiguousarray(m.coeffs, dtype=np.uint64)
-        check_csr(indptr, indices, coeffs, m.num_cols)
+        indptr, indices, ids, table, kind = host_arrays(m)
+        if len(table) == 0:  # no entries: any table will do, and a zero-size one has no pointer
+            table = np.zeros((1, 4), dtype=np.uint64)
         up = self.gpu.upload
-        return DeviceCsr(up(indptr), up(indices), up(coeffs), len(indptr) - 1, m.num_cols)
+        return DeviceCsr(
+            up(indptr), up(indices), up(ids), up(table), len(indptr) - 1, m.num_cols, kind
+        )
 
     def matrices(self, shape: R1CSShape) -> tuple[DeviceCsr, ...]:
         """The shape's A, B, C on the device (uploaded on first use)."""
@@ -100,32 +120,24 @@ class GpuAbc:
         return self.evaluate_mats(self.matrices(shape), z)
 
     def evaluate_mats(self, mats: tuple[DeviceCsr, ...], z: Any) -> tuple[Any, Any, Any]:
-        """(A·z, B·z, C·z) for three device matrices with the same number of rows."""
+        """(A·z, B·z, C·z) for three device matrices with the same number of rows: one launch
+        when their widths agree (always, for synthesized shapes: one table), else one each."""
         ma, mb, mc = mats
         rows = ma.num_rows
         if mb.num_rows != rows or mc.num_rows != rows:
             raise BadInput("A, B and C must have the same number of rows")
+        if len({m.kind for m in mats}) != 1:
+            a, b, c = (self.spmv(m, z) for m in mats)
+            return a, b, c
         outs = [self.gpu.empty(rows) for _ in range(3)]
         if rows:
+            args = [x for m in mats for x in (m.indptr, m.indices, m.coeff_ids, m.table)]
             self.gpu.launch(
                 SRC,
-                "spmv_abc_k",
+                f"spmv_abc_{ma.kind}",
                 (self._grid(rows), 3),
                 THREADS,
-                (
-                    *outs,
-                    ma.indptr,
-                    ma.indices,
-                    ma.coeffs,
-                    mb.indptr,
-                    mb.indices,
-                    mb.coeffs,
-                    mc.indptr,
-                    mc.indices,
-                    mc.coeffs,
-                    z,
-                    np.int64(rows),
-                ),
+                (*outs, *args, z, np.int64(rows)),
             )
         return outs[0], outs[1], outs[2]
 
@@ -137,9 +149,9 @@ class GpuAbc:
         if m.num_rows:
             self.gpu.launch(
                 SRC,
-                "spmv_k",
+                f"spmv_{m.kind}",
                 self._grid(m.num_rows),
                 THREADS,
-                (out, m.indptr, m.indices, m.coeffs, x, np.int64(m.num_rows)),
+                (out, m.indptr, m.indices, m.coeff_ids, m.table, x, np.int64(m.num_rows)),
             )
         return out

@@ -101,10 +101,30 @@ class Gpu:
 
     # -- context ---------------------------------------------------------------------------------
     @contextlib.contextmanager
-    def context(self) -> Iterator[None]:
-        """This device current and this object's stream the current stream."""
-        with self.cp.cuda.Device(self.device), self.stream:
+    def context(self, stream: Any = None) -> Iterator[None]:
+        """This device current and ``stream`` (default: the compute stream) the current one."""
+        with self.cp.cuda.Device(self.device), stream or self.stream:
             yield
+
+    def side_stream(self) -> Any:
+        """A second, non-blocking stream on this device for work that overlaps the compute
+        stream (the MSMs); order it with :meth:`record` and ``stream.wait_event``."""
+        with self.cp.cuda.Device(self.device), self.guard("creating a stream"):
+            return self.cp.cuda.Stream(non_blocking=True)
+
+    def record(self, stream: Any = None) -> Any:
+        """An event marking the work queued so far on ``stream`` (default: the compute
+        stream): a consumer on another stream waits for it instead of the host waiting."""
+        with self.context(stream), self.guard("recording an event"):
+            event = self.cp.cuda.Event(disable_timing=True)
+            event.record(stream or self.stream)
+        return event
+
+    def memory(self) -> tuple[int, int]:
+        """(free, total) bytes of this device: a device-wide query, for start-up only."""
+        with self.cp.cuda.Device(self.device), self.guard("memory query"):
+            free, total = self.cp.cuda.runtime.memGetInfo()
+        return int(free), int(total)
 
     def fault(self, what: str, e: BaseException) -> DeviceFault:
         msg = e.get_message() if hasattr(e, "get_message") else str(e)
@@ -164,22 +184,24 @@ class Gpu:
         kind = getattr(attrs, "type", None)
         return kind == getattr(rt, "memoryTypeHost", 1)
 
-    def upload(self, host: np.ndarray, out: Any = None) -> Any:
-        """Copy a host array to the device (queued on the stream; returns at once when the
-        source is page-locked, after the last chunk's host copy otherwise)."""
+    def upload(self, host: np.ndarray, out: Any = None, stream: Any = None) -> Any:
+        """Copy a host array to the device (queued on ``stream``, default the compute stream;
+        returns at once when the source is page-locked, after the last chunk's host copy
+        otherwise — so a memory-mapped file is read straight into the staging chunks)."""
         host = np.ascontiguousarray(host)
-        with self.context(), self.guard("host→device copy"):
+        stream = stream or self.stream
+        with self.context(stream), self.guard("host→device copy"):
             d = self.cp.empty(host.shape, dtype=host.dtype) if out is None else out
             if host.nbytes == 0:
                 return d
             if self.is_pinned(host):
-                d.set(host, stream=self.stream)
+                d.set(host, stream=stream)
                 return d
             with self._lock:  # one user of the staging chunks at a time
-                self._staged_upload(host, d)
+                self._staged_upload(host, d, stream)
         return d
 
-    def _staged_upload(self, host: np.ndarray, d: Any) -> None:
+    def _staged_upload(self, host: np.ndarray, d: Any, stream: Any) -> None:
         cp = self.cp
         if self._stage is None:
             self._stage = [
@@ -188,7 +210,7 @@ class Gpu:
             ]
             self._stage_events = [cp.cuda.Event(disable_timing=True) for _ in range(2)]
             for ev in self._stage_events:
-                ev.record(self.stream)
+                ev.record(stream)
         src = host.reshape(-1).view(np.uint8)
         dst = d.reshape(-1).view(cp.uint8)
         for k, off in enumerate(range(0, src.size, STAGING_CHUNK)):
@@ -197,8 +219,8 @@ class Gpu:
             self._stage_events[slot].synchronize()  # the DMA that last read this slot is done
             buf = self._stage[slot][:n]
             np.copyto(buf, src[off : off + n])
-            dst[off : off + n].set(buf, stream=self.stream)
-            self._stage_events[slot].record(self.stream)
+            dst[off : off + n].set(buf, stream=stream)
+            self._stage_events[slot].record(stream)
 
     def download(self, d: Any) -> np.ndarray:
         """Copy a device array to (page-locked) host memory and wait for it: the one place the
@@ -221,12 +243,15 @@ class Gpu:
             self.stream.synchronize()
 
     # -- kernels ---------------------------------------------------------------------------------
-    def kernel(self, filename: str, name: str, smem: int = 0) -> Any:
-        key = (filename, name, tuple(sorted((d, str(v)) for d, v in self.defines.items())))
+    def kernel(
+        self, filename: str, name: str, smem: int = 0, defines: dict[str, object] | None = None
+    ) -> Any:
+        """``name`` from ``filename`` compiled with this object's -D options and ``defines``."""
+        merged = {**self.defines, **(defines or {})}
+        key = (filename, name, tuple(sorted((d, str(v)) for d, v in merged.items())))
         k = self._kernels.get(key)
         if k is None:
-            defines = self.defines or None
-            k = loader.get_kernel(filename, name, device=self.device, defines=defines)
+            k = loader.get_kernel(filename, name, device=self.device, defines=merged or None)
             self._kernels[key] = k
         if smem > DEFAULT_SMEM_LIMIT and self._smem_set.get(key, 0) < smem:
             with self.guard(f"raising the shared-memory limit of {name}"):
@@ -242,13 +267,18 @@ class Gpu:
         block: int,
         args: Sequence[Any],
         smem: int = 0,
+        *,
+        defines: dict[str, object] | None = None,
+        stream: Any = None,
     ) -> None:
-        """Queue ``name`` from ``filename``; device arrays pass as pointers, None as NULL,
-        everything else must already be a NumPy scalar of the kernel parameter's type."""
+        """Queue ``name`` from ``filename`` on ``stream`` (default: the compute stream); device
+        arrays pass as pointers, None as NULL, everything else must already be a NumPy scalar
+        of the kernel parameter's type."""
         grid = (grid,) if isinstance(grid, int) else tuple(grid)
         conv = tuple(self._arg(a) for a in args)
-        with self.context(), self.guard(f"kernel {name} ({filename}) grid={grid} block={block}"):
-            k = self.kernel(filename, name, smem)
+        what = f"kernel {name} ({filename}) grid={grid} block={block}"
+        with self.context(stream), self.guard(what):
+            k = self.kernel(filename, name, smem, defines)
             k(grid, (block,), conv, shared_mem=smem)
 
     def _arg(self, a: Any) -> Any:

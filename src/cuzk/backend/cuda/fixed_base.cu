@@ -88,26 +88,14 @@ __device__ __forceinline__ void fb_mul(const u64* __restrict__ scalars, u32 m, u
                                        xyzz_t<F>* __restrict__ out) {
     const u64 i = global_thread();
     if (i >= m) return;
-    u64 t[4];
-#pragma unroll
-    for (int k = 0; k < 4; k++) t[k] = scalars[i * 4 + k];
-    fr_from_mont(t);
     u32 s[8];
-#pragma unroll
-    for (int k = 0; k < 4; k++) {
-        s[2 * k] = (u32)t[k];
-        s[2 * k + 1] = (u32)(t[k] >> 32);
-    }
+    load_scalar_words(scalars, i, s);
     const u32 half = 1u << (c - 1);
     xyzz_t<F> acc = xyzz_t<F>::inf();
     u32 carry = 0;
     for (u32 w = 0; w < nwin; w++) {
-        const u32 v = window_bits(s, w * c, c) + carry;
-        // v in [0, 2^c]: digits above H become v - 2^c (negative) with a carry into w + 1. With
-        // k < 2^255 and c·W >= 256 the top window never carries out.
-        const bool negative = v > half;
-        const u32 mag = negative ? (1u << c) - v : v;
-        carry = negative ? 1u : 0u;
+        bool negative;
+        const u32 mag = signed_digit(s, w, c, carry, negative);
         if (mag == 0) continue;
         affine_t<F> q = load_affine(table, w * half + mag - 1);
         if (negative) q = neg(q);

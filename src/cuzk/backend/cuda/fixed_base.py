@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from cuzk.backend.cuda.device import Gpu
-from cuzk.backend.cuda.msm import zcash_to_limbs
+from cuzk.backend.cuda.points import zcash_to_limbs
 from cuzk.errors import BadInput
 from cuzk.field import fr
 
@@ -51,13 +51,18 @@ def _window_bases(group: str, c: int, nwin: int) -> np.ndarray:
     from cuzk.curve import g1_generator, g2_generator
     from cuzk.curve.encoding import g1_array_to_uncompressed, g2_array_to_uncompressed
 
-    p = g1_generator() if group == "g1" else g2_generator()
-    pts = []
-    for _ in range(nwin):
-        pts.append(p)
-        for _ in range(c):
-            p = p + p
-    enc = g1_array_to_uncompressed(pts) if group == "g1" else g2_array_to_uncompressed(pts)
+    def doublings(p: Any) -> list[Any]:
+        pts = []
+        for _ in range(nwin):
+            pts.append(p)
+            for _ in range(c):
+                p = p + p
+        return pts
+
+    if group == "g1":
+        enc = g1_array_to_uncompressed(doublings(g1_generator()))
+    else:
+        enc = g2_array_to_uncompressed(doublings(g2_generator()))
     rows = np.frombuffer(enc, dtype=np.uint8).reshape(nwin, _GROUPS[group][1])
     return zcash_to_limbs(group, rows)
 

@@ -91,6 +91,8 @@ def _compile(filename: str, key_defines: tuple[tuple[str, str], ...], device: in
     return module
 
 
-def get_kernel(filename: str, name: str, *, device: int, defines: dict[str, object] | None = None):
+def get_kernel(
+    filename: str, name: str, *, device: int, defines: dict[str, object] | None = None
+) -> Any:
     """One ``__global__`` function (declared ``extern "C"``) from ``filename``."""
     return load_module(filename, device=device, defines=defines).get_function(name)

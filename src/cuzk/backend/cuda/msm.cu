@@ -70,6 +70,38 @@ extern "C" __global__ void msm_to_mont(u32* __restrict__ data, u64 count) {
     for (int k = 0; k < FP_LIMBS; k++) data[i * FP_LIMBS + k] = a.l[k];
 }
 
+// A block of zcash-uncompressed points (big-endian Fp elements, flags in the top three bits of
+// the first byte, G2 coordinates c1 before c0) → the resident layout (little-endian limbs,
+// x‖y, G2 c0 first, Montgomery form, the point at infinity as zeros). One thread per Fp
+// element; a point whose flags are neither 0 nor "infinity" sets *bad to the smallest such
+// point index (first_point + its index here), so the host checks one word per vector.
+extern "C" __global__ void msm_from_zcash(const unsigned char* __restrict__ raw,
+                                          u32* __restrict__ out, u64 elements, u64 first_point,
+                                          unsigned long long* bad) {
+    u64 i = global_thread();
+    if (i >= elements) return;
+    const int per_point = MSM_G2 ? 4 : 2;
+    const u64 p = i / per_point;
+    const int j = (int)(i % per_point);
+    const int src = MSM_G2 ? (j ^ 1) : j;  // zcash writes c1 before c0
+    const unsigned char* point = raw + p * (48 * per_point);
+    const unsigned flags = point[0] & 0xE0u;
+    fp_t a = fp_t::zero();
+    if (flags == 0) {
+        const unsigned char* e = point + 48 * src;
+#pragma unroll
+        for (int k = 0; k < FP_LIMBS; k++) {
+            const unsigned char* w = e + 44 - 4 * k;
+            a.l[k] = ((u32)w[0] << 24) | ((u32)w[1] << 16) | ((u32)w[2] << 8) | (u32)w[3];
+        }
+        a = to_mont(a);
+    } else if (flags != 0x40u && j == 0) {
+        atomicMin(bad, (unsigned long long)(first_point + p));
+    }
+#pragma unroll
+    for (int k = 0; k < FP_LIMBS; k++) out[i * FP_LIMBS + k] = a.l[k];
+}
+
 // scatter == 0: counts[key] += 1 for every non-zero digit.
 // scatter != 0: entries[cursor[key]++] = point | sign.
 // The point index is gather[i] when use_gather, else i. Scalars: m Montgomery-form Fr elements
@@ -80,32 +112,15 @@ extern "C" __global__ void msm_digits(const u64* __restrict__ scalars, u32 m, u3
                                       u32 scatter) {
     u64 i = global_thread();
     if (i >= m) return;
-    u64 t[4];
-#pragma unroll
-    for (int k = 0; k < 4; k++) t[k] = scalars[i * 4 + k];
-    fr_from_mont(t);
     u32 s[8];
-#pragma unroll
-    for (int k = 0; k < 4; k++) {
-        s[2 * k] = (u32)t[k];
-        s[2 * k + 1] = (u32)(t[k] >> 32);
-    }
+    load_scalar_words(scalars, i, s);
     const u32 point = use_gather ? gather[i] : (u32)i;
-    const u32 half = 1u << (c - 1);
-    const u32 nbuckets = half;
+    const u32 nbuckets = 1u << (c - 1);
     u32 carry = 0;
     for (u32 w = 0; w < nwin; w++) {
-        u32 v = window_bits(s, w * c, c) + carry;
-        u32 mag, sign;
-        if (v > half) {
-            mag = (1u << c) - v;  // digit v - 2^c < 0
-            sign = SIGN_BIT;
-            carry = 1;
-        } else {
-            mag = v;
-            sign = 0;
-            carry = 0;
-        }
+        bool negative;
+        const u32 mag = signed_digit(s, w, c, carry, negative);
+        const u32 sign = negative ? SIGN_BIT : 0u;
         if (mag == 0) continue;
         u32 key = w * nbuckets + (mag - 1);
         if (scatter) {
@@ -267,25 +282,4 @@ extern "C" __global__ void __launch_bounds__(128) msm_sum_affine(
         acc = add_affine(acc, q);
     }
     out[t] = acc;
-}
-
-// Fp multiplication throughput probe for the benchmark: two independent chains of `iters`
-// products per thread (2 * iters multiplications), inputs data[t*24 .. t*24+24) (< p).
-extern "C" __global__ void msm_fp_bench(u32* __restrict__ data, u32 nthreads, u32 iters) {
-    u64 t = global_thread();
-    if (t >= nthreads) return;
-    fp_t x, y;
-#pragma unroll
-    for (int k = 0; k < FP_LIMBS; k++) {
-        x.l[k] = data[t * 24 + k];
-        y.l[k] = data[t * 24 + 12 + k];
-    }
-    fp_t z = y, w = x;
-    for (u32 i = 0; i < iters; i++) {
-        x = x * y;
-        z = z * w;
-    }
-    x = x + z;
-#pragma unroll
-    for (int k = 0; k < FP_LIMBS; k++) data[t * 24 + k] = x.l[k];
 }

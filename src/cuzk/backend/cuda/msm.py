@@ -14,31 +14,30 @@ over them with the kernels of ``msm.cu``:
    results tree-reduced to one point per window;
 4. on the host, Σ 2^(c·w)·S_w by Horner's rule on py-arkworks points.
 
-All work for one GpuMsm runs in order on one CUDA stream of its device, submitted by one
-worker thread; an MSM future resolves when its per-window results have been copied back (the
-only wait). Kernels compile on first use through :mod:`cuzk.backend.cuda.loader`.
+A GpuMsm runs on its device's :class:`~cuzk.backend.cuda.device.Gpu` (the one runtime per
+device: launcher, error mapping, kernel cache) on a side stream of its own, submitted by one
+worker thread, so MSMs overlap the compute stream's H pipeline. An MSM over scalars the compute
+stream is still making waits for an event recorded there (``after``), not for the host. A
+future resolves when its per-window results have been copied back (the only host wait).
 """
 
 from __future__ import annotations
 
-import contextlib
 import math
 import threading
-from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from cuzk.backend.base import MIN_ONES_SHARE_FOR_SPLIT, MsmPlan, PointSet
-from cuzk.backend.cuda import loader
-from cuzk.errors import BadInput, DeviceFault
-from cuzk.field.constants import P
+from cuzk.backend.base import MIN_ONES_SHARE_FOR_SPLIT, MsmPlan, PointSet, check_fr_vec
+from cuzk.backend.cuda.device import Gpu
+from cuzk.backend.cuda.points import FLAG_INFINITY, FLAG_MASK, FP_WORDS, GROUPS, xyzz_to_zcash
+from cuzk.errors import BadInput
 
 KERNEL_FILE = "msm.cu"
 BLOCK = 128
-FP_WORDS = 12  # 32-bit limbs per Fp element
 #: Windows tried by :func:`choose_window`.
 MIN_WINDOW, MAX_WINDOW = 5, 20
 #: The accumulation aims at about this many chunks (threads) per MSM.
@@ -51,14 +50,10 @@ GROUP_SIZE = 32
 #: Points summed per thread by the batch-addition and tree-reduction kernels.
 SUM_FANIN = 8
 ONES_FANIN = 32
-#: Points converted per numpy pass while loading a vector.
+#: Points uploaded and converted per step while loading a vector.
 LOAD_BLOCK = 1 << 20
-
-FLAG_MASK = 0xE0
-FLAG_INFINITY = 0x40
-
-# Fp elements per coordinate and bytes per zcash-uncompressed point.
-_GROUPS = {"g1": (1, 96), "g2": (2, 192)}
+#: ``msm_from_zcash``'s "no bad point" marker.
+NO_BAD_POINT = (1 << 64) - 1
 
 
 def choose_window(m: int, group: str = "g1") -> int:
@@ -78,97 +73,28 @@ def choose_window(m: int, group: str = "g1") -> int:
 
 def _words(group: str) -> tuple[int, int]:
     """(uint32 words per affine point, per XYZZ point)."""
-    nfp = _GROUPS[group][0]
+    nfp = GROUPS[group][0]
     return 2 * nfp * FP_WORDS, 4 * nfp * FP_WORDS
 
 
-def zcash_to_limbs(group: str, rows: np.ndarray, first_index: int = 0) -> np.ndarray:
-    """(m, 96|192) zcash-uncompressed rows → (m, 24|48) uint32 little-endian limbs (canonical,
-    not Montgomery) in the device layout x‖y, G2 coordinates c0‖c1; infinity → zeros."""
-    nfp, size = _GROUPS[group]
-    m = rows.shape[0]
-    flags = rows[:, 0] & FLAG_MASK
-    bad = (flags != 0) & (flags != FLAG_INFINITY)
-    if bad.any():
-        i = int(np.argmax(bad))
+def _rows(bases: PointSet, start: int, stop: int) -> np.ndarray:
+    """Points start…stop−1 of ``bases`` as file bytes, mapped for this chunk only (so a
+    tens-of-GB vector never holds more than one chunk of its file in this process)."""
+    size = GROUPS[bases.group][1]
+    try:
+        return np.memmap(bases.path, dtype=np.uint8, mode="r", offset=bases.offset + start * size,
+                         shape=((stop - start) * size,))  # fmt: skip
+    except (OSError, ValueError) as e:
         raise BadInput(
-            f"{group} point {first_index + i}: flags 0x{int(flags[i]):02x} are invalid for an "
-            "uncompressed encoding"
-        )
-    fps = rows.reshape(m, 2 * nfp, 48)[:, :, ::-1]  # each Fp big-endian → little-endian
-    if nfp == 2:
-        fps = fps[:, [1, 0, 3, 2], :]  # zcash writes c1 first
-    le = np.ascontiguousarray(fps)
-    flag_fp = 1 if nfp == 2 else 0  # where x (x.c1 for G2) went; its top byte carries the flags
-    le[:, flag_fp, 47] &= np.uint8(0x1F)
-    inf = flags == FLAG_INFINITY
-    if inf.any():
-        le[inf] = 0
-    return le.view(np.uint32).reshape(m, 2 * nfp * FP_WORDS)
+            f"cannot read {bases.group} points {start}…{stop - 1} from {bases.path}: {e}"
+        ) from e
 
 
-def _fp_ints(words: np.ndarray) -> list[int]:
-    """(k, 12) uint32 limbs → ints."""
-    raw = np.ascontiguousarray(words, dtype=np.uint32).tobytes()
-    return [int.from_bytes(raw[i : i + 48], "little") for i in range(0, len(raw), 48)]
-
-
-def _batch_inverse(values: list[int]) -> list[int]:
-    """Inverses mod P of non-zero ints with one exponentiation (Montgomery's trick)."""
-    prefix, acc = [], 1
-    for v in values:
-        prefix.append(acc)
-        acc = acc * v % P
-    inv = pow(acc, -1, P) if values else 1
-    out = [0] * len(values)
-    for i in range(len(values) - 1, -1, -1):
-        out[i] = prefix[i] * inv % P
-        inv = inv * values[i] % P
-    return out
-
-
-def xyzz_to_zcash(group: str, rows: np.ndarray) -> list[bytes]:
-    """(k, 48|96) uint32 XYZZ points (Montgomery) → zcash-uncompressed bytes.
-
-    x = X/ZZ and y = Y/ZZZ: the Montgomery factors cancel in the quotients. G2 divides by
-    b = b0 + b1·u as a·conj(b)/(b0² + b1²)."""
-    nfp, size = _GROUPS[group]
-    k = rows.shape[0]
-    vals = _fp_ints(rows.reshape(k * 4 * nfp, FP_WORDS))
-    coords = [[vals[(i * 4 + j) * nfp : (i * 4 + j + 1) * nfp] for j in range(4)] for i in range(k)]
-    live = [i for i in range(k) if any(coords[i][2])]
-    # Denominators in Fp: ZZ and ZZZ (G1) or their norms (G2).
-    dens = [
-        (d[0] if nfp == 1 else (d[0] * d[0] + d[1] * d[1]) % P)
-        for i in live
-        for d in (coords[i][2], coords[i][3])
-    ]
-    invs = iter(_batch_inverse(dens))
-    out = [bytes([FLAG_INFINITY]) + bytes(size - 1)] * k
-    for i in live:
-        X, Y, ZZ, ZZZ = coords[i]
-        if nfp == 1:
-            x = X[0] * next(invs) % P
-            y = Y[0] * next(invs) % P
-            out[i] = x.to_bytes(48, "big") + y.to_bytes(48, "big")
-        else:
-            x0, x1 = _fp2_mul_conj(X, ZZ, next(invs))
-            y0, y1 = _fp2_mul_conj(Y, ZZZ, next(invs))
-            out[i] = b"".join(v.to_bytes(48, "big") for v in (x1, x0, y1, y0))
-    return out
-
-
-def _fp2_mul_conj(a: list[int], b: list[int], n: int) -> tuple[int, int]:
-    """a·conj(b)·n in Fp2 = Fp[u]/(u²+1); a/b when n = 1/(b0² + b1²)."""
-    i0, i1 = b[0] * n % P, -b[1] * n % P
-    return (a[0] * i0 - a[1] * i1) % P, (a[0] * i1 + a[1] * i0) % P
-
-
-def _device_u32(indices: Any) -> Any:
+def _device_u32(cp: Any, indices: Any) -> Any:
     """Index array (host or device) as a uint32 array on the current device."""
     if isinstance(indices, np.ndarray):
-        return loader.cupy().asarray(indices.astype(np.uint32))
-    return indices.astype(loader.cupy().uint32)
+        return cp.asarray(indices.astype(np.uint32))
+    return indices.astype(cp.uint32)
 
 
 def _horner(terms: list[tuple[int, Any]], identity: Any) -> Any:
@@ -194,17 +120,16 @@ class _Resident:
 
 
 class GpuMsm:
-    """MSMs over G1/G2 bases resident on CUDA device ``device``; see the module docstring."""
+    """MSMs over G1/G2 bases resident on one CUDA device; see the module docstring."""
 
-    def __init__(self, device: int = 0) -> None:
-        cp = loader.cupy()
-        self.device = device
-        with cp.cuda.Device(device):
-            self._stream = cp.cuda.Stream(non_blocking=True)
+    def __init__(self, gpu: Gpu) -> None:
+        self.gpu = gpu
+        self.device = gpu.device
+        self._cp = gpu.cp
+        self._stream = gpu.side_stream()
         self._bases: dict[str, _Resident] = {}
         self._lock = threading.Lock()
-        self._executor = ThreadPoolExecutor(1, thread_name_prefix=f"cuzk-gpu{device}-msm")
-        self._stage = "idle"
+        self._executor = ThreadPoolExecutor(1, thread_name_prefix=f"cuzk-gpu{gpu.device}-msm")
         #: When a list, each launch appends (kernel name, CUDA event recorded after it); the
         #: benchmark's per-stage profile. None (the default) records nothing.
         self.trace: list | None = None
@@ -213,34 +138,34 @@ class GpuMsm:
 
     # -- residency -----------------------------------------------------------------------------
     def preload(self, bases: PointSet) -> None:
-        """Load ``bases`` from its file into VRAM (once per key)."""
-        if bases.group not in _GROUPS:
+        """Load ``bases`` from its file into VRAM (once per key): the file's bytes stream
+        through page-locked chunks to the device, where ``msm_from_zcash`` converts them — no
+        per-point work on the host, one host wait per vector (its flags check)."""
+        if bases.group not in GROUPS:
             raise BadInput(f"unknown group {bases.group!r}")
         with self._lock:
             if bases.key in self._bases:
                 return
-        cp = loader.cupy()
-        nfp, size = _GROUPS[bases.group]
+        cp = self._cp
+        nfp = GROUPS[bases.group][0]
         n = bases.count
-        try:
-            mm = (
-                np.memmap(
-                    bases.path, dtype=np.uint8, mode="r", offset=bases.offset, shape=(n * size,)
-                )
-                if n
-                else None
-            )
-        except (OSError, ValueError) as e:
-            raise BadInput(f"cannot read {n} {bases.group} points from {bases.path}: {e}") from e
         words = _words(bases.group)[0]
-        with self._device(), self._guard("preload"):
+        with self.gpu.context(self._stream), self.gpu.guard(f"loading {n} {bases.group} points"):
             points = cp.empty((n, words), dtype=cp.uint32)
+            bad = cp.full(1, NO_BAD_POINT, dtype=cp.uint64)
             for start in range(0, n, LOAD_BLOCK):
                 stop = min(n, start + LOAD_BLOCK)
-                rows = np.asarray(mm[start * size : stop * size]).reshape(-1, size)
-                points[start:stop] = cp.asarray(zcash_to_limbs(bases.group, rows, start))
-            self._launch(bases.group, "msm_to_mont", n * 2 * nfp, points, np.uint64(n * 2 * nfp))
-        del mm
+                raw = self.gpu.upload(_rows(bases, start, stop), stream=self._stream)
+                elements = (stop - start) * 2 * nfp
+                self._launch(bases.group, "msm_from_zcash", elements, raw, points[start:stop],
+                             np.uint64(elements), np.uint64(start), bad)  # fmt: skip
+            first_bad = int(bad.get(stream=self._stream)[0])  # waits for the whole vector
+        if first_bad != NO_BAD_POINT:
+            flags = int(_rows(bases, first_bad, first_bad + 1)[0]) & FLAG_MASK
+            raise BadInput(
+                f"{bases.group} point {first_bad}: flags 0x{flags:02x} are invalid for an "
+                "uncompressed encoding"
+            )
         self._adopt(bases, points)
 
     def _adopt(self, bases: PointSet, points: Any) -> None:
@@ -257,12 +182,15 @@ class GpuMsm:
         return self._bases[bases.key].points
 
     # -- MSM -----------------------------------------------------------------------------------
-    def msm(self, bases: PointSet, scalars: Any, *, window: int | None = None) -> Future:
+    def msm(
+        self, bases: PointSet, scalars: Any, *, window: int | None = None, after: Any = None
+    ) -> Future:
         """Σ scalars[i]·bases[i] as a py-arkworks point. ``scalars``: an FrVec, or a CuPy
-        (n, 4) uint64 array of the same Montgomery rows already on this device."""
+        (n, 4) uint64 array of the same Montgomery rows on this device, complete once the
+        event ``after`` (if given) has passed."""
         self._check(bases, scalars)
         self.preload(bases)
-        return self._executor.submit(self._run, bases, scalars, None, None, window)
+        return self._executor.submit(self._run, bases, scalars, None, None, window, after)
 
     def split_msm(
         self,
@@ -271,19 +199,20 @@ class GpuMsm:
         *,
         window: int | None = None,
         plan: tuple[Any, Any] | None = None,
+        after: Any = None,
     ) -> Future:
         """The same sum with the scalar-one points added by batch addition and an MSM over
         the other non-zero scalars only (one MSM over all non-zero scalars when ones are rare).
 
         ``scalars``: a host FrVec (planned here with :class:`MsmPlan`), or a device array of
         this GPU with its ``plan`` — (indices of ones, indices of the other non-zero scalars)
-        as device int arrays, e.g. from ``CudaBackend.msm_plan_device`` — so that neither the
-        scalars nor the plan cross PCIe.
+        as device int arrays (``GpuFr.split_plan``) — so that neither the scalars nor the plan
+        cross PCIe; both complete once the event ``after`` (if given) has passed.
         """
         self._check(bases, scalars)
         if plan is None:
             if not isinstance(scalars, np.ndarray):
-                scalars = loader.cupy().asnumpy(scalars)
+                scalars = self._cp.asnumpy(scalars)
             host_plan = MsmPlan.of(scalars)
             ones, tail = host_plan.ones, host_plan.tail
         else:
@@ -293,9 +222,11 @@ class GpuMsm:
             if plan is None:
                 ones, tail = ones[:0], host_plan.nonzero()
             else:  # the device plan's disjoint sorted sets, merged the same way there
-                cp = loader.cupy()
-                ones, tail = ones[:0], cp.sort(cp.concatenate((ones, tail)))
-        return self._executor.submit(self._run, bases, scalars, ones, tail, window)
+                cp = self._cp
+                with self.gpu.context():  # the compute stream, where the plan was made
+                    ones, tail = ones[:0], cp.sort(cp.concatenate((ones, tail)))
+                after = self.gpu.record()
+        return self._executor.submit(self._run, bases, scalars, ones, tail, window, after)
 
     def close(self) -> None:
         self._executor.shutdown(wait=True)
@@ -310,51 +241,22 @@ class GpuMsm:
 
     @staticmethod
     def _check(bases: PointSet, scalars: Any) -> None:
-        shape = getattr(scalars, "shape", None)
-        if shape is None or len(shape) != 2 or shape[1] != 4 or scalars.dtype != np.uint64:
-            raise BadInput(f"scalars must be an (n, 4) uint64 FrVec, got {shape}")
-        if shape[0] != bases.count:
-            raise BadInput(f"{shape[0]} scalars for {bases.count} bases")
+        check_fr_vec(scalars, "scalars", bases.count)
 
     # -- device plumbing -----------------------------------------------------------------------
-    @contextlib.contextmanager
-    def _device(self) -> Iterator[None]:
-        cp = loader.cupy()
-        with cp.cuda.Device(self.device), self._stream:
-            yield
-
-    @contextlib.contextmanager
-    def _guard(self, what: str) -> Iterator[None]:
-        """CUDA failures → DeviceFault naming the device, the kernel and CUDA's message."""
-        self._stage = what
-        try:
-            yield
-        except (DeviceFault, BadInput):
-            raise
-        except Exception as e:
-            if type(e).__module__.split(".")[0] != "cupy" and not isinstance(e, MemoryError):
-                raise
-            raise DeviceFault(
-                f"CUDA device {self.device}, {what} (last kernel: {self._stage}): "
-                f"{type(e).__name__}: {e}"
-            ) from e
-
     def _launch(self, group: str, name: str, threads: int, *args: Any) -> None:
+        """Queue ``name`` on the MSM stream through the device's one launcher (same error
+        mapping as every other kernel of this device)."""
         if threads <= 0:
             return
-        self._stage = name
-        kernel = loader.get_kernel(
-            KERNEL_FILE,
-            name,
-            device=self.device,
-            defines={**self.defines, "MSM_G2": int(group == "g2")},
-        )
-        kernel(((threads + BLOCK - 1) // BLOCK,), (BLOCK,), args)
+        defines = {**self.defines, "MSM_G2": int(group == "g2")}
+        grid = (threads + BLOCK - 1) // BLOCK
+        self.gpu.launch(KERNEL_FILE, name, grid, BLOCK, args, defines=defines, stream=self._stream)
         self._mark(name)
 
     def _mark(self, name: str) -> None:
         if self.trace is not None:
-            event = loader.cupy().cuda.Event()
+            event = self._cp.cuda.Event()
             event.record(self._stream)
             self.trace.append((name, event))
 
@@ -365,12 +267,15 @@ class GpuMsm:
         ones: np.ndarray | None,
         tail: np.ndarray | None,
         window: int | None,
+        after: Any = None,
     ) -> Any:
-        cp = loader.cupy()
+        cp = self._cp
         res = self._bases.get(bases.key)
         if res is None:
             raise BadInput(f"{bases.key} was evicted before its MSM ran")
-        with self._device(), self._guard("msm"):
+        with self.gpu.context(self._stream), self.gpu.guard(f"{res.group} MSM of {bases.key}"):
+            if after is not None:
+                self._stream.wait_event(after)
             parts, exponents = [], []
             # Host scalars: one upload of all rows (one DMA when the caller's buffer is
             # page-locked); the tail is gathered on the device, not on the host.
@@ -378,14 +283,14 @@ class GpuMsm:
             if tail is None:
                 d_scalars, gather = d_all, None
             else:
-                gather = _device_u32(tail)
+                gather = _device_u32(cp, tail)
                 d_scalars = d_all[gather]
             if len(d_scalars):
                 terms, exps = self.enqueue_windows(res, d_scalars, gather, window)
                 parts.append(terms)
                 exponents += exps
             if ones is not None and len(ones):
-                parts.append(self.enqueue_sum(res, _device_u32(ones)))
+                parts.append(self.enqueue_sum(res, _device_u32(cp, ones)))
                 exponents.append(0)
             host = cp.asnumpy(cp.concatenate(parts), stream=self._stream) if parts else None
         return self._finish(res.group, host, exponents)
@@ -396,7 +301,7 @@ class GpuMsm:
         """Launch the MSM of device scalars ((m, 4) uint64 Montgomery rows; point i is
         gather[i] if given) on the current stream. Returns (terms, exponents): the MSM is
         Σ 2^exponents[k]·terms[k] over the XYZZ rows of the device array ``terms``."""
-        cp = loader.cupy()
+        cp = self._cp
         u32 = np.uint32
         group = res.group
         m = int(d_scalars.shape[0])
@@ -471,7 +376,7 @@ class GpuMsm:
 
     def enqueue_sum(self, res: _Resident, d_idx: Any) -> Any:
         """Launch Σ points[idx] (batch addition) on the current stream; returns (1, words)."""
-        cp = loader.cupy()
+        cp = self._cp
         u32 = np.uint32
         m = int(d_idx.shape[0])
         nout = -(-m // ONES_FANIN)
@@ -482,7 +387,7 @@ class GpuMsm:
         return self._sum_rows(res.group, out, 1, nout)
 
     def _sum_rows(self, group: str, arr: Any, rows: int, cols: int) -> Any:
-        cp = loader.cupy()
+        cp = self._cp
         u32 = np.uint32
         while cols > 1:
             cols_out = -(-cols // SUM_FANIN)

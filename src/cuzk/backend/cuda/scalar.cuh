@@ -57,3 +57,29 @@ __device__ __forceinline__ u32 window_bits(const u32 s[8], u32 pos, u32 c) {
     if (limb + 1 < 8) v |= (u64)s[limb + 1] << 32;
     return (u32)(v >> off) & ((1u << c) - 1);
 }
+
+// Scalar i of a Montgomery-form Fr vector as eight little-endian 32-bit words of its
+// canonical value (what the window functions read).
+__device__ __forceinline__ void load_scalar_words(const u64* __restrict__ scalars, u64 i,
+                                                  u32 s[8]) {
+    u64 t[4];
+#pragma unroll
+    for (int k = 0; k < 4; k++) t[k] = scalars[i * 4 + k];
+    fr_from_mont(t);
+#pragma unroll
+    for (int k = 0; k < 4; k++) {
+        s[2 * k] = (u32)t[k];
+        s[2 * k + 1] = (u32)(t[k] >> 32);
+    }
+}
+
+// Window w of the signed c-bit digit expansion: v = bits + carry in [0, 2^c]; digits above
+// 2^(c-1) become v - 2^c (negative) with a carry into window w + 1. Returns |digit| and sets
+// `negative`; with scalars < 2^255 and c·W >= 256 the top window never carries out.
+__device__ __forceinline__ u32 signed_digit(const u32 s[8], u32 w, u32 c, u32& carry,
+                                            bool& negative) {
+    const u32 v = window_bits(s, w * c, c) + carry;
+    negative = v > (1u << (c - 1));
+    carry = negative ? 1u : 0u;
+    return negative ? (1u << c) - v : v;
+}

@@ -1,18 +1,23 @@
-// a = A·z, b = B·z, c = C·z over Fr from CSR matrices (cuzk.r1cs.shape.CsrMatrix layout:
-// indptr int64 (rows + 1), indices int64 (nnz), coeffs (nnz, 4) Montgomery).
+// a = A·z, b = B·z, c = C·z over Fr from compact CSR matrices (cuzk.r1cs.shape.CsrMatrix
+// layout): indptr uint32 or uint64 (rows + 1), indices uint32 (nnz), coefficient ids uint8,
+// uint16 or uint32 (nnz) into a table (k, 4) of the circuit's distinct Montgomery coefficients.
 //
 // One thread per row (rows are short: ~3 entries in the synthetic circuits, a few dozen at most
-// in real ones); blockIdx.y picks the matrix so one launch evaluates all three. Coefficients
-// equal to ±1 (most of them in real circuits) skip the multiplication.
+// in real ones); blockIdx.y picks the matrix so one launch evaluates all three. The table is a
+// few thousand entries, so its loads hit the cache; coefficients equal to ±1 (most of them in
+// real circuits) skip the multiplication. One kernel pair per (row pointer, id) width:
+// spmv_abc_<ip>_<id> and spmv_<ip>_<id>, e.g. spmv_abc_u32_u16.
 #include "fr.cuh"
 
-FR_FN void spmv_row(fr_u64* __restrict__ out, const long long* __restrict__ indptr,
-                    const long long* __restrict__ indices, const fr_u64* __restrict__ coeffs,
-                    const fr_u64* __restrict__ z, fr_u64 row) {
-    const long long begin = indptr[row], end = indptr[row + 1];
+template <typename IP, typename ID>
+FR_FN void spmv_row(fr_u64* __restrict__ out, const IP* __restrict__ indptr,
+                    const unsigned int* __restrict__ indices, const ID* __restrict__ ids,
+                    const fr_u64* __restrict__ table, const fr_u64* __restrict__ z,
+                    fr_u64 row) {
+    const fr_u64 begin = indptr[row], end = indptr[row + 1];
     fr_t acc = fr_zero();
-    for (long long e = begin; e < end; e++) {
-        const fr_t c = fr_load(coeffs, (fr_u64)e);
+    for (fr_u64 e = begin; e < end; e++) {
+        const fr_t c = fr_load(table, (fr_u64)ids[e]);
         const fr_t x = fr_load(z, (fr_u64)indices[e]);
         if (fr_is_one(c)) {
             acc = fr_add(acc, x);
@@ -25,32 +30,42 @@ FR_FN void spmv_row(fr_u64* __restrict__ out, const long long* __restrict__ indp
     fr_store(out, row, acc);
 }
 
-extern "C" __global__ void spmv_abc_k(fr_u64* out_a, fr_u64* out_b, fr_u64* out_c,
-                                      const long long* ip_a, const long long* ix_a,
-                                      const fr_u64* cf_a, const long long* ip_b,
-                                      const long long* ix_b, const fr_u64* cf_b,
-                                      const long long* ip_c, const long long* ix_c,
-                                      const fr_u64* cf_c, const fr_u64* z, long long rows) {
-    fr_u64* out;
-    const long long *ip, *ix;
-    const fr_u64* cf;
-    if (blockIdx.y == 0) {
-        out = out_a; ip = ip_a; ix = ix_a; cf = cf_a;
-    } else if (blockIdx.y == 1) {
-        out = out_b; ip = ip_b; ix = ix_b; cf = cf_b;
-    } else {
-        out = out_c; ip = ip_c; ix = ix_c; cf = cf_c;
+#define SPMV_KERNELS(IPN, IP, IDN, ID)                                                         \
+    extern "C" __global__ void spmv_abc_##IPN##_##IDN(                                         \
+        fr_u64* out_a, fr_u64* out_b, fr_u64* out_c, const IP* ip_a, const unsigned int* ix_a, \
+        const ID* id_a, const fr_u64* t_a, const IP* ip_b, const unsigned int* ix_b,           \
+        const ID* id_b, const fr_u64* t_b, const IP* ip_c, const unsigned int* ix_c,           \
+        const ID* id_c, const fr_u64* t_c, const fr_u64* z, long long rows) {                  \
+        fr_u64* out;                                                                           \
+        const IP* ip;                                                                          \
+        const unsigned int* ix;                                                                \
+        const ID* id;                                                                          \
+        const fr_u64* t;                                                                       \
+        if (blockIdx.y == 0) {                                                                 \
+            out = out_a; ip = ip_a; ix = ix_a; id = id_a; t = t_a;                             \
+        } else if (blockIdx.y == 1) {                                                          \
+            out = out_b; ip = ip_b; ix = ix_b; id = id_b; t = t_b;                             \
+        } else {                                                                               \
+            out = out_c; ip = ip_c; ix = ix_c; id = id_c; t = t_c;                             \
+        }                                                                                      \
+        for (fr_u64 row = (fr_u64)blockIdx.x * blockDim.x + threadIdx.x; row < (fr_u64)rows;  \
+             row += (fr_u64)blockDim.x * gridDim.x) {                                          \
+            spmv_row<IP, ID>(out, ip, ix, id, t, z, row);                                      \
+        }                                                                                      \
+    }                                                                                          \
+    extern "C" __global__ void spmv_##IPN##_##IDN(fr_u64* out, const IP* indptr,               \
+                                                  const unsigned int* indices, const ID* ids,  \
+                                                  const fr_u64* table, const fr_u64* z,        \
+                                                  long long rows) {                            \
+        for (fr_u64 row = (fr_u64)blockIdx.x * blockDim.x + threadIdx.x; row < (fr_u64)rows;  \
+             row += (fr_u64)blockDim.x * gridDim.x) {                                          \
+            spmv_row<IP, ID>(out, indptr, indices, ids, table, z, row);                        \
+        }                                                                                      \
     }
-    for (fr_u64 row = (fr_u64)blockIdx.x * blockDim.x + threadIdx.x; row < (fr_u64)rows;
-         row += (fr_u64)blockDim.x * gridDim.x) {
-        spmv_row(out, ip, ix, cf, z, row);
-    }
-}
 
-extern "C" __global__ void spmv_k(fr_u64* out, const long long* indptr, const long long* indices,
-                                  const fr_u64* coeffs, const fr_u64* z, long long rows) {
-    for (fr_u64 row = (fr_u64)blockIdx.x * blockDim.x + threadIdx.x; row < (fr_u64)rows;
-         row += (fr_u64)blockDim.x * gridDim.x) {
-        spmv_row(out, indptr, indices, coeffs, z, row);
-    }
-}
+SPMV_KERNELS(u32, unsigned int, u8, unsigned char)
+SPMV_KERNELS(u32, unsigned int, u16, unsigned short)
+SPMV_KERNELS(u32, unsigned int, u32, unsigned int)
+SPMV_KERNELS(u64, unsigned long long, u8, unsigned char)
+SPMV_KERNELS(u64, unsigned long long, u16, unsigned short)
+SPMV_KERNELS(u64, unsigned long long, u32, unsigned int)

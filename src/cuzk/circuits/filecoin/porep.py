@@ -30,8 +30,10 @@ in about a minute and bounded memory (two bytes per variable).
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 
 from cuzk.circuits.filecoin.merkle_json import leaf_index
@@ -55,8 +57,9 @@ from cuzk.gadgets.poseidon.circuit import poseidon_hash
 from cuzk.gadgets.sha256 import sha256
 from cuzk.gadgets.sha256_node import sha256_node
 from cuzk.gadgets.uint32 import UInt32
-from cuzk.r1cs import ONE, ConstraintSystem, Variable
-from cuzk.r1cs.lc import resolve
+from cuzk.r1cs import ONE, ConstraintSystem, Variable, repeat
+from cuzk.r1cs.lc import LcSpec, resolve
+from cuzk.r1cs.system import NO_NAMESPACE, NameSpec
 
 BASE_DEGREE = 6  # DRG parents per node (storage-proofs-core drgraph BASE_DEGREE)
 EXP_DEGREE = 8  # expander parents per node (stacked EXP_DEGREE)
@@ -318,6 +321,19 @@ class StackedCircuit:
     def circuit_id(self) -> str:
         return self.params.circuit_id
 
+    def block_count(self) -> int:
+        """One block per challenge (:mod:`cuzk.r1cs.blocks`): challenges share only the
+        header's replica_id bits, the three roots and ONE."""
+        return self.params.challenge_count
+
+    def view(self, blocks: Sequence[int]) -> StackedCircuit:
+        """The header and the challenges ``blocks``, in that order."""
+        params = _with_challenges(self.params, len(blocks))
+        if self.witness is None:
+            return StackedCircuit(params)
+        proofs = tuple(self.witness.proofs[i] for i in blocks)
+        return StackedCircuit(params, dataclasses.replace(self.witness, proofs=proofs))
+
     def synthesize(self, cs: ConstraintSystem) -> None:
         w = self.witness
 
@@ -336,13 +352,15 @@ class StackedCircuit:
         h = poseidon_hash(cs, [comm_c, comm_r_last], ns="H_comm_c_comm_r_last")
         cs.enforce("enforce comm_r = H(comm_c || comm_r_last)", comm_r.variable, ONE, h.variable)
         hook = getattr(cs, "on_challenge", None)  # the structural counter's boundary mark
-        for i in range(self.params.challenge_count):
-            proof = None if w is None else w.proofs[i]
+
+        def challenge(i: int) -> None:
             if hook is not None:
                 hook(i)
-            with cs.namespace(lambda i=i: f"challenge_{i}"):
-                synthesize_challenge(cs, self.params, proof, comm_d, comm_c, comm_r_last,
-                                     replica_id_bits)  # fmt: skip
+            synthesize_challenge(cs, self.params, None if w is None else w.proofs[i], comm_d,
+                                 comm_c, comm_r_last, replica_id_bits)  # fmt: skip
+
+        # Challenges differ only in their variables (shape mode replays most of them).
+        repeat(cs, self.params.challenge_count, "challenge_{}".format, challenge)
 
 
 def _column(
@@ -480,21 +498,21 @@ class CountingCS(ConstraintSystem):
         self.b_inputs.append(0)
         return Variable(~(self.num_inputs - 1))
 
-    def enforce(self, name: object, a: object, b: object, c: object) -> None:
+    def enforce(self, name: object, a: LcSpec, b: LcSpec, c: LcSpec) -> None:
         self.num_constraints += 1
         a_aux = self.a_aux
-        for k in resolve(a).terms:  # type: ignore[arg-type]
+        for k in resolve(a).terms:
             if k >= 0:
                 a_aux[k] = 1
         b_aux, b_in = self.b_aux, self.b_inputs
-        for k in resolve(b).terms:  # type: ignore[arg-type]
+        for k in resolve(b).terms:
             if k >= 0:
                 b_aux[k] = 1
             else:
                 b_in[~k] = 1
 
-    def namespace(self, name: object):  # type: ignore[override]
-        return _NULL_NS
+    def namespace(self, name: NameSpec) -> AbstractContextManager[None]:
+        return NO_NAMESPACE
 
     def _marks_below(self, aux: int) -> tuple[int, int, int]:
         """Density bits set on the first ``aux`` aux variables and on all inputs."""
@@ -516,8 +534,7 @@ class CountingCS(ConstraintSystem):
         footprint that set any earlier bit, allocated an input or returned an earlier variable
         is not reused (every call then synthesizes).
         """
-        rec = self._records.get(key, False)
-        if rec is False:
+        if key not in self._records:
             aux, cons, inputs = self.num_aux, self.num_constraints, self.num_inputs
             before = self._marks_below(aux)
             out = fn()
@@ -529,6 +546,7 @@ class CountingCS(ConstraintSystem):
                  index - aux) if clean else None
             )  # fmt: skip
             return out
+        rec = self._records[key]
         if rec is None:
             return fn()
         cons, a, b, offset = rec
@@ -549,17 +567,6 @@ class CountingCS(ConstraintSystem):
             b_aux_density=sum(self.b_aux),
             method=method,
         )
-
-
-class _NullNamespace:
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, *exc: object) -> None:
-        return None
-
-
-_NULL_NS = _NullNamespace()
 
 
 def _with_challenges(params: PoRepParams, n: int) -> PoRepParams:

@@ -251,6 +251,13 @@ _SYNTH_NONCE = b"synth-porep\x00"
 _SYNTH_DEFAULT_COUNT = 1 << 18  # synthetic challenges per sector (capped at the node count)
 
 
+#: The quarter rounds of one ChaCha double round (RFC 8439 §2.3): four columns, four diagonals.
+_CHACHA_QUARTERS = (
+    (0, 4, 8, 12), (1, 5, 9, 13), (2, 6, 10, 14), (3, 7, 11, 15),
+    (0, 5, 10, 15), (1, 6, 11, 12), (2, 7, 8, 13), (3, 4, 9, 14),
+)  # fmt: skip
+
+
 def _chacha20_stream(key: bytes, nonce: bytes, offset: int, length: int) -> bytes:
     """RFC 8439 ChaCha20 keystream bytes ``offset … offset + length`` (counter from 0)."""
 
@@ -275,9 +282,9 @@ def _chacha20_stream(key: bytes, nonce: bytes, offset: int, length: int) -> byte
     while len(out) < offset % 64 + length:
         init = consts + k + [block & 0xFFFFFFFF] + n
         s = list(init)
-        for _ in range(10):
-            qr(s, 0, 4, 8, 12), qr(s, 1, 5, 9, 13), qr(s, 2, 6, 10, 14), qr(s, 3, 7, 11, 15)
-            qr(s, 0, 5, 10, 15), qr(s, 1, 6, 11, 12), qr(s, 2, 7, 8, 13), qr(s, 3, 4, 9, 14)
+        for _ in range(10):  # a column round, then a diagonal round
+            for a, b, c, d in _CHACHA_QUARTERS:
+                qr(s, a, b, c, d)
         out += b"".join(
             ((x + y) & 0xFFFFFFFF).to_bytes(4, "little") for x, y in zip(s, init, strict=True)
         )

@@ -18,6 +18,7 @@ sector count: :func:`post_counts` uses that to count the 125M-constraint WindowP
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -25,8 +26,8 @@ from cuzk.errors import BadInput
 from cuzk.gadgets.merkle import MerklePath, TreeShape
 from cuzk.gadgets.num import AllocatedNum
 from cuzk.gadgets.por import PathLevel, por
-from cuzk.gadgets.poseidon.circuit import poseidon_hash
-from cuzk.r1cs import ONE, Circuit, ConstraintSystem, R1CSShape, ShapeCS
+from cuzk.gadgets.poseidon import constraint_count, poseidon_hash
+from cuzk.r1cs import ONE, Circuit, ConstraintSystem, R1CSShape, ShapeCS, repeat
 
 NODE_SIZE = 32  # bytes per tree leaf
 
@@ -166,13 +167,25 @@ class FallbackPoStCircuit:
     def circuit_id(self) -> str:
         return self.params.circuit_id
 
+    def block_count(self) -> int:
+        """One block per sector (:mod:`cuzk.r1cs.blocks`); the header is ONE alone."""
+        return self.params.sector_count
+
+    def view(self, blocks: Sequence[int]) -> FallbackPoStCircuit:
+        """The sectors ``blocks`` alone, in that order."""
+        params = dataclasses.replace(self.params, sector_count=len(blocks))
+        if self.sectors is None:
+            return FallbackPoStCircuit(params)
+        return FallbackPoStCircuit(params, tuple(self.sectors[i] for i in blocks))
+
     def synthesize(self, cs: ConstraintSystem) -> None:
         count = self.params.sector_count if self.sectors is None else len(self.sectors)
+        sectors = self.sectors
         with cs.namespace("outer namespace"):
-            for i in range(count):
-                sector = None if self.sectors is None else self.sectors[i]
-                with cs.namespace(lambda i=i: f"sector_{i}"):
-                    synthesize_sector(cs, self.params, sector)
+            # Sectors differ only in their variables (shape mode replays most of them).
+            repeat(cs, count, "sector_{}".format,
+                   lambda i: synthesize_sector(cs, self.params, None if sectors is None
+                                               else sectors[i]))  # fmt: skip
 
 
 def synthesize_sector(cs: ConstraintSystem, params: PoStParams, sector: SectorProof | None) -> None:
@@ -285,8 +298,6 @@ def sector_constraint_count(tree: TreeShape, challenge_count: int) -> int:
     """Closed form of one sector's constraints from gadget costs (FILECOIN.md): inputize 1,
     Poseidon-2 311, equality 1, and per challenge a private-root PoR: per level log2(arity)
     index bits + insertion + Poseidon of that arity, then the packing and root equality."""
-    from cuzk.gadgets.poseidon.circuit import constraint_count
-
     insert_cost = {2: 2, 4: 8, 8: 22}
     per_por = sum(a.bit_length() - 1 + insert_cost[a] + constraint_count(a) for a in tree.arities)
     return 1 + constraint_count(2) + 1 + challenge_count * (per_por + 2)

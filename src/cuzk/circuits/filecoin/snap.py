@@ -27,6 +27,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from operator import attrgetter
 from typing import NamedTuple, TypeVar
 
 from cuzk.circuits.filecoin.post import (
@@ -336,7 +337,7 @@ def _header(cs: ConstraintSystem, p: SnapParams, w: PartitionWitness | None) -> 
 
     publics = []
     for name in ("comm_r_old", "comm_d_new", "comm_r_new"):
-        num = _alloc(cs, _v(w, lambda w, n=name: getattr(w, n)), name)
+        num = _alloc(cs, _v(w, attrgetter(name)), name)
         with cs.namespace(f"{name}_input"):
             num.inputize(cs)
         publics.append(num)

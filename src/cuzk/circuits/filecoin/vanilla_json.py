@@ -45,6 +45,7 @@ from cuzk.circuits.filecoin.vanilla import (
     sector_challenges,
     sector_proof,
 )
+from cuzk.circuits.statement import Statement, payload_digest
 from cuzk.errors import BadInput
 from cuzk.gadgets.poseidon.native import hash_one
 
@@ -275,6 +276,16 @@ def read_request(text: str | bytes) -> tuple[str, FallbackPoStCircuit, list[int]
     vanilla = loads(json.dumps(field(doc, "vanilla_proofs", "PoSt request")), params)
     circuit, inputs = partition_circuit(params, vanilla, randomness, partition)
     return cid, circuit, inputs
+
+
+def open_statement(circuit_id: str, payload: bytes) -> Statement:
+    """The engine's entry point: a PoSt request for ``circuit_id``, checked whole (one
+    partition, whose public inputs the request fixes)."""
+    vanilla_id, circuit, inputs = read_request(payload)
+    if vanilla_id != circuit_id:
+        raise BadInput(f"the PoSt request is for {vanilla_id}, not {circuit_id}")
+    digest = payload_digest(circuit_id, (), payload)
+    return Statement(circuit_id, 1, lambda _i: circuit, digest, (tuple(inputs),))
 
 
 def random_request(

@@ -2,11 +2,12 @@
 bulk hashing (:mod:`.native`, numba kernel in :mod:`._kernels`) and the legacy circuit
 (:mod:`.circuit`)."""
 
-from cuzk.gadgets.poseidon.circuit import constraint_count, poseidon_hash
+from cuzk.gadgets.poseidon.circuit import poseidon_hash
 from cuzk.gadgets.poseidon.constants import (
     PoseidonConstants,
     Strength,
     constant_length_tag,
+    constraint_count,
     custom_tag,
     merkle_tree_tag,
     poseidon_constants,

@@ -28,15 +28,10 @@ from cuzk.gadgets.poseidon.constants import (
     merkle_tree_tag,
     poseidon_constants,
 )
+from cuzk.gadgets.poseidon.witness import hash_witness
 from cuzk.r1cs import ONE, ConstraintSystem, LinearCombination, WitnessCS
 
 Elt = AllocatedNum | Num
-
-
-def constraint_count(arity: int, strength: Strength = Strength.STANDARD) -> int:
-    """Constraints :func:`poseidon_hash` adds for this arity."""
-    c = poseidon_constants(arity, strength)
-    return 3 * arity + 4 * (c.width * (c.full_rounds - 1) + c.partial_rounds) + 1
 
 
 def _add_opt(a: int | None, b: int) -> int | None:
@@ -242,7 +237,5 @@ def poseidon_hash(
         return ensure_allocated(cs, h.elements[1], leaf(ns, "hash result"))
 
     if type(cs) is WitnessCS:  # values only: the kernel can write them (witness.py)
-        from cuzk.gadgets.poseidon.witness import hash_witness
-
         return hash_witness(cs, preimage, tag, strength, gadget)
     return gadget()

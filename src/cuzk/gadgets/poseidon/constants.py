@@ -318,3 +318,11 @@ def poseidon_constants(arity: int, strength: Strength = Strength.STANDARD) -> Po
         pre_sparse=tuple(tuple(r) for r in pre),
         sparse=tuple((tuple(w), tuple(v)) for w, v in sparse),
     )
+
+
+def constraint_count(arity: int, strength: Strength = Strength.STANDARD) -> int:
+    """Constraints the legacy circuit (:func:`~cuzk.gadgets.poseidon.circuit.poseidon_hash`) adds
+    for one hash of this arity. A function of the round numbers alone, so it sits here, under
+    both the circuit and its witness kernel (:mod:`~cuzk.gadgets.poseidon.witness`)."""
+    c = poseidon_constants(arity, strength)
+    return 3 * arity + 4 * (c.width * (c.full_rounds - 1) + c.partial_rounds) + 1

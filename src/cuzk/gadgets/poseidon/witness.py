@@ -8,7 +8,9 @@ trees runs the same schedule, so it can write those values directly
 was two thirds of a PoRep witness once SHA-256 ran from tapes.
 
 The first hash of each (arity, strength) in a process is checked value for value against the
-gadget; one that disagrees is never replayed again (and says so once in the log).
+gadget; one that disagrees is never replayed again (and says so once in the log). Both the
+kernel and that check are the constraint system's choice (``poseidon_kernel`` and
+``verify_first_use`` of :class:`~cuzk.r1cs.SynthesisOptions`, both on by default).
 """
 
 from __future__ import annotations
@@ -20,16 +22,11 @@ import numpy as np
 
 from cuzk.field import fr
 from cuzk.gadgets.num import AllocatedNum
-from cuzk.gadgets.poseidon.circuit import constraint_count
-from cuzk.gadgets.poseidon.constants import Strength, poseidon_constants
+from cuzk.gadgets.poseidon.constants import Strength, constraint_count, poseidon_constants
 from cuzk.r1cs import Variable, WitnessCS
 
 log = logging.getLogger(__name__)
 
-#: Off: every hash runs the gadget (tests compare the two paths with this switch).
-ENABLED = True
-#: Off: the kernel's values are used from the first hash on (tests check them separately).
-CHECK_FIRST_USE = True
 _checked: set[tuple[int, Strength]] = set()
 _refused: set[tuple[int, Strength]] = set()
 
@@ -48,13 +45,15 @@ def hash_witness(
     gadget: Callable[[], AllocatedNum],
 ) -> AllocatedNum:
     """The digest of ``preimage`` with the circuit's values appended to ``cs``: from the
-    kernel, or by ``gadget()`` (switched off, a value missing, a first use being checked)."""
-    values = [p.value for p in preimage]
+    kernel, or by ``gadget()`` (the kernel off in ``cs.options``, a value missing, a first use
+    being checked)."""
+    options = cs.options
+    values = [p.value for p in preimage if p.value is not None]
     key = (len(preimage), strength)
-    if not ENABLED or key in _refused or any(v is None for v in values):
-        return gadget()
+    if not options.poseidon_kernel or key in _refused or len(values) < len(preimage):
+        return gadget()  # (a value missing: the gadget reports it)
     appended = _values(values, tag, strength)
-    if CHECK_FIRST_USE and key not in _checked:
+    if options.verify_first_use and key not in _checked:
         base = len(cs.aux)
         digest = gadget()
         if cs.aux[base:] == appended and digest.variable.key == len(cs.aux) - 1:

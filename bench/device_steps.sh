@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Steps for one call on the GPU machine, each under what is left of a deadline, logs in $OUT.
+# Usage there: OUT=$OUT DEADLINE=590 bash bench/device_steps.sh tests p24 e22
+#   tests  the GPU test suite (CuPy tests and the CUDA halves of the conformance suite)
+#   p24    2^24 synthetic proofs: keys, then one at a time and two in flight
+#   e22    the engine's 10 × 2^22 proofs (bench/engine_matrix.sh, staging, 2 workers)
+set -u
+OUT=${OUT:?set OUT}
+DEADLINE=${DEADLINE:-590}
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+  --target /tmp/site .whl/*.whl || exit 1
+export PYTHONPATH=/tmp/site:$PWD/src PYTHONUNBUFFERED=1
+CUZK="python3 -m cuzk.cli.main"
+left() { echo $((DEADLINE - SECONDS)); }
+step() {  # name, command...
+  local name=$1; shift
+  local t=$(left)
+  if [ "$t" -lt 30 ]; then echo "== $name skipped: ${t}s left"; return; fi
+  echo "== $(date +%T) $name (${t}s left)"
+  timeout "$t" bash -c "$*" >"$OUT/$name.log" 2>&1
+  echo "== $name rc=$? after $SECONDS s"; tail -${TAIL:-12} "$OUT/$name.log"
+}
+nvidia-smi -L; df -h /tmp /var/tmp | tail -2
+for s in "$@"; do
+  case $s in
+    tests) TAIL=6 step tests "python3 -m pytest -q -m gpu -p no:cacheprovider tests/backend \
+      tests/interop/test_cuda_interop.py tests/groth16" ;;
+    p24) step p24 "$CUZK setup --circuit synthetic:16777216 --out /tmp/k24 --seed 1 --backend cuda \
+      --shape-cache /tmp/s24 && for c in 1 2; do $CUZK bench --backend cuda \
+      --circuit synthetic:16777216 --proofs \$((2 + 2 * c)) --concurrency \$c --param-dir /tmp/k24 \
+      --shape-cache /tmp/s24 --json $OUT/p24_c\$c.json 2>&1 | grep -E 'seconds per|kernels|synthesis |stage '; done" ;;
+    e22) step e22 "OUT=$OUT SIZE=4194304 BACKEND=cuda PROOFS=6 WORKERS=2 MODES=staging \
+      DEVICES_ALL=1 CUZK='$CUZK' bash bench/engine_matrix.sh" ;;
+  esac
+done

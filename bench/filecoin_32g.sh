@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# 32 GiB Filecoin proofs on one GPU host: keys, virtual inputs, then proofs through the engine.
+# Steps are skipped when their output exists, so the script can be run again right after a
+# device call ran out of time (the machine keeps its disk while it stays warm).
+# Usage (GPU host): OUT=/tmp/out WORK=/var/tmp/cuzk32 CIRCUIT=porep-32g bash bench/filecoin_32g.sh
+# Dry run here:    OUT=/tmp/o WORK=/tmp/w CIRCUIT=porep-2k BACKEND=cpu SIZE=2KiB bash bench/filecoin_32g.sh
+set -u
+OUT=${OUT:?set OUT}
+WORK=${WORK:-/var/tmp/cuzk32}
+CIRCUIT=${CIRCUIT:-porep-32g}
+BACKEND=${BACKEND:-cuda}
+SIZE=${SIZE:-32GiB}
+PROOFS=${PROOFS:-2}
+CONC=${CONC:-2}
+SYNTH=${SYNTH:-14}        # synthesis processes (16 cores: leave two for the engine)
+STEPS=${STEPS:-"setup vanilla bench"}
+CUZK=${CUZK:-python3 -m cuzk.cli.main}
+KEYS=$WORK/keys SHAPES=$WORK/shapes
+mkdir -p "$OUT" "$KEYS" "$SHAPES"
+log() { echo "== $(date +%T) $*"; }
+case $CIRCUIT in
+  porep-*) KIND=porep ;;
+  wpost-*) KIND=window-post ;;
+  snap-*) KIND=snap ;;
+  *) echo "unknown circuit $CIRCUIT"; exit 2 ;;
+esac
+VANILLA=$WORK/$CIRCUIT.vanilla
+for step in $STEPS; do
+  case $step in
+    setup)
+      if ls "$KEYS"/*.params >/dev/null 2>&1; then log "keys exist"; continue; fi
+      log "setup $CIRCUIT"
+      /usr/bin/time -v $CUZK setup --circuit "$CIRCUIT" --out "$KEYS" --seed 1 \
+        --backend "$BACKEND" --shape-cache "$SHAPES" 2>&1 | tee "$OUT/setup_$CIRCUIT.log" \
+        | grep -E "wrote|Elapsed|Maximum resident|shape|error" ;;
+    vanilla)
+      if [ -s "$VANILLA" ]; then log "vanilla exists"; continue; fi
+      log "gen-vanilla $KIND $SIZE --virtual"
+      /usr/bin/time -v $CUZK gen-vanilla "$KIND" --sector-size "$SIZE" --virtual \
+        --out "$VANILLA" 2>&1 | tee "$OUT/vanilla_$CIRCUIT.log" \
+        | grep -E "wrote|Elapsed|Maximum resident|error" ;;
+    bench)
+      log "bench $CIRCUIT × $PROOFS"
+      $CUZK bench --backend "$BACKEND" --circuit "$CIRCUIT" --vanilla "$VANILLA" \
+        --param-dir "$KEYS" --shape-cache "$SHAPES" --proofs "$PROOFS" --concurrency "$CONC" \
+        --synthesis-processes "$SYNTH" --json "$OUT/bench_$CIRCUIT.json" \
+        --timeline "$OUT/timeline_$CIRCUIT.png" 2>&1 | tee "$OUT/bench_$CIRCUIT.log" | tail -40 ;;
+  esac
+done
+df -h "$WORK" | tail -1

@@ -1,0 +1,26 @@
+// Fp product-rate microbenchmark (bench/gpu_msm.py): the MSM never launches it, so it stays out
+// of msm.cu.
+#include "curve.cuh"
+
+__device__ __forceinline__ u64 bench_thread() { return (u64)blockIdx.x * blockDim.x + threadIdx.x; }
+
+// Fp multiplication throughput probe for the benchmark: two independent chains of `iters`
+// products per thread (2 * iters multiplications), inputs data[t*24 .. t*24+24) (< p).
+extern "C" __global__ void msm_fp_bench(u32* __restrict__ data, u32 nthreads, u32 iters) {
+    u64 t = bench_thread();
+    if (t >= nthreads) return;
+    fp_t x, y;
+#pragma unroll
+    for (int k = 0; k < FP_LIMBS; k++) {
+        x.l[k] = data[t * 24 + k];
+        y.l[k] = data[t * 24 + 12 + k];
+    }
+    fp_t z = y, w = x;
+    for (u32 i = 0; i < iters; i++) {
+        x = x * y;
+        z = z * w;
+    }
+    x = x + z;
+#pragma unroll
+    for (int k = 0; k < FP_LIMBS; k++) data[t * 24 + k] = x.l[k];
+}

@@ -1,0 +1,113 @@
+"""From what a Filecoin client sends to the payload each proof kind's reader takes.
+
+A client (Curio through filecoin-ffi) hands over a proof's parts separately — vanilla proofs,
+randomness, the miner's actor id, the partition, commitments. Each Filecoin kind's payload is
+one document its reader checks whole at submit (:mod:`cuzk.circuits.catalogue` names the
+reader of each kind); the functions here assemble that document from the parts, refusing parts
+that kind does not take. They know nothing of protobuf: the daemon fills a
+:class:`ClientParts` from its messages and picks the function through the catalogue.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from dataclasses import dataclass
+
+from cuzk.circuits.filecoin.post import post_params
+from cuzk.circuits.filecoin.snap import snap_params
+from cuzk.circuits.filecoin.snap_vanilla import registered_update_proof
+from cuzk.circuits.filecoin.vanilla_bincode import read_sector_proof
+from cuzk.circuits.filecoin.vanilla_json import registered_proof
+from cuzk.errors import BadInput
+from cuzk.field.constants import R
+
+
+@dataclass(frozen=True)
+class ClientParts:
+    """A Filecoin proof request's parts as the client sent them (empty: not sent)."""
+
+    vanilla_proof: bytes = b""  # one document (PoRep: the C1 output)
+    vanilla_proofs: tuple[bytes, ...] = ()  # one per sector (PoSt) or partition (SnapDeals)
+    randomness: bytes = b""  # PoSt: 32 bytes
+    miner_id: int = 0  # PoSt: the actor id
+    partition: int = 0  # WindowPoSt: the partition index
+    comm_r_old: bytes = b""  # SnapDeals: 32 bytes each
+    comm_r_new: bytes = b""
+    comm_d_new: bytes = b""
+
+
+def prover_id(miner_id: int) -> int:
+    """filecoin-ffi's prover id for an actor: the payload of its ID address (the actor id as
+    unsigned LEB128), zero-padded to 32 bytes and read as a little-endian field element."""
+    out = bytearray()
+    while True:
+        low, miner_id = miner_id & 0x7F, miner_id >> 7
+        out.append(low | (0x80 if miner_id else 0))
+        if not miner_id:
+            return int.from_bytes(bytes(out), "little")
+
+
+def porep_payload(circuit_id: str, parts: ClientParts) -> bytes:
+    """PoRep: the C1 output itself (:func:`.porep_c1.open_statement` reads it)."""
+    if not parts.vanilla_proof:
+        raise BadInput(f"{circuit_id} needs vanilla_proof (the C1 output)")
+    if parts.vanilla_proofs:
+        raise BadInput(f"{circuit_id} takes vanilla_proof, not vanilla_proofs")
+    return parts.vanilla_proof
+
+
+def post_payload(circuit_id: str, parts: ClientParts) -> bytes:
+    """PoSt: the request envelope :func:`.vanilla_json.read_request` takes, around the sector
+    proofs (each serde JSON or bincode, :func:`.vanilla_bincode.read_sector_proof`)."""
+    params = post_params(circuit_id)
+    if params.kind == "winning" and parts.partition:
+        raise BadInput(f"{circuit_id} has a single partition; partition_index must be 0")
+    if parts.vanilla_proof:
+        raise BadInput("PoSt requests take vanilla_proofs (one per sector), not vanilla_proof")
+    if not parts.vanilla_proofs:
+        raise BadInput("PoSt requests need vanilla_proofs (one per sector)")
+    randomness = _bytes32(parts.randomness, "randomness")
+    if int.from_bytes(randomness, "little") >= R:
+        raise BadInput(
+            "randomness: not a canonical field element (clear its top two bits: "
+            "randomness[31] &= 0x3f, as Lotus does)"
+        )
+    sectors = [
+        read_sector_proof(raw, f"vanilla_proofs[{k}]") for k, raw in enumerate(parts.vanilla_proofs)
+    ]
+    envelope = {
+        "registered_proof": registered_proof(params),
+        "circuit": circuit_id,
+        "randomness": list(randomness),
+        "prover_id": list(prover_id(parts.miner_id).to_bytes(32, "little")),
+        "partition": parts.partition,
+        "vanilla_proofs": sectors,
+    }
+    return json.dumps(envelope, separators=(",", ":")).encode()
+
+
+def snap_payload(circuit_id: str, parts: ClientParts) -> bytes:
+    """SnapDeals: the partition proofs (base64) and the three commitments in one document.
+
+    This is not yet the document :func:`.snap_vanilla.read_update` takes (that one carries the
+    partition proofs in serde's JSON layout; filecoin-ffi sends bincode, which nothing here
+    reads yet), so such requests are refused at submit with the reader's reason.
+    """
+    params = snap_params(circuit_id)
+    if not parts.vanilla_proofs:
+        raise BadInput(f"{circuit_id} needs vanilla_proofs (one per partition)")
+    doc = {
+        "registered_proof": registered_update_proof(params),
+        "comm_r_old": list(_bytes32(parts.comm_r_old, "comm_r_old")),
+        "comm_r_new": list(_bytes32(parts.comm_r_new, "comm_r_new")),
+        "comm_d_new": list(_bytes32(parts.comm_d_new, "comm_d_new")),
+        "vanilla_proofs": [base64.b64encode(p).decode() for p in parts.vanilla_proofs],
+    }
+    return json.dumps(doc, separators=(",", ":")).encode()
+
+
+def _bytes32(value: bytes, what: str) -> bytes:
+    if len(value) != 32:
+        raise BadInput(f"{what}: expected 32 bytes, got {len(value)}")
+    return bytes(value)

@@ -1,0 +1,127 @@
+"""The host side of the CUDA a/b/c evaluation, without a GPU: upload checks, the kernel
+chosen for each (row pointer, id) width, and the argument order, through a stand-in device
+that runs each launch as the CPU spmv would read the same arguments. The kernels themselves
+are compared with the CPU in ``test_cuda_abc.py`` (marked gpu)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from cuzk.backend.cuda import abc
+from cuzk.errors import BadInput
+from cuzk.field import fr
+from cuzk.r1cs import synthesize_shape
+from cuzk.r1cs.shape import CsrMatrix, R1CSShape
+from tests.r1cs.circuits import RandomCircuit
+
+_WIDTH = {"u8": np.uint8, "u16": np.uint16, "u32": np.uint32, "u64": np.uint64}
+
+
+def _kernels() -> set[str]:
+    src = (Path(abc.__file__).parent / abc.SRC).read_text()
+    made = re.findall(r"^SPMV_KERNELS\((\w+), [\w ]+, (\w+), [\w ]+\)$", src, re.M)
+    return {f"{kind}_{ip}_{i}" for ip, i in made for kind in ("spmv", "spmv_abc")}
+
+
+class FakeGpu:
+    """Uploads are copies; a launch checks the argument dtypes against the kernel's name and
+    evaluates with :func:`fr.spmv`."""
+
+    sm_count = 4
+
+    def __init__(self) -> None:
+        self.launches: list[str] = []
+        self.kernels = _kernels()
+
+    def upload(self, a: np.ndarray) -> np.ndarray:
+        return np.array(a, copy=True)
+
+    def empty(self, n: int) -> np.ndarray:
+        return np.full((n, 4), 7, dtype=np.uint64)
+
+    def launch(self, src, name, grid, block, args) -> None:  # noqa: ANN001
+        assert src == abc.SRC and name in self.kernels, name
+        self.launches.append(name)
+        ip, idw = (_WIDTH[w] for w in name.split("_")[-2:])
+        n_out = 3 if name.startswith("spmv_abc") else 1
+        outs, mats, (z, rows) = args[:n_out], args[n_out:-2], args[-2:]
+        assert len(mats) == 4 * len(outs) and isinstance(rows, np.int64)
+        for k, out in enumerate(outs):
+            indptr, indices, ids, table = mats[4 * k : 4 * k + 4]
+            assert (indptr.dtype, indices.dtype, ids.dtype) == (ip, np.uint32, idw)
+            out[:] = fr.spmv(indptr, indices, ids, table, z, int(rows))
+
+
+def _shape(rng, widths) -> R1CSShape:  # noqa: ANN001
+    rows, cols = 400, 150
+    mats = []
+    for ptr, ids in widths:
+        counts = rng.integers(0, 6, rows)
+        indptr = np.zeros(rows + 1, dtype=ptr)
+        indptr[1:] = np.cumsum(counts)
+        nnz = int(indptr[-1])
+        mats.append(
+            CsrMatrix(
+                indptr,
+                rng.integers(0, cols, nnz).astype(np.uint32),
+                rng.integers(0, 50, nnz).astype(ids),
+                fr.random(50, rng),
+                cols,
+            )
+        )
+    return R1CSShape("test:widths", 1, cols - 1, *mats, names=None)
+
+
+@pytest.mark.parametrize("ptr", [np.uint32, np.uint64])
+@pytest.mark.parametrize("ids", [np.uint8, np.uint16, np.uint32])
+def test_one_launch_per_width(rng, ptr, ids):
+    gpu = FakeGpu()
+    shape = _shape(rng, [(ptr, ids)] * 3)
+    z = fr.random(shape.num_variables, rng)
+    got = abc.GpuAbc(gpu).evaluate(shape, z)
+    assert gpu.launches == [f"spmv_abc_{_name(ptr)}_{_name(ids)}"]
+    for g, w in zip(got, shape.evaluate(z), strict=True):
+        assert np.array_equal(g, w)
+
+
+def _name(dt: type) -> str:
+    return {v: k for k, v in _WIDTH.items()}[dt]
+
+
+def test_mixed_widths_and_uploads_once(rng):
+    gpu = FakeGpu()
+    shape = _shape(rng, [(np.uint32, np.uint8), (np.uint64, np.uint16), (np.uint32, np.uint8)])
+    gabc = abc.GpuAbc(gpu)
+    z = fr.random(shape.num_variables, rng)
+    for _ in range(2):
+        for g, w in zip(gabc.evaluate(shape, z), shape.evaluate(z), strict=True):
+            assert np.array_equal(g, w)
+    assert gpu.launches == ["spmv_u32_u8", "spmv_u64_u16", "spmv_u32_u8"] * 2
+    assert gabc.matrices(shape) is gabc.matrices(shape)
+    with pytest.raises(BadInput):
+        gabc.evaluate(shape, z[:-1])
+
+
+def test_synthesized_shape_and_checks(rng, seed):
+    gpu = FakeGpu()
+    shape = synthesize_shape(RandomCircuit(seed), "test:random")
+    z = fr.random(shape.num_variables, rng)
+    for g, w in zip(abc.GpuAbc(gpu).evaluate(shape, z), shape.evaluate(z), strict=True):
+        assert np.array_equal(g, w)
+    assert gpu.launches == [f"spmv_abc_u32_{_name(shape.a.coeff_ids.dtype.type)}"]
+    m = shape.a
+    bad = [
+        CsrMatrix(
+            m.indptr, m.indices, np.full_like(m.coeff_ids, len(m.table)), m.table, m.num_cols
+        ),
+        CsrMatrix(m.indptr, np.full_like(m.indices, m.num_cols), m.coeff_ids, m.table, m.num_cols),
+        CsrMatrix(m.indptr[::-1].copy(), m.indices, m.coeff_ids, m.table, m.num_cols),
+    ]
+    for b in bad:
+        with pytest.raises(BadInput):
+            abc.host_arrays(b)
+    assert abc.GpuAbc(gpu).upload_csr(CsrMatrix.empty(3, 2)).table.shape == (1, 4)
