@@ -50,6 +50,7 @@ from cuzk.circuits.filecoin.snap_vanilla import (
     rho,
     sha_tree,
 )
+from cuzk.circuits.filecoin.vanilla_bincode import sector_proof_from_bincode
 from cuzk.circuits.filecoin.vanilla_json import (
     challenged_leaves,
     random_request,
@@ -65,7 +66,6 @@ from cuzk.field.constants import R
 from cuzk.gadgets.merkle import TreeShape, build_tree, prove
 from cuzk.gadgets.poseidon.native import hash_one
 from cuzk.gadgets.sha256_node import node_hash
-from cuzk.server.convert import sector_proof_from_bincode
 
 KIB, MIB, GIB = 1 << 10, 1 << 20, 1 << 30
 

@@ -201,7 +201,8 @@ def _gen_virtual_post(args: argparse.Namespace, size: int, suffix: str, seed: in
     from cuzk.circuits.filecoin.post import post_params
     from cuzk.circuits.filecoin.seal import virtual
     from cuzk.circuits.filecoin.vanilla_json import sector_vanilla_json, write_request
-    from cuzk.server.convert import SECTOR_SIZES, prover_id
+    from cuzk.circuits.filecoin.wire import prover_id
+    from cuzk.server.convert import SECTOR_SIZES
 
     params = post_params(f"{'winning' if args.post == 'winning-post' else 'wpost'}-{suffix}")
     sectors = args.sectors
@@ -213,7 +214,7 @@ def _gen_virtual_post(args: argparse.Namespace, size: int, suffix: str, seed: in
     picks = sorted({0, n - 1, *range(0, n, max(1, n // (POST_CHECK_ALL - 2)))})[:POST_CHECK_ALL]
     if args.format == "bincode":
         from cuzk.circuits.filecoin.bincode_write import post_sector_proof
-        from cuzk.server.convert import sector_proof_from_bincode
+        from cuzk.circuits.filecoin.vanilla_bincode import sector_proof_from_bincode
 
         args.out.mkdir(parents=True, exist_ok=True)
         names = [f"sector-{i:04d}-{sv.sector_id}.vproof" for i, sv in enumerate(vanilla)]
