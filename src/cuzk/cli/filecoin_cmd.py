@@ -12,6 +12,15 @@ structural count for 32/64 GiB, whose WindowPoSt has over 125M constraints.
 challenges as upstream does and writes a PoSt request: upstream's vanilla proof array in an
 envelope with the randomness, prover id, partition and circuit id
 (:func:`cuzk.circuits.filecoin.vanilla_json.read_request` reads it back into a circuit).
+``porep`` seals a random sector and writes its C1 output; ``snap`` a SnapDeals update request.
+
+``--virtual`` makes the same files for any sector size (32 GiB included) without building the
+sector (:mod:`cuzk.circuits.filecoin.seal.virtual`): real challenges and parents, sparse trees,
+megabytes and seconds. ``--format bincode`` writes PoSt and SnapDeals vanilla proofs as
+filecoin-ffi returns them instead — a directory of ``.vproof`` files (one per sector or
+partition, in order) and ``request.json`` with what ``cuzk client prove`` needs besides.
+Every file is read back through the engine's parsers before the command succeeds (for PoSt
+partitions over :data:`POST_CHECK_ALL` sectors, a sample of that many sectors).
 
 Hook into ``cli/main.py``: ``filecoin_cmd.add_parsers(sub)`` in the parser builder and
 ``**filecoin_cmd.COMMANDS`` in its command table.
@@ -28,6 +37,8 @@ from typing import Any
 from cuzk.errors import BadInput
 
 SHAPE_MAX_SECTOR = 512 << 20  # auto: real shapes up to 512 MiB sectors
+POST_CHECK_ALL = 64  # PoSt partitions with more sectors are checked on a sample this large
+VIRTUAL_SECTORS = 8  # --virtual WindowPoSt sectors unless --sectors says otherwise
 
 
 def add_parsers(sub: Any) -> None:
@@ -54,7 +65,8 @@ def add_parsers(sub: Any) -> None:
         help="vanilla proofs (upstream JSON layouts) from random small sectors, for proving",
         description="winning-post / window-post: a PoSt request for random sectors; porep: "
         "seal a random sector and write its C1 output; snap: a SnapDeals update of a random "
-        "sector (our envelope around upstream's PartitionProofs).",
+        "sector (our envelope around upstream's PartitionProofs). --virtual: the same for any "
+        "sector size without building the sector.",
     )
     g.add_argument(
         "post",
@@ -68,8 +80,19 @@ def add_parsers(sub: Any) -> None:
         choices=["1.0.0", "1.1.0"],
         help="porep: StackedDrg…V1 (1.0.0) or …V1_1 (1.1.0, default)",
     )
-    g.add_argument("--sector-size", default="2KiB", choices=["2KiB", "8MiB"])
-    g.add_argument("--sectors", type=int, help="WindowPoSt sectors (default: a full partition)")
+    g.add_argument("--sector-size", default="2KiB", choices=list(SIZES),
+                   help="512MiB and up need --virtual")  # fmt: skip
+    g.add_argument("--virtual", action="store_true",
+                   help="virtual sector: real challenges and parents, random labels and leaves "
+                   "where nothing checks them, sparse trees (any size, seconds)")  # fmt: skip
+    g.add_argument(
+        "--format",
+        choices=["json", "bincode"],
+        default="json",
+        help="bincode (--virtual PoSt/snap): --out is a directory of .vproof files",
+    )
+    g.add_argument("--sectors", type=int, help="WindowPoSt sectors (default: a full partition; "
+                   f"--virtual: at most {VIRTUAL_SECTORS})")  # fmt: skip
     g.add_argument("--partition", type=int, default=0, help="WindowPoSt partition index")
     g.add_argument("--seed", type=int, help="reproducible sectors and randomness")
     g.add_argument("--out", required=True, type=Path, help="request file to write")
@@ -78,6 +101,12 @@ def add_parsers(sub: Any) -> None:
 def cmd_gen_vanilla(args: argparse.Namespace) -> int:
     import numpy as np
 
+    if args.virtual:
+        return _gen_virtual(args)
+    if args.format != "json":
+        raise BadInput("--format bincode is written for --virtual sectors")
+    if SIZES[args.sector_size][0] > SEALED_MAX:
+        raise BadInput(f"{args.sector_size} sectors are not built here; add --virtual")
     if args.post in ("porep", "snap"):
         return _gen_sealed(args)
 
@@ -97,7 +126,10 @@ def cmd_gen_vanilla(args: argparse.Namespace) -> int:
     return 0
 
 
-SIZES = {"2KiB": (2 << 10, "2k"), "8MiB": (8 << 20, "8m")}  # --sector-size → bytes, id suffix
+# --sector-size → bytes, circuit id suffix
+SIZES = {"2KiB": (2 << 10, "2k"), "8MiB": (8 << 20, "8m"), "512MiB": (512 << 20, "512m"),
+         "32GiB": (32 << 30, "32g"), "64GiB": (64 << 30, "64g")}  # fmt: skip
+SEALED_MAX = 8 << 20  # largest sector gen-vanilla builds for real
 
 
 def _gen_sealed(args: argparse.Namespace) -> int:
@@ -126,6 +158,132 @@ def _gen_sealed(args: argparse.Namespace) -> int:
     print(f"wrote {args.out}: {circuit_id}, {statement.partitions} partition(s) "
           f"({time.perf_counter() - t:.2f} s)")  # fmt: skip
     return 0
+
+
+def _gen_virtual(args: argparse.Namespace) -> int:
+    """``gen-vanilla --virtual``: the same documents for a virtual sector of any size."""
+    import secrets
+
+    from cuzk.circuits import open_statement
+    from cuzk.circuits.filecoin.seal import virtual
+
+    seed = args.seed if args.seed is not None else secrets.randbits(63)
+    size, suffix = SIZES[args.sector_size]
+    t = time.perf_counter()
+    if args.post in ("porep", "snap"):
+        if args.sectors is not None or args.partition:
+            raise BadInput(f"--sectors and --partition are PoSt options, not {args.post}'s")
+        if args.post == "porep":
+            if args.format != "json":
+                raise BadInput("a C1 output is JSON (upstream's SealCommitPhase1Output)")
+            doc = virtual.virtual_seal(size, seed, api=args.api).c1_document()
+            text = json.dumps(doc, separators=(",", ":"))
+        else:
+            update = virtual.virtual_update(size, seed)
+            doc = update.document()
+            text = json.dumps(doc)
+            if args.format == "bincode":
+                _write_snap_bincode(args.out, doc, update)
+        del doc  # the parser below builds its own objects; do not hold both
+        circuit_id = f"{args.post}-{suffix}"
+        statement = open_statement(circuit_id, payload=text.encode())
+        if args.format == "json":
+            args.out.write_text(text + "\n")
+        print(f"wrote {args.out}: virtual {circuit_id}, {statement.partitions} partition(s), "
+              f"{len(text) / 1e6:.1f} MB of JSON, checked by its parser "
+              f"({time.perf_counter() - t:.1f} s)")  # fmt: skip
+        return 0
+    return _gen_virtual_post(args, size, suffix, seed, t)
+
+
+def _gen_virtual_post(args: argparse.Namespace, size: int, suffix: str, seed: int,
+                      t: float) -> int:  # fmt: skip
+    from cuzk.circuits.filecoin.post import post_params
+    from cuzk.circuits.filecoin.seal import virtual
+    from cuzk.circuits.filecoin.vanilla_json import sector_vanilla_json, write_request
+    from cuzk.circuits.filecoin.wire import prover_id
+    from cuzk.server.convert import SECTOR_SIZES
+
+    params = post_params(f"{'winning' if args.post == 'winning-post' else 'wpost'}-{suffix}")
+    sectors = args.sectors
+    if sectors is None and params.kind == "window":
+        sectors = min(params.sector_count, VIRTUAL_SECTORS)
+    vanilla, randomness = virtual.virtual_post(params, seed, sectors, args.partition)
+    miner_id = virtual.Draws(seed).fe("miner id") >> 214  # a 40-bit actor id
+    n = len(vanilla)
+    picks = sorted({0, n - 1, *range(0, n, max(1, n // (POST_CHECK_ALL - 2)))})[:POST_CHECK_ALL]
+    if args.format == "bincode":
+        from cuzk.circuits.filecoin.bincode_write import post_sector_proof
+        from cuzk.circuits.filecoin.vanilla_bincode import sector_proof_from_bincode
+
+        args.out.mkdir(parents=True, exist_ok=True)
+        names = [f"sector-{i:04d}-{sv.sector_id}.vproof" for i, sv in enumerate(vanilla)]
+        for name, sv in zip(names, vanilla, strict=True):
+            (args.out / name).write_bytes(post_sector_proof(sector_vanilla_json(sv, params)))
+        index = SECTOR_SIZES.index(size) + (0 if params.kind == "winning" else 10)
+        _write_meta(args.out, {
+            "kind": params.kind if params.kind == "winning" else "wpost",
+            "registered_proof": index, "sector_size": size, "miner_id": miner_id,
+            "randomness": randomness.to_bytes(32, "little").hex(),
+            "partition_index": args.partition, "vanilla_proofs": names,
+        })  # fmt: skip
+        docs = {i: sector_proof_from_bincode((args.out / names[i]).read_bytes(), names[i])
+                for i in picks}  # fmt: skip
+    else:
+        from cuzk.circuits.filecoin.vanilla_json import read_request
+
+        with args.out.open("w") as f:
+            write_request(f, params, vanilla, randomness, prover_id(miner_id), args.partition)
+            f.write("\n")
+        if n <= POST_CHECK_ALL:  # the whole request, envelope included
+            read_request(args.out.read_text())
+        # Larger: the sampled sectors as write_request serialised them.
+        docs = {i: json.loads(json.dumps(sector_vanilla_json(vanilla[i], params)))
+                for i in picks}  # fmt: skip
+    _check_post(params, docs, [sv.sector_id for sv in vanilla], randomness, args.partition)
+    checked = len(picks)
+    proofs = sum(len(v.proof.inclusion_proofs) for v in vanilla)
+    print(f"wrote {args.out}: virtual {params.circuit_id}, {len(vanilla)} sector(s), {proofs} "
+          f"inclusion proofs, {checked} sector(s) checked by the parser "
+          f"({time.perf_counter() - t:.1f} s)")  # fmt: skip
+    return 0
+
+
+def _check_post(params: Any, docs: dict[int, dict[str, Any]], sector_ids: list[int],
+                randomness: int, partition: int) -> None:  # fmt: skip
+    """Read sector proofs (position → serde tree) back through the PoSt parser and check
+    they prove the leaves the randomness challenges."""
+    from cuzk.circuits.filecoin.merkle_json import leaf_index
+    from cuzk.circuits.filecoin.vanilla_json import challenged_leaves, loads
+
+    read = loads(json.dumps(list(docs.values())), params)
+    want = challenged_leaves(params, sector_ids, randomness, partition)
+    for i, sv in zip(docs, read, strict=True):
+        got = [leaf_index(m, params.tree) for m in sv.proof.inclusion_proofs]
+        if sv.sector_id != sector_ids[i] or got != want[i]:
+            raise BadInput(f"sector {i}: proves leaves {got} of sector {sv.sector_id}, the "
+                           f"challenges are {want[i]} of sector {sector_ids[i]}")  # fmt: skip
+
+
+def _write_snap_bincode(out: Path, doc: dict[str, Any], update: Any) -> None:
+    from cuzk.circuits.filecoin.bincode_write import snap_partition_proof
+    from cuzk.server.convert import SECTOR_SIZES
+
+    out.mkdir(parents=True, exist_ok=True)
+    names = []
+    for k, part in enumerate(doc["partition_proofs"]):
+        names.append(f"partition-{k:02d}.vproof")
+        (out / names[-1]).write_bytes(snap_partition_proof(part))
+    size = update.params.sector_size
+    meta: dict[str, Any] = {"kind": "snap", "registered_proof": SECTOR_SIZES.index(size),
+                            "sector_size": size, "h": update.h}  # fmt: skip
+    for name in ("comm_r_old", "comm_d_new", "comm_r_new"):
+        meta[name] = getattr(update, name).to_bytes(32, "little").hex()
+    _write_meta(out, {**meta, "vanilla_proofs": names})
+
+
+def _write_meta(out: Path, meta: dict[str, Any]) -> None:
+    (out / "request.json").write_text(json.dumps(meta, indent=1) + "\n")
 
 
 def circuit_info(circuit_id: str, method: str = "auto") -> dict[str, Any]:

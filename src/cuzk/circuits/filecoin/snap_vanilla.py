@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -78,6 +79,13 @@ def phi(comm_d_new: int, comm_r_old: int) -> int:
 def rho(phi_value: int, high: int) -> int:
     """``rho = Poseidon_c(phi, high)`` for the top-``h``-bits value ``high`` of a node index."""
     return hash_one([phi_value, high], tag=GEN_RANDOMNESS_TAG)
+
+
+def rho_table(phi_value: int, h: int) -> fr.FrVec:
+    """``rho`` of every value of the top ``h`` bits (node i uses entry ``i >> (log2 n − h)``),
+    hashed in one bulk call."""
+    highs = fr.from_ints([v for hi in range(1 << h) for v in (phi_value, hi)])
+    return hash_many(highs, 2, tag=GEN_RANDOMNESS_TAG)
 
 
 def challenges(params: SnapParams, comm_r_new: int, k: int) -> list[int]:
@@ -165,9 +173,7 @@ def random_update(params: SnapParams, seed: int, h: int | None = None) -> Sector
     tree_d = sha_tree([bytes(row) for row in data])
     comm_r_old = hash_one([comm_c, fr.to_int(tree_r_old[-1][0])])
     phi_value = phi(_int(tree_d[-1][0]), comm_r_old)
-    highs = fr.from_ints([v for hi in range(1 << h) for v in (phi_value, hi)])
-    rhos = hash_many(highs, 2, tag=GEN_RANDOMNESS_TAG)
-    rho_per_node = np.repeat(rhos, n >> h, axis=0)
+    rho_per_node = np.repeat(rho_table(phi_value, h), n >> h, axis=0)
     new = fr.add(old, fr.mul(fr.from_bytes_le(data), rho_per_node))
     return SectorUpdate(params, h, comm_c, tree_r_old, tree_d, build_tree(new, tree))
 
@@ -175,35 +181,48 @@ def random_update(params: SnapParams, seed: int, h: int | None = None) -> Sector
 # -- upstream's JSON layout -----------------------------------------------------------------
 
 
-def _tree_r_proof_json(levels: list[np.ndarray], tree: TreeShape, c: int) -> dict[str, Any]:
-    return merkle_proof_json(prove(levels, tree, c), tree)
-
-
-def tree_d_proof_json(levels: list[list[bytes]], c: int) -> dict[str, Any]:
-    """A TreeD ``Single`` MerkleProof of node ``c``."""
-    path, node = [], c
+def tree_d_path(levels: list[list[bytes]], c: int) -> MerklePath:
+    """TreeD inclusion path of node ``c`` (SHA-256 nodes as field elements)."""
+    siblings, positions, node = [], [], c
     for row in levels[:-1]:
-        path.append({"hashes": [list(row[node ^ 1])], "index": node & 1})
+        siblings.append([_int(row[node ^ 1])])
+        positions.append(node & 1)
         node >>= 1
-    return {"data": {"Single": {"root": list(levels[-1][0]), "leaf": list(levels[0][c]),
-                                "path": {"path": path}}}}  # fmt: skip
+    return MerklePath(_int(levels[0][c]), siblings, positions, _int(levels[-1][0]))
+
+
+def partition_json(
+    params: SnapParams,
+    comm_c: int,
+    apex_leafs: Sequence[int],
+    openings: Sequence[tuple[MerklePath, MerklePath, MerklePath]],
+) -> dict[str, Any]:
+    """Upstream ``PartitionProof`` serialised: comm_c, the partition's apex leaves, and per
+    challenge its (TreeR_old, TreeD_new, TreeR_new) openings."""
+    tree_d = TreeShape(params.sector_nodes, 2)
+    return {
+        "comm_c": fe_json(comm_c),
+        "apex_leafs": [fe_json(a) for a in apex_leafs],
+        "challenge_proofs": [
+            {"proof_r_old": merkle_proof_json(r_old, params.tree),
+             "proof_d_new": merkle_proof_json(d_new, tree_d),
+             "proof_r_new": merkle_proof_json(r_new, params.tree)}
+            for r_old, d_new, r_new in openings
+        ],
+    }  # fmt: skip
 
 
 def partition_proof_json(update: SectorUpdate, k: int) -> dict[str, Any]:
     """Upstream ``EmptySectorUpdate::prove_inner`` for partition ``k``, serialised."""
     p = update.params
     apex_row = update.tree_d_new[p.apex_height]
-    apex = apex_row[k * p.apex_leaf_count : (k + 1) * p.apex_leaf_count]
-    proofs = [
-        {
-            "proof_r_old": _tree_r_proof_json(update.tree_r_old, p.tree, c),
-            "proof_d_new": tree_d_proof_json(update.tree_d_new, c),
-            "proof_r_new": _tree_r_proof_json(update.tree_r_new, p.tree, c),
-        }
+    apex = [_int(a) for a in apex_row[k * p.apex_leaf_count : (k + 1) * p.apex_leaf_count]]
+    openings = [
+        (prove(update.tree_r_old, p.tree, c), tree_d_path(update.tree_d_new, c),
+         prove(update.tree_r_new, p.tree, c))
         for c in challenges(p, update.comm_r_new, k)
-    ]
-    return {"comm_c": fe_json(update.comm_c), "apex_leafs": [list(a) for a in apex],
-            "challenge_proofs": proofs}  # fmt: skip
+    ]  # fmt: skip
+    return partition_json(p, update.comm_c, apex, openings)
 
 
 def registered_update_proof(params: SnapParams) -> str:
@@ -211,18 +230,32 @@ def registered_update_proof(params: SnapParams) -> str:
     return f"StackedDrg{SIZE_LABELS[params.sector_size]}V1"
 
 
+def request_document(
+    params: SnapParams,
+    h: int,
+    comms: tuple[int, int, int],
+    partitions: Sequence[dict[str, Any]],
+) -> dict[str, Any]:
+    """The request document (see the module docstring) around serialised partition proofs;
+    ``comms`` = (comm_r_old, comm_d_new, comm_r_new)."""
+    comm_r_old, comm_d_new, comm_r_new = comms
+    return {
+        "circuit": params.circuit_id,
+        "registered_update_proof": registered_update_proof(params),
+        "comm_r_old": fe_json(comm_r_old),
+        "comm_d_new": fe_json(comm_d_new),
+        "comm_r_new": fe_json(comm_r_new),
+        "h": h,
+        "partition_proofs": list(partitions),
+    }
+
+
 def request_json(update: SectorUpdate) -> str:
     """The request document for all partitions of ``update`` (see the module docstring)."""
     p = update.params
-    return json.dumps({
-        "circuit": p.circuit_id,
-        "registered_update_proof": registered_update_proof(p),
-        "comm_r_old": fe_json(update.comm_r_old),
-        "comm_d_new": fe_json(update.comm_d_new),
-        "comm_r_new": fe_json(update.comm_r_new),
-        "h": update.h,
-        "partition_proofs": [partition_proof_json(update, k) for k in range(p.partition_count)],
-    })  # fmt: skip
+    comms = (update.comm_r_old, update.comm_d_new, update.comm_r_new)
+    parts = [partition_proof_json(update, k) for k in range(p.partition_count)]
+    return json.dumps(request_document(p, update.h, comms, parts))
 
 
 def generate_update(sector_size: int, seed: int) -> str:

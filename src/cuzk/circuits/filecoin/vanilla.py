@@ -28,7 +28,7 @@ from cuzk.circuits.filecoin.post import (
 from cuzk.errors import BadInput
 from cuzk.field import fr
 from cuzk.field.constants import R
-from cuzk.gadgets.merkle import build_tree, prove
+from cuzk.gadgets.merkle import MerklePath, TreeShape, build_tree, prove
 from cuzk.gadgets.poseidon.native import hash_one
 from cuzk.r1cs import ConstraintSystem
 
@@ -117,6 +117,10 @@ class RandomSector:
     def public(self) -> PublicSector:
         return PublicSector(self.sector_id, self.comm_r)
 
+    def open(self, tree: TreeShape, leaf: int) -> MerklePath:
+        """TreeR inclusion proof of ``leaf`` (virtual sectors answer the same call)."""
+        return prove(self.levels, tree, leaf)
+
 
 def random_sector(params: PoStParams, sector_id: int, rng: np.random.Generator) -> RandomSector:
     """TreeR over random replica nodes and a comm_c from a random TreeC of the same shape."""
@@ -131,8 +135,9 @@ def random_sector(params: PoStParams, sector_id: int, rng: np.random.Generator) 
 def sector_proof(
     params: PoStParams, sector: RandomSector, challenges: Sequence[int]
 ) -> SectorProof:
-    """Upstream ``vanilla_proof``: inclusion proofs of the challenged leaves."""
-    proofs = tuple(prove(sector.levels, params.tree, c) for c in challenges)
+    """Upstream ``vanilla_proof``: inclusion proofs of the challenged leaves (``sector`` is
+    anything with RandomSector's ``open``, comm_r, comm_c and comm_r_last)."""
+    proofs = tuple(sector.open(params.tree, c) for c in challenges)
     return SectorProof(sector.comm_r, sector.comm_c, sector.comm_r_last, proofs)
 
 

@@ -20,10 +20,11 @@ reason, never a proof.
 
 from __future__ import annotations
 
+import io
 import json
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TextIO
 
 import numpy as np
 
@@ -122,28 +123,29 @@ def loads(text: str | bytes, params: PoStParams) -> list[SectorVanilla]:
     return out
 
 
+def challenged_leaves(
+    params: PoStParams, sector_ids: Sequence[int], randomness: int, partition: int = 0
+) -> list[list[int]]:
+    """Per sector, the leaves ``generate_fallback_sector_challenges`` challenges: WinningPoSt's
+    one sector its 66; WindowPoSt's sectors (partition ``partition``, in order) 10 each."""
+    if params.kind == "winning":
+        if len(sector_ids) != 1:
+            raise BadInput("WinningPoSt proves exactly one sector")
+        sid = sector_ids[0]
+        return [[leaf_challenge(params, randomness, sid, n) for n in range(params.sector_count)]]
+    first = partition * params.sector_count
+    return [sector_challenges(params, randomness, sid, first + i)
+            for i, sid in enumerate(sector_ids)]  # fmt: skip
+
+
 def generate(
     params: PoStParams, sectors: Sequence[RandomSector], randomness: int, partition: int = 0
 ) -> list[SectorVanilla]:
     """What filecoin-proofs' ``generate_single_vanilla_proof`` returns per sector, with the
-    challenges of ``generate_fallback_sector_challenges`` (WinningPoSt: one sector, its 66
-    challenges; WindowPoSt: the partition's sectors, 10 each)."""
-    if params.kind == "winning":
-        if len(sectors) != 1:
-            raise BadInput("WinningPoSt proves exactly one sector")
-        s = sectors[0]
-        ch = [
-            leaf_challenge(params, randomness, s.sector_id, n) for n in range(params.sector_count)
-        ]
-        return [SectorVanilla(s.sector_id, sector_proof(params, s, ch))]
-    first = partition * params.sector_count
-    return [
-        SectorVanilla(
-            s.sector_id,
-            sector_proof(params, s, sector_challenges(params, randomness, s.sector_id, first + i)),
-        )
-        for i, s in enumerate(sectors)
-    ]
+    challenges of :func:`challenged_leaves`."""
+    leaves = challenged_leaves(params, [s.sector_id for s in sectors], randomness, partition)
+    return [SectorVanilla(s.sector_id, sector_proof(params, s, ch))
+            for s, ch in zip(sectors, leaves, strict=True)]  # fmt: skip
 
 
 def partition_circuit(
@@ -210,6 +212,29 @@ def registered_proof(params: PoStParams) -> str:
         f"StackedDrgWindow{size}V1")  # fmt: skip
 
 
+def write_request(
+    out: TextIO,
+    params: PoStParams,
+    vanilla: Iterable[SectorVanilla],
+    randomness: int,
+    prover_id: int,
+    partition: int = 0,
+) -> None:
+    """Write :func:`request_json`'s text to ``out`` one sector at a time (a full 32 GiB
+    WindowPoSt partition is ~200 MB of JSON)."""
+    head = json.dumps({
+        "registered_proof": registered_proof(params),
+        "circuit": params.circuit_id,
+        "randomness": fe_json(randomness),
+        "prover_id": fe_json(prover_id),
+        "partition": partition,
+    })  # fmt: skip
+    out.write(head[:-1] + ', "vanilla_proofs": [')
+    for i, s in enumerate(vanilla):
+        out.write((", " if i else "") + json.dumps(sector_vanilla_json(s, params)))
+    out.write("]}")
+
+
 def request_json(
     params: PoStParams,
     vanilla: Sequence[SectorVanilla],
@@ -220,14 +245,9 @@ def request_json(
     """A PoSt proving request: our envelope around upstream's vanilla proof array —
     ``{registered_proof, circuit, randomness, prover_id, partition, vanilla_proofs}`` (32-byte
     values as arrays of integers, like the vanilla proofs)."""
-    return json.dumps({
-        "registered_proof": registered_proof(params),
-        "circuit": params.circuit_id,
-        "randomness": fe_json(randomness),
-        "prover_id": fe_json(prover_id),
-        "partition": partition,
-        "vanilla_proofs": [sector_vanilla_json(s, params) for s in vanilla],
-    })  # fmt: skip
+    buf = io.StringIO()
+    write_request(buf, params, vanilla, randomness, prover_id, partition)
+    return buf.getvalue()
 
 
 def read_request(text: str | bytes) -> tuple[str, FallbackPoStCircuit, list[int]]:

@@ -1,7 +1,8 @@
 """A small-sector StackedDRG sealer (2 KiB, 8 MiB, 512 MiB) and the C1 output it produces, so
 the PoRep C2 path runs on real data: registered proofs (:mod:`.proof_types`), the parent graph
 (:mod:`.graph`), labeling/encoding/TreeD (:mod:`.sdr`), sealing (:mod:`.sealer`) and commit
-phase 1 (:mod:`.commit`)."""
+phase 1 (:mod:`.commit`). Virtual sealing (:mod:`.virtual`, over :mod:`.sparse_tree`) makes
+the same inputs for sectors of any size, 32 GiB included, without the sector."""
 
 from cuzk.circuits.filecoin.seal.commit import (
     c1_json,

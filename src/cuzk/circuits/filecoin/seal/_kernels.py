@@ -243,22 +243,46 @@ def _feistel_encode(index, keys, left_mask, right_mask, half_bits, v, m):
     return (left << half_bits) | right
 
 
+@njit(cache=True, nogil=True)
+def _expander_row(node, keys, total, degree, left_mask, right_mask, half_bits, truncate_u32, out,
+                  row, v16, m16):  # fmt: skip
+    """out[row, i] = permute(node·degree + i) // degree for i < degree (Feistel over
+    [0, total), cycle-walking back into range); api 1.0.0 truncated the permuted index to
+    u32 before dividing (``truncate_u32``), which matters only past 2^29 nodes."""
+    for i in range(degree):
+        u = np.uint64(node * degree + i)
+        u = _feistel_encode(u, keys, left_mask, right_mask, half_bits, v16, m16)
+        while u >= total:
+            u = _feistel_encode(u, keys, left_mask, right_mask, half_bits, v16, m16)
+        if truncate_u32:
+            u = u & _M32
+        out[row, i] = u // np.uint64(degree)
+
+
 @njit(cache=True, nogil=True, parallel=True)
-def k_expander_parents(keys, n, degree, left_mask, right_mask, half_bits, out):
-    """out[v, i] = permute(v·degree + i) // degree: the expander parents of every node
-    (Feistel over [0, n·degree), cycle-walking back into range)."""
+def k_expander_parents(keys, n, degree, left_mask, right_mask, half_bits, truncate_u32, out):
+    """The expander parents of every node of an n-node graph (:func:`_expander_row`)."""
     total = np.uint64(n * degree)
     nblk = (n + 1023) // 1024
     for blk in prange(nblk):
         v16 = np.zeros(16, dtype=np.uint64)
         m16 = np.zeros(16, dtype=np.uint64)
         for node in range(blk * 1024, min(n, (blk + 1) * 1024)):
-            for i in range(degree):
-                u = np.uint64(node * degree + i)
-                u = _feistel_encode(u, keys, left_mask, right_mask, half_bits, v16, m16)
-                while u >= total:
-                    u = _feistel_encode(u, keys, left_mask, right_mask, half_bits, v16, m16)
-                out[node, i] = u // np.uint64(degree)
+            _expander_row(node, keys, total, degree, left_mask, right_mask, half_bits,
+                          truncate_u32, out, node, v16, m16)  # fmt: skip
+
+
+@njit(cache=True, nogil=True)
+def k_expander_parents_of(keys, n, nodes, degree, left_mask, right_mask, half_bits,
+                          truncate_u32, out):  # fmt: skip
+    """out[r] = the expander parents of nodes[r] in an n-node graph: rows of the table
+    without building it (a 32 GiB sector has 2^30 nodes)."""
+    total = np.uint64(n * degree)
+    v16 = np.zeros(16, dtype=np.uint64)
+    m16 = np.zeros(16, dtype=np.uint64)
+    for r in range(nodes.shape[0]):
+        _expander_row(nodes[r], keys, total, degree, left_mask, right_mask, half_bits,
+                      truncate_u32, out, r, v16, m16)  # fmt: skip
 
 
 @njit(cache=True, inline="always")
@@ -301,15 +325,43 @@ def _chacha8_block(key, counter, out, off, x):
         out[off + i] = (x[i] + init[i]) & _M32
 
 
+@njit(cache=True, nogil=True)
+def _bucket_row(key, node, degree, predecessor_first, out, row, stream, x):
+    """out[row] = the DRG's bucket-sampled parents of ``node`` (upstream
+    ``BucketGraph::parents``); ``key[:7]`` holds the seed words, ``key[7]`` is set here."""
+    if node < 2:
+        for j in range(degree):
+            out[row, j] = 0
+        return
+    m_prime = degree - 1
+    key[7] = np.uint64(node)
+    _chacha8_block(key, 0, stream, 0, x)
+    _chacha8_block(key, 1, stream, 16, x)
+    meta = np.uint64(node * m_prime)
+    n_buckets = np.uint64(math.ceil(math.log2(float(meta))))
+    first = 1 if predecessor_first else 0
+    for k in range(m_prime):
+        r0 = stream[4 * k] | (stream[4 * k + 1] << np.uint64(32))
+        r1 = stream[4 * k + 2] | (stream[4 * k + 3] << np.uint64(32))
+        bucket = r0 % n_buckets + np.uint64(1)
+        largest = min(meta, np.uint64(1) << bucket)
+        smallest = max(np.uint64(2), largest >> np.uint64(1))
+        dist = smallest + r1 % (largest - smallest + np.uint64(1))
+        mapped = (meta - dist) // np.uint64(m_prime)
+        if mapped == np.uint64(node):
+            mapped = np.uint64(node - 1)
+        out[row, first + k] = mapped
+    out[row, 0 if predecessor_first else m_prime] = np.uint64(node - 1)
+
+
 @njit(cache=True, nogil=True, parallel=True)
 def k_bucket_parents(seed_words, n, degree, predecessor_first, out):
-    """The DRG's bucket-sampled parents of every node (upstream ``BucketGraph::parents``).
+    """The DRG parents of every node (:func:`_bucket_row`).
 
     ``seed_words`` are the 7 little-endian words of the 28-byte DRG seed; node v's ChaCha8 key
     appends v as the eighth word. Each of the ``degree − 1`` sampled parents takes two u64
     draws (bucket, distance). The immediate predecessor goes first (api ≥ 1.1) or last (1.0).
     """
-    m_prime = degree - 1
     nblk = (n + 1023) // 1024
     for blk in prange(nblk):
         key = np.zeros(8, dtype=np.uint64)
@@ -318,25 +370,16 @@ def k_bucket_parents(seed_words, n, degree, predecessor_first, out):
         for i in range(7):
             key[i] = seed_words[i]
         for node in range(blk * 1024, min(n, (blk + 1) * 1024)):
-            if node < 2:
-                for j in range(degree):
-                    out[node, j] = 0
-                continue
-            key[7] = np.uint64(node)
-            _chacha8_block(key, 0, stream, 0, x)
-            _chacha8_block(key, 1, stream, 16, x)
-            meta = np.uint64(node * m_prime)
-            n_buckets = np.uint64(math.ceil(math.log2(float(meta))))
-            first = 1 if predecessor_first else 0
-            for k in range(m_prime):
-                r0 = stream[4 * k] | (stream[4 * k + 1] << np.uint64(32))
-                r1 = stream[4 * k + 2] | (stream[4 * k + 3] << np.uint64(32))
-                bucket = r0 % n_buckets + np.uint64(1)
-                largest = min(meta, np.uint64(1) << bucket)
-                smallest = max(np.uint64(2), largest >> np.uint64(1))
-                dist = smallest + r1 % (largest - smallest + np.uint64(1))
-                mapped = (meta - dist) // np.uint64(m_prime)
-                if mapped == np.uint64(node):
-                    mapped = np.uint64(node - 1)
-                out[node, first + k] = mapped
-            out[node, 0 if predecessor_first else m_prime] = np.uint64(node - 1)
+            _bucket_row(key, node, degree, predecessor_first, out, node, stream, x)
+
+
+@njit(cache=True, nogil=True)
+def k_bucket_parents_of(seed_words, nodes, degree, predecessor_first, out):
+    """out[r] = the DRG parents of nodes[r] (the rows of :func:`k_bucket_parents` alone)."""
+    key = np.zeros(8, dtype=np.uint64)
+    stream = np.zeros(32, dtype=np.uint64)
+    x = np.zeros(16, dtype=np.uint64)
+    for i in range(7):
+        key[i] = seed_words[i]
+    for r in range(nodes.shape[0]):
+        _bucket_row(key, nodes[r], degree, predecessor_first, out, r, stream, x)

@@ -9,12 +9,16 @@ u32 LE, and its SHA-256 digest is published per size and version — the tests c
 
 Api 1.0.0 differs in two places: the DRG's immediate predecessor is the last base parent
 (first from 1.1.0), and the expander truncated the permuted index to u32 before dividing by 8,
-which changes nothing below 2^29 nodes (all sizes built here).
+which changes nothing below 2^29 nodes (it does at 32 GiB and 64 GiB).
+
+:func:`parents_of` computes chosen rows only, for sectors whose table would not fit in memory
+(virtual sealing of 32 GiB sectors opens a few thousand nodes of 2^30).
 """
 
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -88,25 +92,56 @@ class Graph:
         return f"v28-sdr-parent-{h.hexdigest()}"
 
 
+def _check(nodes: int, porep_id: bytes) -> None:
+    if nodes < 2 or nodes & (nodes - 1) or nodes > 1 << 31:
+        raise BadInput(f"graph node count must be a power of two in [2, 2^31], got {nodes}")
+    if len(porep_id) != 32:
+        raise BadInput(f"porep_id must be 32 bytes, got {len(porep_id)}")
+
+
+def _kernel_args(nodes: int, porep_id: bytes) -> tuple[np.ndarray, np.ndarray, tuple]:
+    """(DRG seed words, Feistel keys, Feistel masks as u64) for the graph kernels."""
+    seed = np.frombuffer(drg_seed(porep_id), dtype="<u4").astype(np.uint64)
+    keys = np.array(feistel_keys(porep_id), dtype=np.uint64)
+    masks = tuple(np.uint64(m) for m in feistel_precompute(nodes * EXP_DEGREE))
+    return seed, keys, masks
+
+
 def build_graph(nodes: int, porep_id: bytes, api_version: str) -> Graph:
     """The parent table of a ``nodes``-node sector.
 
     Raises:
         BadInput: a node count that is not a power of two ≥ 2, or a porep_id not 32 bytes.
     """
-    if nodes < 2 or nodes & (nodes - 1) or nodes > 1 << 31:
-        raise BadInput(f"graph node count must be a power of two in [2, 2^31], got {nodes}")
-    if len(porep_id) != 32:
-        raise BadInput(f"porep_id must be 32 bytes, got {len(porep_id)}")
-    seed = np.frombuffer(drg_seed(porep_id), dtype="<u4").astype(np.uint64)
+    _check(nodes, porep_id)
+    seed, keys, masks = _kernel_args(nodes, porep_id)
+    v1_0 = api_version == API_V1_0
     base = np.zeros((nodes, BASE_DEGREE), dtype=np.uint32)
-    K.k_bucket_parents(seed, nodes, BASE_DEGREE, api_version != API_V1_0, base)
+    K.k_bucket_parents(seed, nodes, BASE_DEGREE, not v1_0, base)
     exp = np.zeros((nodes, EXP_DEGREE), dtype=np.uint32)
-    lm, rm, hb = feistel_precompute(nodes * EXP_DEGREE)
-    keys = np.array(feistel_keys(porep_id), dtype=np.uint64)
-    K.k_expander_parents(keys, nodes, EXP_DEGREE, np.uint64(lm), np.uint64(rm), np.uint64(hb),
-                         exp)  # fmt: skip
+    K.k_expander_parents(keys, nodes, EXP_DEGREE, *masks, v1_0, exp)
     return Graph(nodes, porep_id, api_version, np.concatenate([base, exp], axis=1))
+
+
+def parents_of(which: Sequence[int], nodes: int, porep_id: bytes, api_version: str) -> np.ndarray:
+    """The rows of :func:`build_graph`'s table for the nodes ``which`` only, as a
+    (len(which), 14) uint32 array: what a sector too large to tabulate (2^30 nodes at 32 GiB)
+    needs for a few hundred challenges.
+
+    Raises:
+        BadInput: as :func:`build_graph`, or a node out of range.
+    """
+    _check(nodes, porep_id)
+    idx = np.asarray(which, dtype=np.int64).reshape(-1)
+    if idx.size and (idx.min() < 0 or idx.max() >= nodes):
+        raise BadInput(f"graph nodes must lie in 0…{nodes - 1}")
+    seed, keys, masks = _kernel_args(nodes, porep_id)
+    v1_0 = api_version == API_V1_0
+    base = np.zeros((idx.size, BASE_DEGREE), dtype=np.uint32)
+    K.k_bucket_parents_of(seed, idx, BASE_DEGREE, not v1_0, base)
+    exp = np.zeros((idx.size, EXP_DEGREE), dtype=np.uint32)
+    K.k_expander_parents_of(keys, nodes, idx, EXP_DEGREE, *masks, v1_0, exp)
+    return np.concatenate([base, exp], axis=1)
 
 
 def proof_graph(proof: SealProof) -> Graph:
