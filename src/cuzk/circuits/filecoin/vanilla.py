@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 import numpy as np
 
@@ -132,11 +133,25 @@ def random_sector(params: PoStParams, sector_id: int, rng: np.random.Generator) 
     return RandomSector(sector_id, levels, comm_c, comm_r_last, hash_one([comm_c, comm_r_last]))
 
 
+class OpenableSector(Protocol):
+    """What a PoSt vanilla proof is made from: a sector's commitments and TreeR openings
+    (a :class:`RandomSector`, or a virtual sector of :mod:`.seal.virtual`)."""
+
+    @property
+    def sector_id(self) -> int: ...
+    @property
+    def comm_c(self) -> int: ...
+    @property
+    def comm_r_last(self) -> int: ...
+    @property
+    def comm_r(self) -> int: ...
+    def open(self, tree: TreeShape, leaf: int) -> MerklePath: ...
+
+
 def sector_proof(
-    params: PoStParams, sector: RandomSector, challenges: Sequence[int]
+    params: PoStParams, sector: OpenableSector, challenges: Sequence[int]
 ) -> SectorProof:
-    """Upstream ``vanilla_proof``: inclusion proofs of the challenged leaves (``sector`` is
-    anything with RandomSector's ``open``, comm_r, comm_c and comm_r_last)."""
+    """Upstream ``vanilla_proof``: inclusion proofs of the challenged leaves."""
     proofs = tuple(sector.open(params.tree, c) for c in challenges)
     return SectorProof(sector.comm_r, sector.comm_c, sector.comm_r_last, proofs)
 

@@ -38,8 +38,8 @@ from cuzk.circuits.filecoin.merkle_json import (
 )
 from cuzk.circuits.filecoin.post import FallbackPoStCircuit, PoStParams, SectorProof, pad_sectors
 from cuzk.circuits.filecoin.vanilla import (
+    OpenableSector,
     PublicSector,
-    RandomSector,
     leaf_challenge,
     public_inputs,
     sector_challenges,
@@ -139,7 +139,7 @@ def challenged_leaves(
 
 
 def generate(
-    params: PoStParams, sectors: Sequence[RandomSector], randomness: int, partition: int = 0
+    params: PoStParams, sectors: Sequence[OpenableSector], randomness: int, partition: int = 0
 ) -> list[SectorVanilla]:
     """What filecoin-proofs' ``generate_single_vanilla_proof`` returns per sector, with the
     challenges of :func:`challenged_leaves`."""

@@ -20,10 +20,11 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
-from cuzk.circuits.filecoin.seal import _kernels as K
+from cuzk.circuits.filecoin.seal import _kernels
 from cuzk.circuits.filecoin.seal.proof_types import (
     API_V1_0,
     BASE_DEGREE,
@@ -31,6 +32,9 @@ from cuzk.circuits.filecoin.seal.proof_types import (
     SealProof,
 )
 from cuzk.errors import BadInput
+
+#: The numba kernels, untyped for mypy (numba's stubs reject star-argument calls of dispatchers).
+K: Any = _kernels
 
 
 def domain_seed(tag: str, porep_id: bytes) -> bytes:

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import cast
 
 from cuzk.errors import BadInput
 from cuzk.field import fr
@@ -142,11 +143,8 @@ class SparseTree:
     @property
     def hashes(self) -> int:
         """Hashes computed so far (touched ancestors and background keys)."""
-        return sum(len(d) for d in self._levels[1:]) + sum(
-            1
-            for k in self._memo
-            if k[0] > 0  # type: ignore[index]
-        )
+        background = sum(1 for k in self._memo if cast(tuple[int, ...], k)[0] > 0)
+        return sum(len(d) for d in self._levels[1:]) + background
 
     def _key(self, level: int, index: int) -> Hashable:
         return self.background.key(level, index, self.widths[level])
