@@ -29,10 +29,11 @@ from multiprocessing import resource_tracker, shared_memory
 
 import numpy as np
 
+from cuzk.circuits.statement import Statement
 from cuzk.errors import InternalError
-from cuzk.r1cs.blocks import assemble, groups
+from cuzk.r1cs.blocks import BlockCircuit, assemble, groups
 
-_STATEMENTS: OrderedDict[str, object] = OrderedDict()  # worker side: digest → Statement
+_STATEMENTS: OrderedDict[str, Statement] = OrderedDict()  # worker side: digest → Statement
 _KEEP_STATEMENTS = 4
 #: A block circuit is cut into at most this many views per pool process (one view per block
 #: where there are fewer: a PoRep partition's 18 challenges; groups of sectors for WindowPoSt's
@@ -147,8 +148,10 @@ def _remote(
     _STATEMENTS[digest] = statement
     while len(_STATEMENTS) > _KEEP_STATEMENTS:
         _STATEMENTS.popitem(last=False)
-    circuit = statement.circuit(index)  # type: ignore[attr-defined]
+    circuit = statement.circuit(index)
     if blocks is not None:
+        if not isinstance(circuit, BlockCircuit):
+            raise InternalError(f"{circuit_id} is not a block circuit; it has no views")
         circuit = circuit.view(blocks)
     if isinstance(circuit, BulkWitness):
         inputs, aux = circuit.assignment()
