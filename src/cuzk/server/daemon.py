@@ -21,7 +21,6 @@ import signal
 import socket
 import stat
 import threading
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from types import FrameType, TracebackType
 
@@ -32,11 +31,14 @@ from cuzk.errors import BadInput
 from cuzk.server.auth import TokenInterceptor, server_credentials
 from cuzk.server.config import DaemonConfig, ListenAddress
 from cuzk.server.journal import Journal
+from cuzk.server.loop import LoopThread
 from cuzk.server.service import ProvingService
 
 log = logging.getLogger(__name__)
 
-RPC_THREADS = 64  # AwaitProof blocks a thread per waiting client
+# Calls in progress at once (waiting ones included; each costs a coroutine and a few KB); gRPC
+# answers RESOURCE_EXHAUSTED beyond it.
+MAX_CONCURRENT_RPCS = 10_000
 _MAX_GRPC_LIMIT = (1 << 31) - 1
 
 
@@ -50,7 +52,8 @@ class Daemon:
         self.journal: Journal | None = None
         self.service: ProvingService | None = None
         self.http = None
-        self._server: grpc.Server | None = None
+        self._server: grpc.aio.Server | None = None
+        self._grpc_loop: LoopThread | None = None
         self._address: str | None = None
         self._stopped = threading.Event()
         self._stop_lock = threading.Lock()
@@ -101,32 +104,39 @@ class Daemon:
             ("grpc.so_reuseport", 0),
         ]
         interceptors = [TokenInterceptor(cfg.auth.token)] if cfg.auth.token else []
-        server = grpc.server(
-            ThreadPoolExecutor(RPC_THREADS, thread_name_prefix="cuzk-rpc"),
-            interceptors=interceptors,
-            options=options,
-        )
         assert self.service is not None
-        server.add_generic_rpc_handlers([self.service.handler()])
+        handler = self.service.handler()
+        credentials = (
+            server_credentials(cfg.auth.tls_cert, cfg.auth.tls_key) if cfg.auth.tls else None
+        )
         if addr.unix_path is not None:
             _clear_stale_socket(Path(addr.unix_path))
             target = f"unix:{addr.unix_path}"
         else:
             host = f"[{addr.host}]" if addr.host and ":" in addr.host else addr.host
             target = f"{host}:{addr.port}"
-        try:
-            if cfg.auth.tls:
-                port = server.add_secure_port(
-                    target, server_credentials(cfg.auth.tls_cert, cfg.auth.tls_key)
-                )
-            else:
-                port = server.add_insecure_port(target)
-        except RuntimeError as e:
-            raise BadInput(f"server.listen: cannot listen on {cfg.server.listen} ({e})") from e
-        if addr.unix_path is None and port == 0:
-            raise BadInput(f"server.listen: cannot listen on {cfg.server.listen}")
-        server.start()
-        self._server = server
+
+        async def setup() -> tuple[grpc.aio.Server, int]:
+            server = grpc.aio.server(
+                interceptors=interceptors,
+                options=options,
+                maximum_concurrent_rpcs=MAX_CONCURRENT_RPCS,
+            )
+            server.add_generic_rpc_handlers([handler])
+            try:
+                if credentials is not None:
+                    port = server.add_secure_port(target, credentials)
+                else:
+                    port = server.add_insecure_port(target)
+            except RuntimeError as e:
+                raise BadInput(f"server.listen: cannot listen on {cfg.server.listen} ({e})") from e
+            if addr.unix_path is None and port == 0:
+                raise BadInput(f"server.listen: cannot listen on {cfg.server.listen}")
+            await server.start()
+            return server, port
+
+        self._grpc_loop = LoopThread("cuzk-grpc")
+        self._server, port = self._grpc_loop.start(setup)
         self._address = (
             f"unix://{addr.unix_path}"
             if addr.unix_path is not None
@@ -155,6 +165,7 @@ class Daemon:
             "journal_jobs": self.service.journal.counts(),
             "completed": self.service.completed,
             "failed": self.service.failed,
+            "waiting_calls": self.service.waiting,
         }
         return doc
 
@@ -170,9 +181,13 @@ class Daemon:
             if self.service is not None:
                 self.service.stop_accepting()
             if self.engine is not None:
-                self.engine.shutdown(graceful=graceful, timeout=grace)  # ends journalled
-            if self._server is not None:
-                self._server.stop(grace=1.0).wait()
+                try:
+                    self.engine.shutdown(graceful=graceful, timeout=grace)  # ends journalled
+                except Exception:  # noqa: BLE001 - what runs stays pending; close the rest
+                    log.exception("engine shutdown")
+            self._stop_grpc()
+            if self.service is not None:
+                self.service.close()
             if self.http is not None:
                 try:
                     self.http.stop()
@@ -185,6 +200,16 @@ class Daemon:
                 Path(addr.unix_path).unlink(missing_ok=True)
             self._stopped.set()
             log.info("cuzk daemon stopped")
+
+    def _stop_grpc(self) -> None:
+        """Answer what is in progress (up to a second), close the listener, stop its loop."""
+        server, loop = self._server, self._grpc_loop
+        if loop is None:
+            return
+        try:
+            loop.stop(None if server is None else (lambda: server.stop(grace=1.0)))
+        except Exception:  # noqa: BLE001 - the rest of the shutdown still runs
+            log.exception("stopping the gRPC server")
 
     def serve_forever(self) -> None:
         """Start, then block until SIGINT/SIGTERM (or :meth:`stop` from another thread)."""

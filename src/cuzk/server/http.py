@@ -1,6 +1,7 @@
 """The daemon's HTTP side: ``GET /status`` (JSON), ``GET /metrics`` (Prometheus), ``GET /healthz``.
 
-aiohttp serves it from one background thread with its own event loop, so the daemon's main
+aiohttp serves it from one background thread with its own event loop (a
+:class:`~cuzk.server.loop.LoopThread`), so the daemon's main
 thread (gRPC, signals) never runs asyncio and a slow scrape never blocks proving. The
 status and metrics callables may take the engine's lock briefly, so they run in the loop's
 executor rather than on the loop itself; ``/healthz`` never touches the engine, so it answers
@@ -15,9 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import hmac
 import logging
-import threading
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -25,6 +24,8 @@ from aiohttp import web
 
 from cuzk.engine.request import EngineStatus, JobStatus, PartitionStatus, PartitionTimeline
 from cuzk.errors import BadInput
+from cuzk.server.auth import token_matches
+from cuzk.server.loop import LoopThread
 from cuzk.server.metrics import Metrics, circuit_kind
 
 log = logging.getLogger(__name__)
@@ -130,7 +131,7 @@ Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
 class StatusServer:
-    """aiohttp in a background thread: ``start()``, then ``.port``, then ``stop()``.
+    """aiohttp on its own loop thread: ``start()``, then ``.port``, then ``stop()``.
 
     ``status_fn`` returns the /status body (the daemon passes ``status_json`` of the engine's
     status, plus anything of its own); ``metrics.render()`` is the /metrics body.
@@ -150,10 +151,9 @@ class StatusServer:
         self._metrics = metrics
         self._token = token.encode() if token else None
         self._port: int | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._thread: threading.Thread | None = None
-        self._ready = threading.Event()
-        self._error: BaseException | None = None
+        self._loop = LoopThread("cuzk-http")
+        self._runner: web.AppRunner | None = None
+        self._started = False
 
     @property
     def port(self) -> int:
@@ -167,32 +167,22 @@ class StatusServer:
 
         Raises BadInput when the address cannot be bound (in use, not local, …).
         """
-        if self._thread is not None:
+        if self._started:
             raise RuntimeError("the status server was already started")
-        self._thread = threading.Thread(target=self._run, name="cuzk-http", daemon=True)
-        self._thread.start()
-        if not self._ready.wait(timeout):
-            raise RuntimeError(f"the status server did not start within {timeout} s")
-        if self._error is not None:
-            self._thread.join()
-            err = self._error
+        self._started = True
+        try:
+            self._port = self._loop.start(self._setup, timeout)
+        except (OSError, ValueError) as e:
             raise BadInput(
-                f"HTTP status server cannot listen on {self.host}:{self._requested_port}: {err}"
-            ) from err
+                f"HTTP status server cannot listen on {self.host}:{self._requested_port}: {e}"
+            ) from e
+        log.info("HTTP status server on http://%s:%d", self.host, self._port)
 
     def stop(self, timeout: float = 10.0) -> None:
         """Close the listener and open connections, join the thread. Idempotent."""
-        thread, loop = self._thread, self._loop
-        if thread is None or loop is None:
-            return
-        if thread.is_alive():
-            try:
-                loop.call_soon_threadsafe(loop.stop)
-            except RuntimeError:  # the loop already closed
-                pass
-            thread.join(timeout)
-            if thread.is_alive():
-                raise RuntimeError(f"the status server thread did not stop within {timeout} s")
+        runner = self._runner
+        self._loop.stop(None if runner is None else runner.cleanup, timeout)
+        self._runner = None
         self._port = None
 
     def __enter__(self) -> StatusServer:
@@ -202,33 +192,19 @@ class StatusServer:
     def __exit__(self, *exc: object) -> None:
         self.stop()
 
-    # -- inside the server thread --
+    # -- on the server's loop --
 
-    def _run(self) -> None:
-        loop = asyncio.new_event_loop()
-        self._loop = loop
-        runner: web.AppRunner | None = None
+    async def _setup(self) -> int:
+        runner = web.AppRunner(self._app(), access_log=None, shutdown_timeout=1.0)
+        await runner.setup()
         try:
-            runner = web.AppRunner(self._app(), access_log=None, shutdown_timeout=1.0)
-            loop.run_until_complete(runner.setup())
             site = web.TCPSite(runner, self.host, self._requested_port)
-            loop.run_until_complete(site.start())
-            self._port = runner.addresses[0][1]
-        except BaseException as e:  # reported by start()
-            self._error = e
-            if runner is not None:
-                loop.run_until_complete(runner.cleanup())
-            loop.close()
-            self._ready.set()
-            return
-        log.info("HTTP status server on http://%s:%d", self.host, self._port)
-        self._ready.set()
-        try:
-            loop.run_forever()
-        finally:
-            loop.run_until_complete(runner.cleanup())
-            loop.run_until_complete(loop.shutdown_default_executor())
-            loop.close()
+            await site.start()
+        except BaseException:
+            await runner.cleanup()
+            raise
+        self._runner = runner
+        return runner.addresses[0][1]
 
     def _app(self) -> web.Application:
         app = web.Application(middlewares=[self._auth])
@@ -240,10 +216,7 @@ class StatusServer:
     @web.middleware
     async def _auth(self, request: web.Request, handler: Handler) -> web.StreamResponse:
         if self._token is not None and request.path != "/healthz":
-            scheme, _, given = request.headers.get("Authorization", "").partition(" ")
-            if scheme.lower() != "bearer" or not hmac.compare_digest(
-                given.strip().encode(), self._token
-            ):
+            if not token_matches(request.headers.get("Authorization"), self._token):
                 raise web.HTTPUnauthorized(
                     text="401: a bearer token is required (Authorization: Bearer <token>)\n",
                     headers={"WWW-Authenticate": 'Bearer realm="cuzk"'},

@@ -7,6 +7,13 @@ carries on. Errors map by category: BadInput → INVALID_ARGUMENT, ResourceExhau
 RESOURCE_EXHAUSTED, an unknown job → NOT_FOUND, shutting down → UNAVAILABLE, anything else →
 INTERNAL (logged with its traceback; the client sees one line).
 
+The handlers run on the asyncio gRPC server (:mod:`cuzk.server.loop`): a client blocked in
+AwaitProof or unary Prove is a coroutine waiting for its job's end, not a thread, so any number
+of them leave GetStatus, CancelProof and SubmitProof free to answer. Blocking work runs in small
+thread pools by kind: ``control`` (journal reads, status, cancel, evict), ``submit`` (parsing and
+the journal's fsync) and ``preload`` (may wait minutes for memory), so one kind backing up never
+holds up another.
+
 One job id, the journal's (``job-`` + random hex, stable across restarts), names a job
 everywhere: the engine runs it under that id, so status, timelines and logs show what the client
 holds. The engine calls :meth:`ProvingService.job_ended` once per job as it ends (on its one
@@ -16,13 +23,15 @@ write, so what a client is told is always what a restarted daemon would tell it 
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import dataclasses
 import json
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
+from concurrent.futures import Executor, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -44,8 +53,12 @@ from cuzk.server.proto import proving_pb2 as pb
 log = logging.getLogger(__name__)
 
 SERVICE = "cuzk.v1.ProvingEngine"
-_WAIT_SLICE_S = 0.5  # how often a blocked AwaitProof checks that its client is still there
 _PURGE_EVERY_S = 600.0  # how often finished results past retention are dropped
+_MAX_WAIT_S = 30 * 86400.0  # an AwaitProof timeout beyond this waits this long
+# Threads for blocking work behind the RPCs (waiting needs none): journal reads and engine
+# calls that take the engine lock briefly; submissions (parsing, the journal's fsync); preloads,
+# which may wait minutes for memory and so never hold up the others.
+CONTROL_THREADS, SUBMIT_THREADS, PRELOAD_THREADS = 8, 8, 2
 
 
 class _Abort(Exception):
@@ -56,13 +69,58 @@ class _Abort(Exception):
         self.code = code
 
 
+class _Done:
+    """A flag set once, from any thread, and awaited on event loops: an AwaitProof waiting
+    for it holds a coroutine, not a thread."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._set = False
+        self._waiters: list[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]] = []
+
+    def is_set(self) -> bool:
+        return self._set
+
+    def set(self) -> None:
+        with self._lock:
+            if self._set:
+                return
+            self._set = True
+            waiters, self._waiters = self._waiters, []
+        for loop, future in waiters:
+            with contextlib.suppress(RuntimeError):  # that loop has closed
+                loop.call_soon_threadsafe(_wake, future)
+
+    async def wait(self, timeout: float | None) -> bool:
+        """True once set; False after ``timeout`` seconds (None: no limit)."""
+        loop = asyncio.get_running_loop()
+        waiter = (loop, loop.create_future())
+        with self._lock:
+            if self._set:
+                return True
+            self._waiters.append(waiter)
+        try:
+            await asyncio.wait_for(waiter[1], timeout)
+            return True
+        except TimeoutError:
+            return False
+        finally:  # also when the client goes away and gRPC cancels the call
+            with self._lock, contextlib.suppress(ValueError):
+                self._waiters.remove(waiter)
+
+
+def _wake(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)
+
+
 @dataclass(eq=False)
 class _Live:
     """A job the engine runs for this daemon, from its submission until its end is journalled."""
 
     circuit_id: str
     submitted_at: float  # unix seconds
-    done: threading.Event = field(default_factory=threading.Event)  # set once journalled
+    done: _Done = field(default_factory=_Done)  # set once journalled
     journalled: bool = False  # its row exists, so its end can be written
     early: JobOutcome | None = None  # an end that came before the row was written
     client_cancelled: bool = False
@@ -98,6 +156,8 @@ class ProvingService:
         self._live: dict[str, _Live] = {}  # jobs the engine runs, by their one id
         self._accepting = True
         self._last_purge = time.monotonic()
+        self._pools: dict[str, ThreadPoolExecutor] = {}
+        self.waiting = 0  # AwaitProof/Prove calls waiting for a job's end now
         engine.on_complete(self.job_ended)
 
     # -- lifecycle --------------------------------------------------------------------------
@@ -130,6 +190,27 @@ class ProvingService:
 
     def stop_accepting(self) -> None:
         self._accepting = False
+
+    def close(self) -> None:
+        """Stop the worker threads behind the RPCs (after the gRPC server has stopped)."""
+        pools, self._pools = self._pools, {}
+        for pool in pools.values():
+            pool.shutdown(wait=True, cancel_futures=True)
+
+    def _pool(self, name: str) -> Executor:
+        """The thread pool for one kind of blocking work, made on first use."""
+        with self._lock:
+            pool = self._pools.get(name)
+            if pool is None:
+                size = {"control": CONTROL_THREADS, "submit": SUBMIT_THREADS}.get(
+                    name, PRELOAD_THREADS
+                )
+                pool = ThreadPoolExecutor(size, thread_name_prefix=f"cuzk-{name}")
+                self._pools[name] = pool
+        return pool
+
+    async def _blocking(self, pool: str, fn: Callable[..., Any], *args: Any) -> Any:
+        return await asyncio.get_running_loop().run_in_executor(self._pool(pool), fn, *args)
 
     # -- the work behind the RPCs -------------------------------------------------------------
 
@@ -247,6 +328,12 @@ class ProvingService:
                     state = "cancelled"
                     self.journal.finish(job_id, state, error="cancelled by the client")
                 # else a shutdown cancelled it: it stays pending and resumes after a restart
+            elif not self._accepting and not isinstance(outcome.error, BadInput):
+                # The daemon is stopping: a failure now is the shutdown's doing (pools closed
+                # under a partition), not the request's. It stays pending and runs again after
+                # the restart; only a request's own fault (BadInput) is final.
+                log.warning("job %s failed during shutdown (%s); left for the restart",
+                            job_id, outcome.error)  # fmt: skip
             else:
                 state = "failed"
                 self.journal.finish(job_id, state, error=str(outcome.error))
@@ -278,31 +365,25 @@ class ProvingService:
         except Exception:  # noqa: BLE001 - housekeeping never fails a job
             log.exception("journal purge")
 
-    def await_(
-        self, job_id: str, timeout_ms: int, context: grpc.ServicerContext
-    ) -> pb.AwaitProofResponse:
-        entry = self._entry(job_id)
+    async def await_(self, job_id: str, timeout_ms: int) -> pb.AwaitProofResponse:
+        """AwaitProof: wait (holding no thread) until the job's end is journalled, or for
+        ``timeout_ms`` (0: no limit). gRPC cancels the wait when the client goes away."""
+        entry = await self._blocking("control", self._entry, job_id)
         if not entry.terminal:
             with self._lock:
                 live = self._live.get(job_id)
             if live is not None:
-                done = live.done
-                deadline = None if timeout_ms == 0 else time.monotonic() + timeout_ms / 1000
-                while not done.is_set():
-                    left = (
-                        _WAIT_SLICE_S
-                        if deadline is None
-                        else min(_WAIT_SLICE_S, deadline - time.monotonic())
+                timeout = None if timeout_ms == 0 else min(timeout_ms / 1000, _MAX_WAIT_S)
+                self.waiting += 1  # (only the loop thread counts)
+                try:
+                    ended = await live.done.wait(timeout)
+                finally:
+                    self.waiting -= 1
+                if not ended:
+                    return pb.AwaitProofResponse(
+                        job_id=job_id, status=pb.AwaitProofResponse.TIMEOUT
                     )
-                    if left <= 0:
-                        return pb.AwaitProofResponse(
-                            job_id=job_id, status=pb.AwaitProofResponse.TIMEOUT
-                        )
-                    if done.wait(left):
-                        break
-                    if not context.is_active():
-                        raise _Abort(grpc.StatusCode.CANCELLED, "the client went away")
-            entry = self._entry(job_id)
+            entry = await self._blocking("control", self._entry, job_id)
         if not entry.terminal:
             raise _Abort(
                 grpc.StatusCode.UNAVAILABLE,
@@ -414,25 +495,21 @@ class ProvingService:
     # -- gRPC plumbing ---------------------------------------------------------------------------
 
     def handler(self) -> grpc.GenericRpcHandler:
-        """Every RPC as a raw-bytes unary handler (see the module docstring for why)."""
-        rpcs: dict[str, tuple[type, Callable[[Any, grpc.ServicerContext], Any]]] = {
-            "SubmitProof": (pb.SubmitProofRequest, lambda r, c: self.submit(convert.to_engine(r))),
-            "AwaitProof": (
-                pb.AwaitProofRequest,
-                lambda r, c: self.await_(r.job_id, r.timeout_ms, c),
-            ),
+        """Every RPC as a raw-bytes unary handler for the asyncio gRPC server (see the module
+        docstring for why raw). Waiting is a coroutine; blocking work runs in small pools."""
+        run = self._blocking
+        rpcs: dict[str, tuple[type, Callable[[Any], Awaitable[Any]]]] = {
+            "SubmitProof": (pb.SubmitProofRequest, lambda r: run("submit", self._submit_msg, r)),
+            "AwaitProof": (pb.AwaitProofRequest, lambda r: self.await_(r.job_id, r.timeout_ms)),
             "Prove": (pb.ProveRequest, self._prove),
-            "CancelProof": (
-                pb.CancelProofRequest,
-                lambda r, c: pb.CancelProofResponse(was_running=self.cancel(r.job_id)),
+            "CancelProof": (pb.CancelProofRequest, lambda r: run("control", self._cancel_msg, r)),
+            "GetStatus": (pb.GetStatusRequest, lambda r: run("control", self.status)),
+            "GetMetrics": (pb.GetMetricsRequest, lambda r: run("control", self._metrics_msg)),
+            "PreloadSRS": (
+                pb.PreloadSrsRequest,
+                lambda r: run("preload", self.preload, r.circuit_id),
             ),
-            "GetStatus": (pb.GetStatusRequest, lambda r, c: self.status()),
-            "GetMetrics": (
-                pb.GetMetricsRequest,
-                lambda r, c: pb.GetMetricsResponse(prometheus_text=self.metrics_text()),
-            ),
-            "PreloadSRS": (pb.PreloadSrsRequest, lambda r, c: self.preload(r.circuit_id)),
-            "EvictSRS": (pb.EvictSrsRequest, lambda r, c: self.evict(r.circuit_id)),
+            "EvictSRS": (pb.EvictSrsRequest, lambda r: run("control", self.evict, r.circuit_id)),
         }
         handlers = {
             name: grpc.unary_unary_rpc_method_handler(
@@ -442,23 +519,32 @@ class ProvingService:
         }
         return grpc.method_handlers_generic_handler(SERVICE, handlers)
 
-    def _prove(self, request: pb.ProveRequest, context: grpc.ServicerContext) -> pb.ProveResponse:
-        job_id = self.submit(convert.to_engine(request.submit)).job_id
-        return pb.ProveResponse(result=self.await_(job_id, 0, context))
+    def _submit_msg(self, msg: pb.SubmitProofRequest) -> pb.SubmitProofResponse:
+        return self.submit(convert.to_engine(msg))
+
+    def _cancel_msg(self, msg: pb.CancelProofRequest) -> pb.CancelProofResponse:
+        return pb.CancelProofResponse(was_running=self.cancel(msg.job_id))
+
+    def _metrics_msg(self) -> pb.GetMetricsResponse:
+        return pb.GetMetricsResponse(prometheus_text=self.metrics_text())
+
+    async def _prove(self, request: pb.ProveRequest) -> pb.ProveResponse:
+        submitted = await self._blocking("submit", self._submit_msg, request.submit)
+        return pb.ProveResponse(result=await self.await_(submitted.job_id, 0))
 
     def _wrap(
-        self, name: str, req_type: type, fn: Callable[[Any, grpc.ServicerContext], Any]
-    ) -> Callable[[bytes, Any], Any]:
+        self, name: str, req_type: type, fn: Callable[[Any], Awaitable[Any]]
+    ) -> Callable[[bytes, Any], Awaitable[Any]]:
         limit = self.max_message_bytes
 
-        def handle(raw: bytes, context: grpc.ServicerContext) -> Any:
+        async def handle(raw: bytes, context: grpc.aio.ServicerContext) -> Any:
             try:
                 if len(raw) > limit:
                     raise BadInput(
                         f"{name}: message of {len(raw):,} bytes exceeds the limit "
                         f"of {limit:,} (server.max_message_bytes)"
                     )
-                return fn(convert.decode(req_type, raw, name), context)
+                return await fn(convert.decode(req_type, raw, name))
             except _Abort as e:
                 code, message = e.code, str(e)
             except BadInput as e:
@@ -470,7 +556,7 @@ class ProvingService:
             except Exception as e:  # noqa: BLE001 - one bad call never takes the daemon down
                 log.exception("%s failed", name)
                 code, message = grpc.StatusCode.INTERNAL, f"internal error: {e}"
-            context.abort(code, message)
+            await context.abort(code, message)
 
         return handle
 
