@@ -73,6 +73,7 @@ log = logging.getLogger(__name__)
 _CATEGORIES = (BadInput, ResourceExhausted, DeviceFault, InternalError, JobCancelled)
 _RETRY = object()
 MAX_JOB_ID_LEN = 128
+_WAIT_SLICE_S = 3600.0  # the longest single condition wait; the predicate is checked again
 
 
 class EngineCore:
@@ -351,7 +352,9 @@ class EngineCore:
                 if raise_on_timeout:
                     raise TimeoutError(f"{what}: timed out")
                 return False
-            self._cv.wait(remaining)
+            # (capped: a wait longer than threading.TIMEOUT_MAX raises OverflowError, and an
+            # infinite shutdown timeout means "until the jobs finish")
+            self._cv.wait(None if remaining is None else min(remaining, _WAIT_SLICE_S))
             if once:
                 return True
         return True

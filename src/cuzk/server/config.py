@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import ipaddress
 import json
+import math
 import re
 import tomllib
 from collections.abc import Callable, Mapping
@@ -31,6 +32,8 @@ from cuzk.engine.config import EngineConfig, FaultInjection
 from cuzk.errors import BadInput
 
 MiB = 1 << 20
+MAX_BYTES = 1 << 50  # 1 PiB: no memory size in this config is larger
+MAX_MESSAGE_BYTES = 1 << 30  # gRPC's limit is 2 GiB; the transport admits twice the setting
 DEFAULT_LISTEN = "unix:///tmp/cuzk.sock"
 DEFAULT_HTTP_LISTEN = "127.0.0.1:9821"
 LOG_LEVELS = ("debug", "info", "warning", "error", "critical")
@@ -43,48 +46,50 @@ class _Expected(ValueError):
 Converter = Callable[[Any], Any]
 
 
-def _show(value: object) -> str:
-    """A value as the user wrote it (strings in double quotes, like TOML)."""
-    if isinstance(value, str):
-        return json.dumps(value, ensure_ascii=False)
-    if isinstance(value, Path):
-        return json.dumps(str(value), ensure_ascii=False)
-    return repr(value)
+def _show(value: object, limit: int = 80) -> str:
+    """A value as the user wrote it (strings in double quotes, like TOML), cut to ``limit``
+    characters: an error message never echoes a megabyte back."""
+    if isinstance(value, str | Path):
+        text = json.dumps(str(value), ensure_ascii=False)
+    else:
+        try:
+            text = repr(value)
+        except ValueError:  # an int too long to print in decimal
+            text = f"<{type(value).__name__}>"
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 # --- converters -----------------------------------------------------------------------------
 
 
-def _integer(
-    lo: int | None = None, hi: int | None = None, auto: bool = False, zero_is_auto: bool = True
-) -> Converter:
+def _integer(lo: int, hi: int, auto: bool = False, zero_is_auto: bool = True) -> Converter:
     """An int in [lo, hi]; with ``auto``, "auto" and None (and 0, unless ``zero_is_auto`` is
-    False) mean None (the engine decides)."""
-    if lo is not None and hi is not None:
-        what = f"an integer in [{lo}, {hi}]"
-    elif lo is not None:
-        what = f"an integer ≥ {lo}"
-    else:
-        what = "an integer"
+    False) mean None (the engine decides). Every count is bounded: a thousand workers per
+    device is a thousand idle threads, not more speed."""
+    what = f"an integer in [{lo}, {hi}]"
     if auto:
         what += ' (or 0 / "auto")' if zero_is_auto else ' (or "auto")'
 
     def conv(v: Any) -> int | None:
         if auto and (v is None or v == "auto" or (zero_is_auto and type(v) is int and v == 0)):
             return None
-        if type(v) is not int or (lo is not None and v < lo) or (hi is not None and v > hi):
+        if type(v) is not int or v < lo or v > hi:
             raise _Expected(what)
         return v
 
     return conv
 
 
-def _number(lo: float = 0.0, strict: bool = False) -> Converter:
-    """A float > lo (strict) or ≥ lo; TOML integers are accepted."""
-    what = f"a number {'>' if strict else '≥'} {lo:g}"
+def _number(lo: float = 0.0, hi: float = 86400.0, strict: bool = False) -> Converter:
+    """A finite float in (lo, hi] (strict) or [lo, hi]; TOML integers are accepted. Every
+    number has an upper bound: an infinite or astronomically large timeout overflows the
+    waits it is given to (and ``inf``/``nan`` are valid TOML)."""
+    what = f"a number {'>' if strict else '≥'} {lo:g} and ≤ {hi:g}"
 
     def conv(v: Any) -> float:
-        if type(v) not in (int, float) or v != v or (v <= lo if strict else v < lo):
+        if type(v) not in (int, float) or not math.isfinite(v):
+            raise _Expected(what)
+        if (v <= lo if strict else v < lo) or v > hi:
             raise _Expected(what)
         return float(v)
 
@@ -126,25 +131,26 @@ _UNITS = {
 }
 
 
-def _size(minimum: int = 0, auto: bool = False) -> Converter:
-    """Bytes: an integer or a string with a unit; with ``auto``, 0 and "auto" mean None."""
-    what = f'a size in bytes ≥ {minimum} (an integer or a string such as "64GiB")'
+def _size(minimum: int = 0, maximum: int = MAX_BYTES, auto: bool = False) -> Converter:
+    """Bytes in [minimum, maximum]: an integer or a string with a unit; with ``auto``, 0 and
+    "auto" mean None."""
+    what = f'a size in bytes in [{minimum}, {maximum}] (an integer or a string such as "64GiB")'
     if auto:
-        what = 'a size in bytes (an integer or a string such as "64GiB"), or "auto"'
+        what = f'a size in bytes ≤ {maximum} (an integer or a string such as "64GiB"), or "auto"'
 
     def conv(v: Any) -> int | None:
         if auto and (v is None or v == "auto" or (type(v) is int and v == 0)):
             return None
         if isinstance(v, str):
             m = _SIZE.match(v)
-            if m is None:
+            if m is None or len(m.group(1)) > 30:
                 raise _Expected(what)
             n = int(float(m.group(1)) * _UNITS[(m.group(2) or "b").lower()])
         elif type(v) is int:
             n = v
         else:
             raise _Expected(what)
-        if n < max(minimum, 1 if auto else 0):
+        if n < max(minimum, 1 if auto else 0) or n > maximum:
             raise _Expected(what)
         return n
 
@@ -309,7 +315,9 @@ class ServerSection(_Section):
 
     SECTION: ClassVar[str] = "server"
     listen: str = _setting(DEFAULT_LISTEN, _listen, "unix:///path, unix:path or host:port")
-    max_message_bytes: int = _setting(256 * MiB, _size(minimum=1024), "largest gRPC message")
+    max_message_bytes: int = _setting(
+        256 * MiB, _size(minimum=1024, maximum=MAX_MESSAGE_BYTES), "largest gRPC message"
+    )
     grace_seconds: float = _setting(30.0, _number(0.0), "shutdown: time given to running jobs")
 
     @property
@@ -342,10 +350,10 @@ class FaultsSection(_Section):
     synthesis_error: float = _setting(0.0, _probability, "synthesis raises")
     kernel_error: float = _setting(0.0, _probability, "the kernel region raises")
     slow_kernel: float = _setting(0.0, _probability, "the kernel region sleeps")
-    slow_kernel_s: float = _setting(0.5, _number(0.0), "how long a slow kernel sleeps")
+    slow_kernel_s: float = _setting(0.5, _number(0.0, 3600.0), "how long a slow kernel sleeps")
     budget_exhaustion: float = _setting(0.0, _probability, "admission refuses")
     bad_proof: float = _setting(0.0, _probability, "the assembled proof is corrupted")
-    seed: int = _setting(0, _integer(0), "decides which partitions are hit")
+    seed: int = _setting(0, _integer(0, (1 << 64) - 1), "decides which partitions are hit")
     targets: frozenset[str] | None = _setting(None, _names, "request ids; empty: all jobs")
 
     def injection(self) -> FaultInjection:
@@ -368,23 +376,27 @@ class EngineSection(_Section):
     SECTION: ClassVar[str] = "engine"
     param_dir: Path = _setting(Path("~/.cache/cuzk/params"), _path(), "keys directory")
     backend: str = _setting("cpu", _choice("cpu", "cuda"), "cpu or cuda")
-    devices: int = _setting(1, _integer(1), "K devices")
-    workers_per_device: int = _setting(2, _integer(1), "device workers per device")
-    synthesis_workers: int = _setting(1, _integer(1), "synthesis threads")
+    devices: int = _setting(1, _integer(1, 64), "K devices")
+    workers_per_device: int = _setting(2, _integer(1, 16), "device workers per device")
+    synthesis_workers: int = _setting(1, _integer(1, 256), "synthesis threads")
     synthesis_processes: int | None = _setting(
-        None, _integer(0, auto=True, zero_is_auto=False), "None: half the cores (≤ 8) on 4+ cores"
+        None,
+        _integer(0, 256, auto=True, zero_is_auto=False),
+        "None: half the cores (≤ 8) on 4+ cores",
     )
-    synthesis_lookahead: int | None = _setting(None, _integer(1, auto=True), "None: K·N")
-    msm_workers: int | None = _setting(None, _integer(1, auto=True), "None: cores / K")
+    synthesis_lookahead: int | None = _setting(None, _integer(1, 4096, auto=True), "None: K·N")
+    msm_workers: int | None = _setting(None, _integer(1, 1024, auto=True), "None: cores / K")
     memory_budget: int | None = _setting(None, _size(auto=True), "None: MemAvailable − margin")
     memory_margin: int = _setting(DEFAULT_MARGIN, _size(), "kept free when the budget is auto")
     shape_cache: Path | None = _setting(None, _path(optional=True), "None: shapes in memory")
     staging: bool = _setting(True, _boolean, "second per-device lock for uploads")
     staging_budget: int | None = _setting(None, _size(auto=True), "None: half the GPU memory")
     pinned_pool_bytes: int = _setting(2 << 30, _size(), "idle pinned buffers kept per device")
-    max_partitions: int = _setting(64, _integer(1), "per request")
-    retain_jobs: int = _setting(10_000, _integer(1), "finished jobs remembered")
-    join_timeout_s: float = _setting(30.0, _number(0.0, strict=True), "per thread at shutdown")
+    max_partitions: int = _setting(64, _integer(1, 4096), "per request")
+    retain_jobs: int = _setting(10_000, _integer(1, 1_000_000), "finished jobs remembered")
+    join_timeout_s: float = _setting(
+        30.0, _number(0.0, 3600.0, strict=True), "per thread at shutdown"
+    )
     faults: FaultsSection = _setting(FaultsSection(), _faults, "[engine.faults]")
 
     def engine_config(self) -> EngineConfig:
@@ -400,7 +412,9 @@ class JournalSection(_Section):
 
     SECTION: ClassVar[str] = "journal"
     path: Path = _setting(Path("~/.local/state/cuzk/journal.sqlite3"), _path(), "journal file")
-    retention_hours: float = _setting(24.0, _number(0.0, strict=True), "results kept this long")
+    retention_hours: float = _setting(
+        24.0, _number(0.0, 24 * 3650.0, strict=True), "results kept this long"
+    )
 
 
 @dataclass(frozen=True)
@@ -493,7 +507,7 @@ def _coerce_flag(value: Any, conv: Converter | None) -> Any:
         pass
     try:
         return tomllib.loads(f"v = {value}")["v"]
-    except tomllib.TOMLDecodeError:
+    except (tomllib.TOMLDecodeError, RecursionError):
         return value  # the converter's error will show the original text
 
 
@@ -544,6 +558,8 @@ def load_config(path: Path | None, overrides: Mapping[str, object] | None = None
             data = tomllib.loads(text)
         except tomllib.TOMLDecodeError as e:
             raise BadInput(f"config file {path}: not valid TOML ({e})") from None
+        except RecursionError:
+            raise BadInput(f"config file {path}: nested too deeply") from None
     for key, value in (overrides or {}).items():
         if value is not None:
             _set_override(data, key, value)
