@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 import os
+import resource
 import signal
 import socket
 import stat
@@ -39,6 +40,9 @@ log = logging.getLogger(__name__)
 # Calls in progress at once (waiting ones included; each costs a coroutine and a few KB); gRPC
 # answers RESOURCE_EXHAUSTED beyond it.
 MAX_CONCURRENT_RPCS = 10_000
+MAX_CONNECTIONS = 4096  # gRPC connections open at once
+HANDSHAKE_TIMEOUT_MS = 20_000
+FD_LIMIT = 65536  # the soft open-files limit is raised towards this (never above the hard one)
 _MAX_GRPC_LIMIT = (1 << 31) - 1
 
 
@@ -64,6 +68,7 @@ class Daemon:
         cfg = self.config
         addr = cfg.server.address
         _check_exposure(addr, cfg)
+        _raise_fd_limit()
         try:
             self.journal = Journal(cfg.journal.path, cfg.journal.retention_hours * 3600)
             purged = self.journal.purge()
@@ -102,6 +107,10 @@ class Daemon:
             ("grpc.max_receive_message_length", min(_MAX_GRPC_LIMIT, 2 * limit)),
             ("grpc.max_send_message_length", min(_MAX_GRPC_LIMIT, 2 * limit)),
             ("grpc.so_reuseport", 0),
+            # Connections are capped and must finish their handshake promptly, so idle or slow
+            # clients cannot use up the file descriptors that proving needs too.
+            ("grpc.max_allowed_incoming_connections", MAX_CONNECTIONS),
+            ("grpc.server_handshake_timeout_ms", HANDSHAKE_TIMEOUT_MS),
         ]
         interceptors = [TokenInterceptor(cfg.auth.token)] if cfg.auth.token else []
         assert self.service is not None
@@ -248,6 +257,18 @@ def _check_exposure(addr: ListenAddress, cfg: DaemonConfig) -> None:
             f"server.listen: {cfg.server.listen} is reachable from other hosts; "
             "refusing to serve it without auth.token or TLS (auth.tls_cert/tls_key)"
         )
+
+
+def _raise_fd_limit() -> None:
+    """Raise the soft open-files limit to the hard one (at most FD_LIMIT): a daemon holds a
+    descriptor per client connection besides its own files, and 1024 is a common default."""
+    try:
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        want = FD_LIMIT if hard == resource.RLIM_INFINITY else min(hard, FD_LIMIT)
+        if soft != resource.RLIM_INFINITY and soft < want:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (want, hard))
+    except (OSError, ValueError) as e:  # not allowed here: keep what we have
+        log.warning("cannot raise the open-files limit: %s", e)
 
 
 def _clear_stale_socket(path: Path) -> None:

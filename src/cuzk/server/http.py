@@ -10,6 +10,12 @@ even while the engine is busy.
 With a token, every route except ``/healthz`` needs ``Authorization: Bearer <token>`` (a load
 balancer's health check carries no secrets); without one, the daemon's config only allows a
 loopback host (see cuzk.server.config).
+
+Hostile clients: a connection must send its whole request head within ``HEADER_TIMEOUT_S`` (and
+is closed after as long idle), at most ``MAX_CONNECTIONS`` are open at once (the next ones get a
+503 and are closed), the token is checked before anything else, a body is never read (a
+request with one gets 413), and a malformed request is one debug line in the log, not a
+traceback.
 """
 
 from __future__ import annotations
@@ -17,7 +23,8 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
-from collections.abc import Awaitable, Callable
+import sys
+from collections.abc import Callable
 from typing import Any
 
 from aiohttp import web
@@ -127,7 +134,8 @@ def status_json(status: EngineStatus) -> dict[str, Any]:
 
 # --- the server ------------------------------------------------------------------------------
 
-Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+HEADER_TIMEOUT_S = 10.0  # a connection must send a whole request within this, then idle ≤ this
+MAX_CONNECTIONS = 64  # open connections at once; more are answered 503 and closed
 
 
 class StatusServer:
@@ -144,15 +152,22 @@ class StatusServer:
         status_fn: Callable[[], dict],
         metrics: Metrics,
         token: str | None = None,
+        *,
+        header_timeout_s: float = HEADER_TIMEOUT_S,
+        max_connections: int = MAX_CONNECTIONS,
     ) -> None:
         self.host = host
         self._requested_port = port
         self._status_fn = status_fn
         self._metrics = metrics
         self._token = token.encode() if token else None
+        self._header_timeout_s = header_timeout_s
+        self._max_connections = max_connections
+        self._routes = {"/healthz": self._healthz, "/status": self._status,
+                        "/metrics": self._metrics_route}  # fmt: skip
         self._port: int | None = None
         self._loop = LoopThread("cuzk-http")
-        self._runner: web.AppRunner | None = None
+        self._runner: web.ServerRunner | None = None
         self._started = False
 
     @property
@@ -195,10 +210,22 @@ class StatusServer:
     # -- on the server's loop --
 
     async def _setup(self) -> int:
-        runner = web.AppRunner(self._app(), access_log=None, shutdown_timeout=1.0)
+        server = _CappedServer(
+            self._handle,
+            self._max_connections,
+            # aiohttp closes a connection that has not sent a whole request this long after
+            # it opened or after its last answer: a header timeout and an idle timeout in one
+            keepalive_timeout=self._header_timeout_s,
+            logger=_QuietLog(log),
+            access_log=None,
+            max_line_size=4096,
+            max_field_size=4096,
+            max_headers=32,
+        )
+        runner = web.ServerRunner(server, shutdown_timeout=1.0)
         await runner.setup()
         try:
-            site = web.TCPSite(runner, self.host, self._requested_port)
+            site = web.TCPSite(runner, self.host, self._requested_port, backlog=128)
             await site.start()
         except BaseException:
             await runner.cleanup()
@@ -206,27 +233,29 @@ class StatusServer:
         self._runner = runner
         return runner.addresses[0][1]
 
-    def _app(self) -> web.Application:
-        app = web.Application(middlewares=[self._auth])
-        app.router.add_get("/healthz", self._healthz)
-        app.router.add_get("/status", self._status)
-        app.router.add_get("/metrics", self._metrics_route)
-        return app
-
-    @web.middleware
-    async def _auth(self, request: web.Request, handler: Handler) -> web.StreamResponse:
+    async def _handle(self, request: web.BaseRequest) -> web.StreamResponse:
+        """The token first (before anything of the request is looked at further), then the
+        route, the method and the absence of a body; never reads a body."""
         if self._token is not None and request.path != "/healthz":
             if not token_matches(request.headers.get("Authorization"), self._token):
-                raise web.HTTPUnauthorized(
+                return _closing(web.Response(
+                    status=401,
                     text="401: a bearer token is required (Authorization: Bearer <token>)\n",
                     headers={"WWW-Authenticate": 'Bearer realm="cuzk"'},
-                )
-        return await handler(request)
+                ))  # fmt: skip
+        route = self._routes.get(request.path)
+        if route is None:
+            return web.Response(status=404, text="404: not found\n")
+        if request.method not in ("GET", "HEAD"):
+            return web.Response(status=405, text="405: GET only\n", headers={"Allow": "GET, HEAD"})
+        if request.body_exists:
+            return _closing(web.Response(status=413, text="413: these routes take no body\n"))
+        return await route(request)
 
-    async def _healthz(self, request: web.Request) -> web.Response:
+    async def _healthz(self, request: web.BaseRequest) -> web.Response:
         return web.Response(text="ok\n")
 
-    async def _status(self, request: web.Request) -> web.Response:
+    async def _status(self, request: web.BaseRequest) -> web.Response:
         loop = asyncio.get_running_loop()
         try:
             body = await loop.run_in_executor(None, self._status_fn)
@@ -235,7 +264,60 @@ class StatusServer:
             return web.json_response({"error": f"{type(e).__name__}: {e}"}, status=500)
         return web.json_response(body)
 
-    async def _metrics_route(self, request: web.Request) -> web.Response:
+    async def _metrics_route(self, request: web.BaseRequest) -> web.Response:
         loop = asyncio.get_running_loop()
         body = await loop.run_in_executor(None, self._metrics.render)
         return web.Response(body=body, headers={"Content-Type": self._metrics.content_type})
+
+
+def _closing(response: web.Response) -> web.Response:
+    """Answer and close the connection (a refused client gets no second try on it)."""
+    response.force_close()
+    return response
+
+
+class _CappedServer(web.Server):
+    """aiohttp's low-level server with a cap on open connections: beyond it a new connection
+    is answered 503 and closed at once, so slow or idle clients cannot use up the process's
+    file descriptors (which proving needs too)."""
+
+    def __init__(self, handler: Any, max_connections: int, **kwargs: Any) -> None:
+        super().__init__(handler, **kwargs)
+        self._max_connections = max_connections
+        self._open = 0
+
+    def __call__(self) -> Any:
+        if self._open >= self._max_connections:
+            return _Refuse()
+        self._open += 1
+        return super().__call__()
+
+    def connection_lost(self, handler: Any, exc: BaseException | None = None) -> None:
+        self._open -= 1
+        super().connection_lost(handler, exc)
+
+
+class _Refuse(asyncio.Protocol):
+    """A connection over the cap: one 503 line and close."""
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        transport.write(
+            b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+        )
+        transport.close()
+
+
+class _QuietLog(logging.LoggerAdapter):
+    """aiohttp's server log without tracebacks: a malformed request (anyone can send one) is
+    one debug line naming the error, not a traceback at error level."""
+
+    def log(self, level: int, msg: object, *args: Any, **kwargs: Any) -> None:
+        exc = kwargs.pop("exc_info", None)
+        if exc:
+            err = exc if isinstance(exc, BaseException) else sys.exc_info()[1]
+            level, msg = logging.DEBUG, f"HTTP: {msg}: {type(err).__name__}: {err}"
+        super().log(level, msg, *args, **kwargs)
+
+    def exception(self, msg: object, *args: Any, exc_info: Any = True, **kwargs: Any) -> None:
+        self.log(logging.ERROR, msg, *args, exc_info=exc_info, **kwargs)
