@@ -43,13 +43,15 @@ class TokenInterceptor(grpc.aio.ServerInterceptor):
             raise BadInput("auth.token: an empty token protects nothing")
         self._token = token.encode()
 
-        async def deny(_request: Any, context: grpc.aio.ServicerContext) -> None:
-            await context.abort(
-                grpc.StatusCode.UNAUTHENTICATED,
-                "missing or wrong bearer token (metadata 'authorization: Bearer …')",
+        async def deny(_requests: Any, context: grpc.aio.ServicerContext) -> None:
+            # (status set and returned, not raised: an exception's traceback would keep the
+            # call alive longer; the request is never read, so a stranger's bytes cost nothing)
+            context.set_code(grpc.StatusCode.UNAUTHENTICATED)
+            context.set_details(
+                "missing or wrong bearer token (metadata 'authorization: Bearer …')"
             )
 
-        self._deny = grpc.unary_unary_rpc_method_handler(deny)
+        self._deny = grpc.stream_unary_rpc_method_handler(deny, response_serializer=_nothing)
 
     async def intercept_service(
         self,
@@ -60,6 +62,10 @@ class TokenInterceptor(grpc.aio.ServerInterceptor):
             if key == AUTH_HEADER and token_matches(value, self._token):
                 return await continuation(handler_call_details)
         return self._deny
+
+
+def _nothing(_message: object) -> bytes:
+    return b""
 
 
 def _read(path: Path, what: str) -> bytes:

@@ -318,7 +318,18 @@ class ServerSection(_Section):
     max_message_bytes: int = _setting(
         256 * MiB, _size(minimum=1024, maximum=MAX_MESSAGE_BYTES), "largest gRPC message"
     )
+    max_inflight_bytes: int = _setting(
+        1 << 30, _size(minimum=1024), "requests of 1 MiB or more held at once (bytes)"
+    )
     grace_seconds: float = _setting(30.0, _number(0.0), "shutdown: time given to running jobs")
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.max_inflight_bytes < self.max_message_bytes:
+            raise BadInput(
+                "server.max_inflight_bytes: expected at least server.max_message_bytes "
+                f"({self.max_message_bytes:,}), got {self.max_inflight_bytes:,}"
+            )
 
     @property
     def address(self) -> ListenAddress:

@@ -80,6 +80,7 @@ class Daemon:
                 self.engine,
                 self.journal,
                 max_message_bytes=cfg.server.max_message_bytes,
+                max_inflight_bytes=cfg.server.max_inflight_bytes,
                 metrics=metrics,
                 status_doc=status_doc,
             )
@@ -100,12 +101,14 @@ class Daemon:
     def _listen(self, addr: ListenAddress) -> None:
         cfg = self.config
         limit = cfg.server.max_message_bytes
-        # The transport admits up to twice the limit so that a message just over it reaches
-        # the servicer, which refuses it with INVALID_ARGUMENT and a reason; beyond that gRPC
-        # itself answers RESOURCE_EXHAUSTED.
+        # The transport admits a little more than the limit (1 MiB, or the limit again if
+        # smaller) so that a message just over it reaches the servicer, which refuses it with
+        # INVALID_ARGUMENT and a reason; beyond that gRPC itself answers RESOURCE_EXHAUSTED
+        # (before the bytes reach Python).
+        transport = min(_MAX_GRPC_LIMIT, limit + min(limit, 1 << 20))
         options = [
-            ("grpc.max_receive_message_length", min(_MAX_GRPC_LIMIT, 2 * limit)),
-            ("grpc.max_send_message_length", min(_MAX_GRPC_LIMIT, 2 * limit)),
+            ("grpc.max_receive_message_length", transport),
+            ("grpc.max_send_message_length", transport),
             ("grpc.so_reuseport", 0),
             # Connections are capped and must finish their handshake promptly, so idle or slow
             # clients cannot use up the file descriptors that proving needs too.

@@ -47,6 +47,7 @@ from cuzk.engine.request import (
 )
 from cuzk.errors import BadInput, CuzkError, ResourceExhausted
 from cuzk.server import convert
+from cuzk.server.admission import Admission
 from cuzk.server.journal import Journal, JournalEntry
 from cuzk.server.proto import proving_pb2 as pb
 
@@ -140,12 +141,14 @@ class ProvingService:
         journal: Journal,
         *,
         max_message_bytes: int,
+        max_inflight_bytes: int | None = None,
         metrics: Any = None,
         status_doc: Callable[[EngineStatus], dict] | None = None,
     ) -> None:
         self.engine = engine
         self.journal = journal
         self.max_message_bytes = max_message_bytes
+        self.admission = Admission(max_inflight_bytes or 4 * max_message_bytes)
         self.metrics = metrics
         self.status_doc = status_doc
         self.started = time.time()
@@ -501,7 +504,7 @@ class ProvingService:
         rpcs: dict[str, tuple[type, Callable[[Any], Awaitable[Any]]]] = {
             "SubmitProof": (pb.SubmitProofRequest, lambda r: run("submit", self._submit_msg, r)),
             "AwaitProof": (pb.AwaitProofRequest, lambda r: self.await_(r.job_id, r.timeout_ms)),
-            "Prove": (pb.ProveRequest, self._prove),
+            "Prove": (pb.ProveRequest, lambda r: run("submit", self._submit_msg, r.submit)),
             "CancelProof": (pb.CancelProofRequest, lambda r: run("control", self._cancel_msg, r)),
             "GetStatus": (pb.GetStatusRequest, lambda r: run("control", self.status)),
             "GetMetrics": (pb.GetMetricsRequest, lambda r: run("control", self._metrics_msg)),
@@ -512,8 +515,8 @@ class ProvingService:
             "EvictSRS": (pb.EvictSrsRequest, lambda r: run("control", self.evict, r.circuit_id)),
         }
         handlers = {
-            name: grpc.unary_unary_rpc_method_handler(
-                self._wrap(name, req_type, fn), response_serializer=lambda m: m.SerializeToString()
+            name: grpc.stream_unary_rpc_method_handler(
+                self._wrap(name, req_type, fn), response_serializer=_serialize
             )
             for name, (req_type, fn) in rpcs.items()
         }
@@ -528,23 +531,38 @@ class ProvingService:
     def _metrics_msg(self) -> pb.GetMetricsResponse:
         return pb.GetMetricsResponse(prometheus_text=self.metrics_text())
 
-    async def _prove(self, request: pb.ProveRequest) -> pb.ProveResponse:
-        submitted = await self._blocking("submit", self._submit_msg, request.submit)
-        return pb.ProveResponse(result=await self.await_(submitted.job_id, 0))
-
     def _wrap(
         self, name: str, req_type: type, fn: Callable[[Any], Awaitable[Any]]
-    ) -> Callable[[bytes, Any], Awaitable[Any]]:
-        limit = self.max_message_bytes
+    ) -> Callable[[Any, Any], Awaitable[Any]]:
+        """The handler: reading the request (see :mod:`cuzk.server.admission`), size checks,
+        decoding, ``fn``, errors → status codes. Prove's ``fn`` is its submission; its wait
+        for the proof comes after the request's bytes are gone.
 
-        async def handle(raw: bytes, context: grpc.aio.ServicerContext) -> Any:
+        Handlers are registered as client-streaming (the wire format of a unary call is the
+        same) so that the request is read here, when the admission allows, rather than by
+        gRPC before the handler runs. Errors are set on the context and returned, not raised
+        with ``abort``: the exception's traceback would hold the request's bytes for as long
+        as gRPC keeps it."""
+        limit = self.max_message_bytes
+        admission = self.admission
+
+        async def handle(_requests: Any, context: grpc.aio.ServicerContext) -> Any:
             try:
-                if len(raw) > limit:
+                raw = await admission.read(context, name, gated=name in _LARGE_RPCS)
+                size = len(raw)
+                if size > limit:
                     raise BadInput(
-                        f"{name}: message of {len(raw):,} bytes exceeds the limit "
+                        f"{name}: message of {size:,} bytes exceeds the limit "
                         f"of {limit:,} (server.max_message_bytes)"
                     )
-                return await fn(convert.decode(req_type, raw, name))
+                async with admission.admit(size, name):
+                    request = convert.decode(req_type, raw, name)
+                    del raw
+                    answer = await fn(request)
+                    del request
+                if name == "Prove":
+                    return pb.ProveResponse(result=await self.await_(answer.job_id, 0))
+                return answer
             except _Abort as e:
                 code, message = e.code, str(e)
             except BadInput as e:
@@ -556,9 +574,18 @@ class ProvingService:
             except Exception as e:  # noqa: BLE001 - one bad call never takes the daemon down
                 log.exception("%s failed", name)
                 code, message = grpc.StatusCode.INTERNAL, f"internal error: {e}"
-            await context.abort(code, message)
+            context.set_code(code)
+            context.set_details(message)
+            return None
 
         return handle
+
+
+_LARGE_RPCS = frozenset({"SubmitProof", "Prove"})  # the requests that carry vanilla proofs
+
+
+def _serialize(message: Any) -> bytes:
+    return b"" if message is None else message.SerializeToString()
 
 
 def await_response(entry: JournalEntry) -> pb.AwaitProofResponse:
