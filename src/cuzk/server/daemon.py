@@ -175,6 +175,7 @@ class Daemon:
             "grpc": self._address,
             "journal": str(self.config.journal.path),
             "journal_jobs": self.service.journal.counts(),
+            "journal_health": self.service.results.health(),
             "completed": self.service.completed,
             "failed": self.service.failed,
             "waiting_calls": self.service.waiting,

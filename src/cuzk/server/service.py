@@ -50,6 +50,7 @@ from cuzk.server import convert
 from cuzk.server.admission import Admission
 from cuzk.server.journal import Journal, JournalEntry
 from cuzk.server.proto import proving_pb2 as pb
+from cuzk.server.results import ResultWriter
 
 log = logging.getLogger(__name__)
 
@@ -161,29 +162,36 @@ class ProvingService:
         self._last_purge = time.monotonic()
         self._pools: dict[str, ThreadPoolExecutor] = {}
         self.waiting = 0  # AwaitProof/Prove calls waiting for a job's end now
+        self.results = ResultWriter(journal)
         engine.on_complete(self.job_ended)
 
     # -- lifecycle --------------------------------------------------------------------------
 
     def resume(self) -> int:
         """Re-submit every journalled job without a result (after a restart); returns how
-        many. A job the engine now refuses (keys gone, …) is recorded as failed."""
+        many. A job the engine now refuses (keys gone, …) is recorded as failed; a row that
+        does not make a request at all is quarantined (the others still start)."""
         n = 0
         for entry in self.journal.pending():
-            request = convert.make_request(
-                entry.circuit_id,
-                entry.seeds,
-                entry.payload,
-                Priority(entry.priority),
-                entry.request_id,
-            )
+            try:
+                request = convert.make_request(
+                    entry.circuit_id,
+                    entry.seeds,
+                    entry.payload,
+                    Priority(entry.priority),
+                    entry.request_id,
+                )
+            except Exception as e:  # noqa: BLE001 - a damaged row: set it aside, go on
+                self.journal.quarantine(entry.id, f"not a request ({type(e).__name__}: {e})")
+                log.error("journalled job %s is damaged and was set aside: %s", entry.id, e)
+                continue
             live = self._begin(entry.id, entry.circuit_id, entry.submitted_at)
             try:
                 self.engine.submit(request, entry.id)
             except CuzkError as e:
                 self._forget(entry.id)
                 log.warning("journalled job %s cannot be resumed: %s", entry.id, e)
-                self.journal.finish(entry.id, "failed", error=f"after a restart: {e}")
+                self.results.finish(entry.id, "failed", error=f"after a restart: {e}")
                 continue
             self._journalled(live)
             n += 1
@@ -195,10 +203,12 @@ class ProvingService:
         self._accepting = False
 
     def close(self) -> None:
-        """Stop the worker threads behind the RPCs (after the gRPC server has stopped)."""
+        """Stop the worker threads behind the RPCs (after the gRPC server has stopped) and
+        write what the journal still owes."""
         pools, self._pools = self._pools, {}
         for pool in pools.values():
             pool.shutdown(wait=True, cancel_futures=True)
+        self.results.close()
 
     def _pool(self, name: str) -> Executor:
         """The thread pool for one kind of blocking work, made on first use."""
@@ -263,13 +273,16 @@ class ProvingService:
             )
             try:
                 self.journal.add(entry)
-            except Exception as e:
+            except Exception as e:  # noqa: BLE001 - disk full, I/O error: refuse, report
                 self._forget(job_id)
                 self.engine.cancel(job_id)
-                log.exception("journal write failed")
+                self.results.failed(e, "journalling a request")
                 raise _Abort(
-                    grpc.StatusCode.UNAVAILABLE, f"cannot journal the request ({e}); not accepted"
-                ) from e
+                    grpc.StatusCode.UNAVAILABLE,
+                    f"cannot journal the request ({type(e).__name__}: {e}); not accepted, "
+                    "retry later",
+                ) from None
+            self.results.wrote()
             self._journalled(live)
         return pb.SubmitProofResponse(job_id=job_id, queue_position=ahead)
 
@@ -318,7 +331,7 @@ class ProvingService:
                 timings["total_ms"] = max(0, round((time.time() - live.submitted_at) * 1000))
                 timings["timelines"] = [_timeline_dict(t) for t in result.timelines]
                 state = "succeeded"
-                self.journal.finish(
+                self.results.finish(
                     job_id,
                     state,
                     proof=result.proof,
@@ -329,7 +342,7 @@ class ProvingService:
             elif outcome.state is JobState.CANCELLED:
                 if live.client_cancelled:
                     state = "cancelled"
-                    self.journal.finish(job_id, state, error="cancelled by the client")
+                    self.results.finish(job_id, state, error="cancelled by the client")
                 # else a shutdown cancelled it: it stays pending and resumes after a restart
             elif not self._accepting and not isinstance(outcome.error, BadInput):
                 # The daemon is stopping: a failure now is the shutdown's doing (pools closed
@@ -339,9 +352,9 @@ class ProvingService:
                             job_id, outcome.error)  # fmt: skip
             else:
                 state = "failed"
-                self.journal.finish(job_id, state, error=str(outcome.error))
-        except Exception:  # noqa: BLE001 - the journal itself failed; keep the daemon up
-            log.exception("job %s: cannot journal its result", job_id)
+                self.results.finish(job_id, state, error=str(outcome.error))
+        except Exception:  # noqa: BLE001 - a bug; the daemon stays up, the waiters wake
+            log.exception("job %s: cannot record its end", job_id)
         finally:
             with self._lock:
                 self._live.pop(job_id, None)
@@ -442,7 +455,7 @@ class ProvingService:
         doc = ""
         if self.status_doc is not None:
             try:
-                doc = json.dumps(self.status_doc(st))
+                doc = json.dumps({**self.status_doc(st), "journal": self.results.health()})
             except Exception:  # noqa: BLE001 - the summary fields still answer
                 log.exception("status document")
         return pb.GetStatusResponse(
@@ -487,7 +500,7 @@ class ProvingService:
     def _entry(self, job_id: str) -> JournalEntry:
         if not job_id:
             raise BadInput("job_id is empty")
-        entry = self.journal.get(job_id)
+        entry = self.results.unwritten(job_id) or self.journal.get(job_id)
         if entry is None:
             raise _Abort(
                 grpc.StatusCode.NOT_FOUND,
