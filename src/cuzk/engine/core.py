@@ -33,6 +33,7 @@ import threading
 import time
 from collections import Counter, deque
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from cuzk.circuits import canonical_id
 from cuzk.engine.assembler import PartitionProof, assemble_job
@@ -61,6 +62,7 @@ from cuzk.engine.timeline import Clock
 from cuzk.engine.workers import Device, DeviceWorker, Worker, staged_bytes_for
 from cuzk.errors import (
     BadInput,
+    BadPayload,
     CuzkError,
     DeviceFault,
     InternalError,
@@ -132,7 +134,7 @@ class EngineCore:
             if existing is not None:
                 return existing.id
         # Parsing a payload (a C1 output can be tens of MB) happens outside the lock.
-        statement, info = family_for(request.circuit_id).open(request, self.config)
+        statement, info = _open(request, self.config)
         if statement.partitions > self.config.max_partitions:
             raise BadInput(
                 f"{statement.partitions} partitions exceed the limit of "
@@ -644,3 +646,24 @@ def _srs_wait(job: Job) -> float:
     partition whose synthesis started first (the end of the job's queue wait)."""
     started = [p for p in job.parts if "synth_start" in p.marks]
     return min(started, key=lambda p: p.marks["synth_start"]).srs_wait if started else 0.0
+
+
+# What reading untrusted bytes raises besides our own errors (a parser meeting input it did not
+# expect); never an internal error for the engine's caller.
+_PARSE_ERRORS = (ValueError, RecursionError, OverflowError, TypeError, KeyError, IndexError)
+
+
+def _open(request: ProofRequest, config: EngineConfig) -> tuple[Any, Any]:
+    """The family's statement and circuit info for a request; a payload that makes its parser
+    fail in any way is BadPayload (logged with its traceback at debug level)."""
+    try:
+        return family_for(request.circuit_id).open(request, config)
+    except CuzkError:
+        raise
+    except _PARSE_ERRORS as e:
+        if not request.payload:
+            raise
+        log.debug("payload of %s does not parse", request.circuit_id, exc_info=True)
+        raise BadPayload(
+            f"{request.circuit_id}: the payload does not parse ({type(e).__name__}: {e})"[:500]
+        ) from None

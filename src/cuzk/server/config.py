@@ -18,7 +18,6 @@ bytes or a string with a unit (``"512MiB"``, ``"64GiB"``), paths may start with 
 from __future__ import annotations
 
 import ipaddress
-import json
 import math
 import re
 import tomllib
@@ -29,7 +28,7 @@ from typing import Any, ClassVar
 
 from cuzk.engine.budget import DEFAULT_MARGIN
 from cuzk.engine.config import EngineConfig, FaultInjection
-from cuzk.errors import BadInput
+from cuzk.errors import BadInput, shown
 
 MiB = 1 << 20
 MAX_BYTES = 1 << 50  # 1 PiB: no memory size in this config is larger
@@ -44,19 +43,6 @@ class _Expected(ValueError):
 
 
 Converter = Callable[[Any], Any]
-
-
-def _show(value: object, limit: int = 80) -> str:
-    """A value as the user wrote it (strings in double quotes, like TOML), cut to ``limit``
-    characters: an error message never echoes a megabyte back."""
-    if isinstance(value, str | Path):
-        text = json.dumps(str(value), ensure_ascii=False)
-    else:
-        try:
-            text = repr(value)
-        except ValueError:  # an int too long to print in decimal
-            text = f"<{type(value).__name__}>"
-    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 # --- converters -----------------------------------------------------------------------------
@@ -111,7 +97,7 @@ def _boolean(v: Any) -> bool:
 def _choice(*options: str) -> Converter:
     def conv(v: Any) -> str:
         if not isinstance(v, str) or v.lower() not in options:
-            raise _Expected("one of " + ", ".join(_show(o) for o in options))
+            raise _Expected("one of " + ", ".join(shown(o) for o in options))
         return v.lower()
 
     return conv
@@ -273,7 +259,7 @@ def split_host_port(addr: str) -> tuple[str, int]:
     try:
         return _split_host_port(addr)
     except _Expected as e:
-        raise BadInput(f"bad address {_show(addr)}: expected {e}") from None
+        raise BadInput(f"bad address {shown(addr)}: expected {e}") from None
 
 
 def parse_listen(addr: str) -> ListenAddress:
@@ -282,7 +268,7 @@ def parse_listen(addr: str) -> ListenAddress:
     try:
         return _parse_listen(addr)
     except _Expected as e:
-        raise BadInput(f"bad listen address {_show(addr)}: expected {e}") from None
+        raise BadInput(f"bad listen address {shown(addr)}: expected {e}") from None
 
 
 # --- sections -------------------------------------------------------------------------------
@@ -304,7 +290,7 @@ class _Section:
                 converted = f.metadata["conv"](value)
             except _Expected as e:  # (a nested section raises BadInput naming its own keys)
                 raise BadInput(
-                    f"{self.SECTION}.{f.name}: expected {e}, got {_show(value)}"
+                    f"{self.SECTION}.{f.name}: expected {e}, got {shown(value)}"
                 ) from None
             object.__setattr__(self, f.name, converted)
 
@@ -482,13 +468,13 @@ class DaemonConfig:
     def __post_init__(self) -> None:
         if not self.server.address.loopback and self.auth.token is None and not self.auth.tls:
             raise BadInput(
-                f"server.listen: {_show(self.server.listen)} is reachable from other hosts; "
+                f"server.listen: {shown(self.server.listen)} is reachable from other hosts; "
                 "set auth.token or auth.tls_cert/auth.tls_key, or listen on a unix socket "
                 "or loopback"
             )
         if self.http.enabled and not is_loopback_host(self.http.host) and self.auth.token is None:
             raise BadInput(
-                f"http.listen: {_show(self.http.listen)} is reachable from other hosts; "
+                f"http.listen: {shown(self.http.listen)} is reachable from other hosts; "
                 "set auth.token or listen on loopback"
             )
 
@@ -527,12 +513,12 @@ def _set_override(data: dict[str, Any], key: str, value: Any) -> None:
     checks that follow, so a flag and a file entry fail the same way."""
     parts = key.split(".")
     if len(parts) < 2 or not all(parts):
-        raise BadInput(f"override {_show(key)}: expected section.key, e.g. server.listen")
+        raise BadInput(f"override {shown(key)}: expected section.key, e.g. server.listen")
     table = data
     for i, part in enumerate(parts[:-1]):
         table = table.setdefault(part, {})
         if not isinstance(table, dict):
-            raise BadInput(f"{'.'.join(parts[: i + 1])}: expected a table, got {_show(table)}")
+            raise BadInput(f"{'.'.join(parts[: i + 1])}: expected a table, got {shown(table)}")
     table[parts[-1]] = _coerce_flag(value, _converter(parts))
 
 
@@ -579,7 +565,7 @@ def load_config(path: Path | None, overrides: Mapping[str, object] | None = None
         if name not in SECTIONS:
             raise BadInput(f"{name}: unknown section; known: {', '.join(SECTIONS)}")
         if not isinstance(table, dict):
-            raise BadInput(f"{name}: expected a table ([{name}]), got {_show(table)}")
+            raise BadInput(f"{name}: expected a table ([{name}]), got {shown(table)}")
         _check_keys(SECTIONS[name], table, name)
         sections[name] = SECTIONS[name](**table)
     return DaemonConfig(**sections)  # type: ignore[arg-type]

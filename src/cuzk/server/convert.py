@@ -35,6 +35,7 @@ from cuzk.server.proto import proving_pb2 as pb
 # Sector sizes in the order of every group of filecoin-ffi's registered proof numbers.
 SECTOR_SIZES = (2 << 10, 8 << 20, 512 << 20, 32 << 30, 64 << 30)
 _SIZE_LABELS = ("2KiB", "8MiB", "512MiB", "32GiB", "64GiB")
+MAX_CIRCUIT_ID = 128
 
 # proto Priority (LOW=1 … CRITICAL=4, 0 unspecified) → engine Priority (CRITICAL=0 runs first)
 _PRIORITY: dict[int, Priority] = {
@@ -53,6 +54,7 @@ class Converted:
 
     request: ProofRequest
     kind: str  # "porep", "snap", "wpost", "winning" or "circuit" (named directly)
+    field: str | None = None  # the message field the payload came from (for errors)
 
 
 def decode(message_type: type, raw: bytes, what: str):  # noqa: ANN201 - a protobuf message
@@ -81,7 +83,8 @@ def to_engine(msg: pb.SubmitProofRequest) -> Converted:
         kind = "circuit"
     else:
         kind, circuit_id, seeds, payload = _by_kind(msg)
-    return Converted(make_request(circuit_id, seeds, payload, priority, request_id), kind)
+    field = None if not payload else "vanilla_proofs" if msg.vanilla_proofs else "vanilla_proof"
+    return Converted(make_request(circuit_id, seeds, payload, priority, request_id), kind, field)
 
 
 def make_request(
@@ -112,10 +115,18 @@ def wire_priority(priority: Priority) -> int:
     return _WIRE_PRIORITY[priority]
 
 
+def circuit_id_field(value: str) -> str:
+    """A request's ``circuit_id`` field, checked for length and presence."""
+    if not value:
+        raise BadInput("circuit_id is empty")
+    if len(value) > MAX_CIRCUIT_ID:
+        raise BadInput(f"circuit_id: at most {MAX_CIRCUIT_ID} characters, got {len(value):,}")
+    return value
+
+
 def _direct(msg: pb.SubmitProofRequest) -> tuple[str, tuple[int, ...], bytes]:
     """``circuit_id`` set: seeds or vanilla_proof is the whole input."""
-    if len(msg.circuit_id) > 128:
-        raise BadInput("circuit_id: at most 128 characters")
+    circuit_id_field(msg.circuit_id)
     seeds, payload = tuple(msg.seeds), bytes(msg.vanilla_proof)
     if msg.vanilla_proofs:
         raise BadInput("circuit_id requests take seeds or vanilla_proof, not vanilla_proofs")

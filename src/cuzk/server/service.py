@@ -45,7 +45,7 @@ from cuzk.engine.request import (
     PartitionState,
     PartitionTimeline,
 )
-from cuzk.errors import BadInput, CuzkError, ResourceExhausted
+from cuzk.errors import BadInput, BadPayload, CuzkError, ResourceExhausted, shown
 from cuzk.server import convert
 from cuzk.server.admission import Admission
 from cuzk.server.journal import Journal, JournalEntry
@@ -55,6 +55,7 @@ from cuzk.server.results import ResultWriter
 log = logging.getLogger(__name__)
 
 SERVICE = "cuzk.v1.ProvingEngine"
+MAX_DETAIL = 2000  # characters of an error message sent back (gRPC's metadata is limited)
 _PURGE_EVERY_S = 600.0  # how often finished results past retention are dropped
 _MAX_WAIT_S = 30 * 86400.0  # an AwaitProof timeout beyond this waits this long
 # Threads for blocking work behind the RPCs (waiting needs none): journal reads and engine
@@ -240,7 +241,8 @@ class ProvingService:
                 if prior is not None:
                     if prior.digest != digest:
                         raise BadInput(
-                            f"request_id {req.request_id!r} was already used for another payload"
+                            f"request_id {shown(req.request_id)} was already used for another "
+                            "payload"
                         )
                     return pb.SubmitProofResponse(job_id=prior.id)
             job_id = self.journal.new_id()
@@ -250,6 +252,9 @@ class ProvingService:
             live = self._begin(job_id, req.circuit_id, submitted_at)
             try:
                 self.engine.submit(req, job_id)
+            except BadPayload as e:  # say which field of the message held those bytes
+                self._forget(job_id)
+                raise BadPayload(f"{conv.field}: {e}" if conv.field else str(e)) from None
             except BaseException:
                 self._forget(job_id)
                 raise
@@ -403,7 +408,7 @@ class ProvingService:
         if not entry.terminal:
             raise _Abort(
                 grpc.StatusCode.UNAVAILABLE,
-                f"{job_id} is journalled but not running "
+                f"{shown(job_id)} is journalled but not running "
                 "(the daemon is shutting down); it resumes when the daemon restarts",
             )
         return await_response(entry)
@@ -474,8 +479,7 @@ class ProvingService:
         )
 
     def preload(self, circuit_id: str) -> pb.PreloadSrsResponse:
-        if not circuit_id:
-            raise BadInput("circuit_id is empty")
+        convert.circuit_id_field(circuit_id)
         before = _srs(self.engine.status(), circuit_id)
         already = before is not None and before.state == "resident"
         t0 = time.perf_counter()
@@ -486,8 +490,7 @@ class ProvingService:
         )
 
     def evict(self, circuit_id: str) -> pb.EvictSrsResponse:
-        if not circuit_id:
-            raise BadInput("circuit_id is empty")
+        convert.circuit_id_field(circuit_id)
         before = _srs(self.engine.status(), circuit_id)
         evicted = self.engine.evict(circuit_id)
         return pb.EvictSrsResponse(
@@ -504,7 +507,7 @@ class ProvingService:
         if entry is None:
             raise _Abort(
                 grpc.StatusCode.NOT_FOUND,
-                f"no job {job_id!r} (unknown, or older than the journal's retention)",
+                f"no job {shown(job_id)} (unknown, or older than the journal's retention)",
             )
         return entry
 
@@ -588,7 +591,9 @@ class ProvingService:
                 log.exception("%s failed", name)
                 code, message = grpc.StatusCode.INTERNAL, f"internal error: {e}"
             context.set_code(code)
-            context.set_details(message)
+            context.set_details(
+                message if len(message) <= MAX_DETAIL else message[:MAX_DETAIL] + "…"
+            )
             return None
 
         return handle
