@@ -46,8 +46,8 @@ def flatten(table: dict, prefix: str = "") -> dict[str, object]:
 def test_embedded_defaults_equal_the_dataclass_defaults():
     cfg = load_config(None)
     assert cfg == DaemonConfig()
-    assert cfg.server.listen.startswith("unix:///")
-    assert cfg.server.address.loopback
+    assert cfg.server.listen == "auto" and cfg.server.address.private
+    assert cfg.server.address.unix_path.endswith("/cuzk.sock") and cfg.server.address.loopback
     assert cfg.server.max_message_bytes == 256 * 2**20
     assert (cfg.http.enabled, cfg.http.host) == (True, "127.0.0.1")
     assert cfg.auth.token is None and not cfg.auth.tls
@@ -248,7 +248,7 @@ def test_tilde_is_expanded():
             "[server]\ngrace_seconds = -1\n",
             "server.grace_seconds: expected a number ≥ 0 and ≤ 86400, got -1",
         ),
-        ('[server]\nlisten = "nowhere"\n', 'server.listen: expected "unix:///path"'),
+        ('[server]\nlisten = "nowhere"\n', 'server.listen: expected "auto", "unix:///path"'),
         ('[server]\nlisten = "unix://rel.sock"\n', 'server.listen: expected "unix:///absolute'),
         ('[server]\nlisten = "127.0.0.1:70000"\n', "server.listen: expected"),
         ("[server]\nlisten = 9820\n", "server.listen: expected"),

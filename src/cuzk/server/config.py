@@ -29,11 +29,12 @@ from typing import Any, ClassVar
 from cuzk.engine.budget import DEFAULT_MARGIN
 from cuzk.engine.config import EngineConfig, FaultInjection
 from cuzk.errors import BadInput, shown
+from cuzk.server.runtime import default_socket, read_secret
 
 MiB = 1 << 20
 MAX_BYTES = 1 << 50  # 1 PiB: no memory size in this config is larger
 MAX_MESSAGE_BYTES = 1 << 30  # gRPC's limit is 2 GiB; the transport admits twice the setting
-DEFAULT_LISTEN = "unix:///tmp/cuzk.sock"
+DEFAULT_LISTEN = "auto"  # a unix socket in this user's private directory (server/runtime.py)
 DEFAULT_HTTP_LISTEN = "127.0.0.1:9821"
 LOG_LEVELS = ("debug", "info", "warning", "error", "critical")
 
@@ -180,7 +181,7 @@ def _names(v: Any) -> frozenset[str] | None:
 
 def _listen(v: Any) -> str:
     if not isinstance(v, str):
-        raise _Expected('"unix:///path", "unix:path" or "host:port"')
+        raise _Expected('"auto", "unix:///path", "unix:path" or "host:port"')
     _parse_listen(v)
     return v
 
@@ -202,6 +203,7 @@ class ListenAddress:
     unix_path: str | None  # socket path (unix sockets)
     host: str | None  # TCP host (IPv6 without brackets)
     port: int | None  # TCP port, 0: any free port
+    private: bool = False  # "auto": the socket's directory is made and kept private
 
     @property
     def loopback(self) -> bool:
@@ -238,6 +240,8 @@ def _split_host_port(addr: str) -> tuple[str, int]:
 
 
 def _parse_listen(addr: str) -> ListenAddress:
+    if addr == "auto":
+        return ListenAddress(str(default_socket()), None, None, private=True)
     if addr.startswith("unix://"):
         path = addr[len("unix://") :]
         if not path.startswith("/"):
@@ -250,7 +254,9 @@ def _parse_listen(addr: str) -> ListenAddress:
     try:
         host, port = _split_host_port(addr)
     except _Expected:
-        raise _Expected('"unix:///path", "unix:path", "host:port" or "[ipv6]:port"') from None
+        raise _Expected(
+            '"auto", "unix:///path", "unix:path", "host:port" or "[ipv6]:port"'
+        ) from None
     return ListenAddress(None, host, port)
 
 
@@ -300,7 +306,9 @@ class ServerSection(_Section):
     """The gRPC listener."""
 
     SECTION: ClassVar[str] = "server"
-    listen: str = _setting(DEFAULT_LISTEN, _listen, "unix:///path, unix:path or host:port")
+    listen: str = _setting(
+        DEFAULT_LISTEN, _listen, "auto (a private unix socket), unix:///path, unix:path, host:port"
+    )
     max_message_bytes: int = _setting(
         256 * MiB, _size(minimum=1024, maximum=MAX_MESSAGE_BYTES), "largest gRPC message"
     )
@@ -420,6 +428,9 @@ class AuthSection(_Section):
 
     SECTION: ClassVar[str] = "auth"
     token: str | None = _setting(None, _optional_text, "bearer token; None: no token")
+    token_file: Path | None = _setting(
+        None, _path(optional=True), "file holding the token (not visible in ps); mode 0600"
+    )
     tls_cert: Path | None = _setting(None, _path(optional=True), "PEM certificate chain")
     tls_key: Path | None = _setting(None, _path(optional=True), "PEM private key")
 
@@ -427,10 +438,17 @@ class AuthSection(_Section):
         super().__post_init__()
         if (self.tls_cert is None) != (self.tls_key is None):
             raise BadInput("auth.tls_cert and auth.tls_key: give both or neither")
+        if self.token_file is not None:
+            if self.token is not None:
+                raise BadInput("auth.token and auth.token_file: give one or the other")
+            object.__setattr__(self, "token", read_secret(self.token_file, "auth.token_file"))
 
     def __repr__(self) -> str:  # keep the token out of logs and tracebacks
         token = None if self.token is None else "***"
-        return f"AuthSection(token={token}, tls_cert={self.tls_cert}, tls_key={self.tls_key})"
+        return (
+            f"AuthSection(token={token}, token_file={self.token_file}, "
+            f"tls_cert={self.tls_cert}, tls_key={self.tls_key})"
+        )
 
     @property
     def tls(self) -> bool:

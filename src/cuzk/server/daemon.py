@@ -33,6 +33,7 @@ from cuzk.server.auth import TokenInterceptor, server_credentials
 from cuzk.server.config import DaemonConfig, ListenAddress
 from cuzk.server.journal import Journal
 from cuzk.server.loop import LoopThread
+from cuzk.server.runtime import private_dir, shared_dir
 from cuzk.server.service import ProvingService
 
 log = logging.getLogger(__name__)
@@ -83,6 +84,7 @@ class Daemon:
                 max_inflight_bytes=cfg.server.max_inflight_bytes,
                 metrics=metrics,
                 status_doc=status_doc,
+                redact=_server_paths(self.engine_config.param_dir, cfg.journal.path),
             )
             self.service.resume()
             self._listen(addr)
@@ -122,7 +124,15 @@ class Daemon:
             server_credentials(cfg.auth.tls_cert, cfg.auth.tls_key) if cfg.auth.tls else None
         )
         if addr.unix_path is not None:
-            _clear_stale_socket(Path(addr.unix_path))
+            sock = Path(addr.unix_path)
+            if addr.private:
+                private_dir(sock.parent, create=True)
+            elif shared_dir(sock.parent):
+                log.warning(
+                    "the socket %s is in a directory other users can write: one of them could "
+                    'take that path first; server.listen = "auto" keeps it private', sock
+                )  # fmt: skip
+            _clear_stale_socket(sock)
             target = f"unix:{addr.unix_path}"
         else:
             host = f"[{addr.host}]" if addr.host and ":" in addr.host else addr.host
@@ -261,6 +271,17 @@ def _check_exposure(addr: ListenAddress, cfg: DaemonConfig) -> None:
             f"server.listen: {cfg.server.listen} is reachable from other hosts; "
             "refusing to serve it without auth.token or TLS (auth.tls_cert/tls_key)"
         )
+
+
+def _server_paths(param_dir: Path, journal: Path) -> list[tuple[str, str]]:
+    """Where the daemon keeps its files, as clients are shown them instead."""
+    pairs = []
+    for path, placeholder in ((param_dir, "<param_dir>"), (journal.parent, "<journal_dir>"),
+                              (Path.home(), "~")):  # fmt: skip
+        for form in {str(path), str(path.expanduser()), str(path.expanduser().resolve())}:
+            if form not in ("", "/", "."):
+                pairs.append((form, placeholder))
+    return pairs
 
 
 def _raise_fd_limit() -> None:

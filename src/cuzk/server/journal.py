@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cuzk.errors import BadInput
+from cuzk.server.runtime import private_file
 
 TERMINAL = ("succeeded", "failed", "cancelled")
 
@@ -94,6 +95,8 @@ class Journal:
         self.retention_s = retention_s
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
+            private_file(self.path)  # 0600: it holds payloads and proofs (SQLite gives its
+            # -wal and -shm files the same mode)
             self._db = sqlite3.connect(
                 self.path, check_same_thread=False, isolation_level=None, timeout=30.0
             )

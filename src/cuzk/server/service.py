@@ -30,7 +30,7 @@ import json
 import logging
 import threading
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from concurrent.futures import Executor, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -134,7 +134,8 @@ class ProvingService:
     callback.
 
     ``metrics`` (optional) has ``job_finished(circuit_id, state, seconds, stages)`` and
-    ``render() -> bytes``; ``status_doc`` (optional) turns an EngineStatus into the /status JSON.
+    ``render() -> bytes``; ``status_doc`` (optional) turns an EngineStatus into the /status JSON;
+    ``redact`` lists (server path, placeholder) pairs replaced in what clients are told.
     """
 
     def __init__(
@@ -146,6 +147,7 @@ class ProvingService:
         max_inflight_bytes: int | None = None,
         metrics: Any = None,
         status_doc: Callable[[EngineStatus], dict] | None = None,
+        redact: Sequence[tuple[str, str]] = (),
     ) -> None:
         self.engine = engine
         self.journal = journal
@@ -153,6 +155,9 @@ class ProvingService:
         self.admission = Admission(max_inflight_bytes or 4 * max_message_bytes)
         self.metrics = metrics
         self.status_doc = status_doc
+        # (server path, what clients see instead): error messages never show where the
+        # daemon keeps its keys and journal; the longest paths are replaced first
+        self._redactions = sorted(redact, key=lambda pair: -len(pair[0]))
         self.started = time.time()
         self.completed = 0
         self.failed = 0
@@ -411,7 +416,9 @@ class ProvingService:
                 f"{shown(job_id)} is journalled but not running "
                 "(the daemon is shutting down); it resumes when the daemon restarts",
             )
-        return await_response(entry)
+        response = await_response(entry)
+        response.error_message = self.redacted(response.error_message)
+        return response
 
     def cancel(self, job_id: str) -> bool:
         entry = self._entry(job_id)
@@ -538,6 +545,12 @@ class ProvingService:
         }
         return grpc.method_handlers_generic_handler(SERVICE, handlers)
 
+    def redacted(self, text: str) -> str:
+        """``text`` with the daemon's own paths replaced by placeholders."""
+        for path, placeholder in self._redactions:
+            text = text.replace(path, placeholder)
+        return text
+
     def _submit_msg(self, msg: pb.SubmitProofRequest) -> pb.SubmitProofResponse:
         return self.submit(convert.to_engine(msg))
 
@@ -590,6 +603,7 @@ class ProvingService:
             except Exception as e:  # noqa: BLE001 - one bad call never takes the daemon down
                 log.exception("%s failed", name)
                 code, message = grpc.StatusCode.INTERNAL, f"internal error: {e}"
+            message = self.redacted(message)
             context.set_code(code)
             context.set_details(
                 message if len(message) <= MAX_DETAIL else message[:MAX_DETAIL] + "…"
