@@ -24,12 +24,18 @@ import asyncio
 import dataclasses
 import logging
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from aiohttp import web
 
-from cuzk.engine.request import EngineStatus, JobStatus, PartitionStatus, PartitionTimeline
+from cuzk.engine.request import (
+    EngineStatus,
+    JobState,
+    JobStatus,
+    PartitionStatus,
+    PartitionTimeline,
+)
 from cuzk.errors import BadInput
 from cuzk.server.auth import token_matches
 from cuzk.server.loop import LoopThread
@@ -44,6 +50,15 @@ TIMELINE_STAMPS = tuple(
 
 
 # --- /status ---------------------------------------------------------------------------------
+
+ACTIVE_SHOWN = 200  # queued and running jobs listed in /status (oldest first)
+FINISHED_SHOWN = 50  # finished jobs listed in /status (latest)
+
+
+def _jobs_shown(jobs: Sequence[JobStatus]) -> list[JobStatus]:
+    active = [j for j in jobs if j.state in (JobState.QUEUED, JobState.RUNNING)]
+    finished = [j for j in jobs if j.state not in (JobState.QUEUED, JobState.RUNNING)]
+    return active[:ACTIVE_SHOWN] + finished[-FINISHED_SHOWN:]
 
 
 def _partition_json(p: PartitionStatus) -> dict[str, Any]:
@@ -81,9 +96,13 @@ def status_json(status: EngineStatus) -> dict[str, Any]:
 
     ``queues.jobs`` has every priority and state (zeros included), ``queues.pending`` the
     queued + running jobs per priority (what a client should look at before submitting
-    more), ``jobs`` every remembered job with each partition's state and timeline.
+    more), ``jobs`` the queued and running jobs (up to ``ACTIVE_SHOWN``) and the latest
+    finished ones (up to ``FINISHED_SHOWN``) with each partition's state and timeline, and
+    ``jobs_omitted`` how many more the engine remembers: a scrape stays a few hundred KB
+    however many jobs the engine keeps (all 10,000 were ~15 MB).
     """
     b = status.budget
+    shown_jobs = _jobs_shown(status.jobs)
     jobs = {prio.lower(): dict(by_state) for prio, by_state in status.counts.items()}
     totals: dict[str, int] = {}
     for by_state in jobs.values():
@@ -104,7 +123,8 @@ def status_json(status: EngineStatus) -> dict[str, Any]:
             "pending": {p: s.get("queued", 0) + s.get("running", 0) for p, s in jobs.items()},
             "partitions": dict(status.partitions),
         },
-        "jobs": [_job_json(j) for j in status.jobs],
+        "jobs": [_job_json(j) for j in shown_jobs],
+        "jobs_omitted": len(status.jobs) - len(shown_jobs),
         "workers": [
             {"name": w.name, "kind": w.kind, "device": w.device, "busy_with": w.busy_with}
             for w in status.workers
