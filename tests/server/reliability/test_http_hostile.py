@@ -5,6 +5,8 @@ token is checked first; an honest client is served all along."""
 from __future__ import annotations
 
 import logging
+import os
+import random
 import socket
 import time
 
@@ -136,3 +138,51 @@ def test_malformed_requests_are_answered_without_tracebacks(server, caplog):
     tracebacks = [r for r in caplog.records if r.exc_info or r.levelno >= logging.ERROR]
     assert not tracebacks, [r.getMessage() for r in tracebacks]
     report("http malformed (fast)", requests=len(MALFORMED) * 5, tracebacks=len(tracebacks))
+
+
+def _fds() -> int:
+    return len(os.listdir(f"/proc/{os.getpid()}/fd"))
+
+
+@pytest.mark.heavy
+def test_http_storm_of_malformed_requests_and_slow_clients(caplog, seed):
+    """1,000 seeded malformed or mutated requests and 300 slow connections against a server
+    with the default timeouts and cap: no traceback, honest clients served, no descriptor
+    left open afterwards."""
+    caplog.set_level(logging.DEBUG)
+    r = random.Random(seed)
+    s = StatusServer("127.0.0.1", 0, lambda: {"ok": True}, Metrics(dict), token=TOKEN)  # type: ignore[arg-type]
+    s.start()
+    before = _fds()
+    try:
+        slow = []
+        for _ in range(300):  # more than the cap: the rest are refused with 503
+            sock = _connect(s.port)
+            sock.sendall(b"GET /status HTTP/1.1\r\n")
+            slow.append(sock)
+        valid = f"GET /status HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {TOKEN}\r\n\r\n".encode()
+        for sock in slow:
+            sock.close()
+        answered = 0
+        for _ in range(1000):
+            raw = r.choice(MALFORMED) if r.random() < 0.3 else bytearray(valid)
+            if isinstance(raw, bytearray):
+                for _ in range(r.randrange(1, 6)):
+                    raw[r.randrange(len(raw))] = r.randrange(256)
+            sock = _connect(s.port)
+            try:
+                sock.sendall(bytes(raw))
+                sock.shutdown(socket.SHUT_WR)
+                answered += _closed_within(sock, 15)
+            finally:
+                sock.close()
+        assert get(f"http://127.0.0.1:{s.port}/status", token=TOKEN)[0] == 200
+        time.sleep(1)
+        after = _fds()
+    finally:
+        s.stop()
+    tracebacks = [x for x in caplog.records if x.exc_info or x.levelno >= logging.ERROR]
+    report("http storm (heavy)", seed=seed, requests=1000, slow_connections=300,
+           answered_and_closed=answered, tracebacks=len(tracebacks),
+           fds_before=before, fds_after=after)  # fmt: skip
+    assert not tracebacks and answered == 1000 and after <= before + 2
