@@ -24,6 +24,7 @@ import stat
 import threading
 from pathlib import Path
 from types import FrameType, TracebackType
+from typing import TYPE_CHECKING
 
 import grpc
 
@@ -35,6 +36,9 @@ from cuzk.server.journal import Journal
 from cuzk.server.loop import LoopThread
 from cuzk.server.runtime import private_dir, shared_dir
 from cuzk.server.service import ProvingService
+
+if TYPE_CHECKING:
+    from cuzk.server.http import StatusServer
 
 log = logging.getLogger(__name__)
 
@@ -56,7 +60,7 @@ class Daemon:
         self.engine: Engine | None = None
         self.journal: Journal | None = None
         self.service: ProvingService | None = None
-        self.http = None
+        self.http: StatusServer | None = None
         self._server: grpc.aio.Server | None = None
         self._grpc_loop: LoopThread | None = None
         self._address: str | None = None
@@ -120,9 +124,8 @@ class Daemon:
         interceptors = [TokenInterceptor(cfg.auth.token)] if cfg.auth.token else []
         assert self.service is not None
         handler = self.service.handler()
-        credentials = (
-            server_credentials(cfg.auth.tls_cert, cfg.auth.tls_key) if cfg.auth.tls else None
-        )
+        cert, key = cfg.auth.tls_cert, cfg.auth.tls_key
+        credentials = server_credentials(cert, key) if cert and key else None
         if addr.unix_path is not None:
             sock = Path(addr.unix_path)
             if addr.private:

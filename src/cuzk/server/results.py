@@ -91,7 +91,8 @@ class ResultWriter:
         with self._lock:
             if self._error is None or self._unwritten:
                 return
-            since, self._error, self._since = self._since, None, None
+            since = self._since if self._since is not None else time.time()
+            self._error, self._since = None, None
         log.warning(
             "journal %s is writable again (after %.0f s)", self.journal.path, time.time() - since
         )
