@@ -37,6 +37,7 @@ SRC = Path(__file__).resolve().parent.parent / "src"
 #: prover) builds on ``groth16``'s keys, proofs and verifier, and the engine runs both.
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("", "errors", "openmp"),
+    ("safejson",),  # untrusted JSON reading; raises the errors of the layer below
     ("field", "curve"),
     ("poly",),
     ("r1cs",),

@@ -6,6 +6,9 @@ so a new failure should subclass one of them rather than raise a bare ``Exceptio
 
 from __future__ import annotations
 
+import json
+from pathlib import PurePath
+
 
 class CuzkError(Exception):
     """Base of every error cuzk raises on purpose."""
@@ -13,6 +16,11 @@ class CuzkError(Exception):
 
 class BadInput(CuzkError, ValueError):
     """The caller gave something unusable: a malformed file, point, proof or witness."""
+
+
+class BadPayload(BadInput):
+    """Bytes a caller sent (a vanilla proof, a witness, an inputs file) do not parse at all:
+    not JSON, nested too deeply, a number too long. A server names the field that held them."""
 
 
 class UnsatisfiedConstraint(BadInput):
@@ -34,3 +42,17 @@ class DeviceFault(CuzkError):
 
 class InternalError(CuzkError):
     """A cuzk invariant broke: a bug, never the caller's fault."""
+
+
+def shown(value: object, limit: int = 80) -> str:
+    """A value as an error message shows it: strings and paths in double quotes, anything cut
+    to ``limit`` characters, so that a message never echoes a megabyte (a hostile job id, a
+    config value) back to whoever sent it."""
+    if isinstance(value, str | PurePath):
+        text = json.dumps(str(value), ensure_ascii=False)
+    else:
+        try:
+            text = repr(value)
+        except ValueError:  # an int too long to print in decimal
+            text = f"<{type(value).__name__}>"
+    return text if len(text) <= limit else text[: limit - 1] + "…"

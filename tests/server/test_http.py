@@ -3,6 +3,7 @@ from a real engine that has finished a job."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import socket
 import threading
@@ -125,6 +126,30 @@ def test_status_json_of_a_real_engine(finished_engine):
     assert (srs["circuit_id"], srs["state"], srs["users"]) == (CIRCUIT, "resident", 0)
     # the one resident circuit holds all residency memory: its parameters and its shape
     assert srs["bytes"] == b["reservations"]["srs"] + b["reservations"]["shape"] > 0
+
+
+def test_status_lists_active_jobs_and_the_latest_finished_ones_only(finished_engine, rng):
+    """10,000 remembered jobs (the default retain_jobs) make a scrape of a few hundred KB,
+    not ~15 MB: every queued and running job up to ACTIVE_SHOWN, the latest FINISHED_SHOWN."""
+    from cuzk.server.http import ACTIVE_SHOWN, FINISHED_SHOWN
+
+    engine, _ = finished_engine
+    st = engine.status()
+    (real,) = st.jobs
+    states = [JobState.SUCCEEDED, JobState.FAILED, JobState.QUEUED, JobState.RUNNING]
+    picks = rng.choice(len(states), size=10_000, p=[0.9, 0.04, 0.05, 0.01])
+    many = tuple(
+        dataclasses.replace(real, job_id=f"job-{i:05d}", state=states[k])
+        for i, k in enumerate(picks)
+    )
+    body = json.dumps(status_json(dataclasses.replace(st, jobs=many)))
+    doc = json.loads(body)
+    active = [j.job_id for j in many if j.state in (JobState.QUEUED, JobState.RUNNING)]
+    finished = [j.job_id for j in many if j.job_id not in set(active)]
+    shown = [j["job_id"] for j in doc["jobs"]]
+    assert shown == active[:ACTIVE_SHOWN] + finished[-FINISHED_SHOWN:]
+    assert doc["jobs_omitted"] == len(many) - len(shown)
+    assert len(body) < 2_000_000
 
 
 def test_routes_over_http_with_a_real_engine(finished_engine, serve):

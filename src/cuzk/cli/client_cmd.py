@@ -2,8 +2,8 @@
 and the daemon demo behind ``cuzk demo``.
 
 The daemon address comes from ``--addr``, else ``$CUZK_ADDR``, else the default socket; a token
-from ``--token`` or ``$CUZK_TOKEN``. ``prove``/``await`` exit 0 for a completed proof and 1 for
-a failed, cancelled or timed-out one (the reason on stderr).
+from ``--token-file``, ``$CUZK_TOKEN`` or ``--token``. ``prove``/``await`` exit 0 for a
+completed proof and 1 for a failed, cancelled or timed-out one (the reason on stderr).
 """
 
 from __future__ import annotations
@@ -40,17 +40,44 @@ _KINDS = {
 
 
 def _default_addr() -> str:
-    from cuzk.server.config import DEFAULT_LISTEN
+    """$CUZK_ADDR, else the daemon's default socket, whose directory must be this user's own
+    (a socket another user placed there would receive the token and the payloads)."""
+    from cuzk.server.runtime import default_socket, private_dir
 
-    return os.environ.get("CUZK_ADDR", DEFAULT_LISTEN)
+    if os.environ.get("CUZK_ADDR"):
+        return os.environ["CUZK_ADDR"]
+    sock = default_socket()
+    private_dir(sock.parent, create=False)
+    return f"unix://{sock}"
+
+
+def token(args: argparse.Namespace) -> str | None:
+    """--token-file, else --token (which ``ps`` shows to every local user: a warning says
+    so), else $CUZK_TOKEN."""
+    from cuzk.server.runtime import read_secret
+
+    path = getattr(args, "token_file", None)
+    if path is not None:
+        return read_secret(path, "--token-file")
+    given = getattr(args, "token", None)
+    if given:
+        print(
+            "cuzk: warning: --token is visible to every local user in `ps`; "
+            "use --token-file or $CUZK_TOKEN",
+            file=sys.stderr,
+        )
+        return given
+    return os.environ.get("CUZK_TOKEN") or None
 
 
 def add_parser(sub: Any) -> None:
     c = sub.add_parser("client", help="talk to a running daemon over gRPC")
     c.add_argument(
-        "--addr", help="unix:///path or host:port (default: $CUZK_ADDR or unix:///tmp/cuzk.sock)"
+        "--addr",
+        help="unix:///path or host:port (default: $CUZK_ADDR, else the daemon's default socket)",
     )
-    c.add_argument("--token", help="bearer token (default: $CUZK_TOKEN)")
+    c.add_argument("--token-file", type=Path, help="file holding the bearer token (mode 0600)")
+    c.add_argument("--token", help="bearer token (visible in ps: prefer --token-file, $CUZK_TOKEN)")
     c.add_argument("--tls-ca", type=Path, help="CA certificate; connects with TLS")
     csub = c.add_subparsers(dest="client_command", required=True, metavar="RPC")
 
@@ -116,8 +143,7 @@ def _result_args(s: argparse.ArgumentParser) -> None:
 def _client(args: argparse.Namespace) -> Client:
     from cuzk.server.client import Client
 
-    token = args.token or os.environ.get("CUZK_TOKEN") or None
-    return Client(args.addr or _default_addr(), token=token, tls_ca=args.tls_ca)
+    return Client(args.addr or _default_addr(), token=token(args), tls_ca=args.tls_ca)
 
 
 def _submit_message(args: argparse.Namespace) -> pb.SubmitProofRequest:
@@ -283,8 +309,7 @@ def bench_daemon(args: argparse.Namespace) -> int:
             raise BadInput(f"--{name} must be at least 1")
     if args.timeline is not None:
         require_matplotlib()
-    token = getattr(args, "token", None) or os.environ.get("CUZK_TOKEN") or None
-    with Client(args.addr, token=token) as client:
+    with Client(args.addr, token=token(args)) as client:
         client.wait_ready(10.0)
         t0 = time.perf_counter()
         client.preload(circuit)

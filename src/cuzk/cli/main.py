@@ -14,6 +14,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from cuzk import safejson
 from cuzk.cli import client_cmd, filecoin_cmd, serve_cmd, snarkjs_cmd
 from cuzk.cli.bench import add_parser as _add_bench_parser
 from cuzk.cli.bench import cmd_bench
@@ -242,10 +243,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 def _parse_inputs(path: Path) -> list:
     """A JSON list of decimal inputs, or a list of such lists (one per partition)."""
-    try:
-        raw = json.loads(read_input(path))
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise BadInput(f"{path}: not JSON ({e})") from e
+    raw = safejson.loads(read_input(path), str(path), invalid="not JSON")
     if isinstance(raw, list) and raw and all(isinstance(x, list) for x in raw):
         return [_decimals(x, f"{path} partition {k}") for k, x in enumerate(raw)]
     return _decimals(raw, str(path))
@@ -257,7 +255,7 @@ def _decimals(raw: object, where: str) -> list[int]:
     out = []
     for i, x in enumerate(raw):
         if isinstance(x, str) and x.isdigit():
-            out.append(int(x))
+            out.append(safejson.decimal(x, f"{where}: input {i}"))
         elif isinstance(x, int) and not isinstance(x, bool) and x >= 0:
             out.append(x)
         else:

@@ -1,19 +1,27 @@
 """``cuzk serve``: run the proving daemon in the foreground until SIGINT or SIGTERM.
 
-With no ``--config`` it runs on the embedded defaults (unix socket /tmp/cuzk.sock, HTTP status
-on 127.0.0.1:9821, keys under ~/.cache/cuzk/params, journal under ~/.local/state/cuzk); flags
-and ``--set section.key=value`` override the file.
+With no ``--config`` it runs on the embedded defaults (a unix socket in a directory only this
+user can enter, $XDG_RUNTIME_DIR/cuzk/cuzk.sock or /tmp/cuzk-UID/cuzk.sock; HTTP status on
+127.0.0.1:9821; keys under ~/.cache/cuzk/params; journal under ~/.local/state/cuzk); flags and
+``--set section.key=value`` override the file. The bearer token is best given as
+auth.token_file or in $CUZK_TOKEN: a token on the command line is visible to every local user
+in ``ps``.
 """
 
 from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cuzk.errors import BadInput
+
+if TYPE_CHECKING:
+    from cuzk.server.config import DaemonConfig
 
 
 def add_parser(sub: Any) -> None:
@@ -60,11 +68,33 @@ def overrides(args: argparse.Namespace) -> dict[str, object]:
     return out
 
 
-def run(args: argparse.Namespace) -> int:
+def config_from(args: argparse.Namespace, environ: Mapping[str, str]) -> DaemonConfig:
+    """The daemon's config: the file, the flags, and $CUZK_TOKEN when no token is set."""
     from cuzk.server.config import load_config
+
+    flags = overrides(args)
+    if flags.get("auth.token"):
+        print(
+            "cuzk serve: warning: a token given with --set is visible to every local user in "
+            "`ps`; use auth.token_file or $CUZK_TOKEN",
+            file=sys.stderr,
+        )
+    env = environ.get("CUZK_TOKEN")
+    if not env or flags.get("auth.token") or flags.get("auth.token_file"):
+        return load_config(args.config, flags)
+    try:  # the file may name its own token
+        config = load_config(args.config, flags)
+    except BadInput:  # (e.g. a remote listener that needs the token from the environment)
+        config = None
+    if config is not None and config.auth.token is not None:
+        return config
+    return load_config(args.config, {**flags, "auth.token": env})
+
+
+def run(args: argparse.Namespace) -> int:
     from cuzk.server.daemon import Daemon
 
-    config = load_config(args.config, overrides(args))
+    config = config_from(args, os.environ)
     logging.basicConfig(
         level=config.log.level.upper(),
         stream=sys.stderr,

@@ -85,6 +85,8 @@ class FaultInjection:
         return int.from_bytes(digest, "little") / 2**64 < p
 
 
+MAX_JOIN_TIMEOUT_S = 3600.0  # a thread that has not stopped in an hour never will
+
 BackendFactory = Callable[[int], Backend]
 """Makes the backend for device index i; the engine closes what it returns at shutdown."""
 
@@ -143,6 +145,10 @@ class EngineConfig:
             raise BadInput("staging_budget must be positive")
         if self.pinned_pool_bytes < 0:
             raise BadInput("pinned_pool_bytes must be non-negative")
+        if not 0 < self.join_timeout_s <= MAX_JOIN_TIMEOUT_S:  # (False for NaN too)
+            raise BadInput(
+                f"join_timeout_s must be in (0, {MAX_JOIN_TIMEOUT_S:g}], got {self.join_timeout_s}"
+            )
 
     @property
     def lookahead(self) -> int:

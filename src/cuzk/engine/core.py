@@ -34,6 +34,7 @@ import time
 from collections import Counter, deque
 from collections.abc import Callable, Sequence
 from functools import partial
+from typing import Any
 
 from cuzk.circuits import canonical_id
 from cuzk.engine.assembler import PartitionProof, assemble_job
@@ -62,6 +63,7 @@ from cuzk.engine.timeline import Clock
 from cuzk.engine.workers import Device, DeviceWorker, Worker, staged_bytes_for
 from cuzk.errors import (
     BadInput,
+    BadPayload,
     CuzkError,
     DeviceFault,
     InternalError,
@@ -74,6 +76,7 @@ log = logging.getLogger(__name__)
 _CATEGORIES = (BadInput, ResourceExhausted, DeviceFault, InternalError, JobCancelled)
 _RETRY = object()
 MAX_JOB_ID_LEN = 128
+_WAIT_SLICE_S = 3600.0  # the longest single condition wait; the predicate is checked again
 
 
 class EngineCore:
@@ -132,7 +135,7 @@ class EngineCore:
             if existing is not None:
                 return existing.id
         # Parsing a payload (a C1 output can be tens of MB) happens outside the lock.
-        statement, info = family_for(request.circuit_id).open(request, self.config)
+        statement, info = _open(request, self.config)
         if statement.partitions > self.config.max_partitions:
             raise BadInput(
                 f"{statement.partitions} partitions exceed the limit of "
@@ -352,7 +355,9 @@ class EngineCore:
                 if raise_on_timeout:
                     raise TimeoutError(f"{what}: timed out")
                 return False
-            self._cv.wait(remaining)
+            # (capped: a wait longer than threading.TIMEOUT_MAX raises OverflowError, and an
+            # infinite shutdown timeout means "until the jobs finish")
+            self._cv.wait(None if remaining is None else min(remaining, _WAIT_SLICE_S))
             if once:
                 return True
         return True
@@ -646,3 +651,24 @@ def _srs_wait(job: Job) -> float:
 
 def _not_loading(entry: Resident) -> bool:
     return entry.state != LOADING
+
+
+# What reading untrusted bytes raises besides our own errors (a parser meeting input it did not
+# expect); never an internal error for the engine's caller.
+_PARSE_ERRORS = (ValueError, RecursionError, OverflowError, TypeError, KeyError, IndexError)
+
+
+def _open(request: ProofRequest, config: EngineConfig) -> tuple[Any, Any]:
+    """The family's statement and circuit info for a request; a payload that makes its parser
+    fail in any way is BadPayload (logged with its traceback at debug level)."""
+    try:
+        return family_for(request.circuit_id).open(request, config)
+    except CuzkError:
+        raise
+    except _PARSE_ERRORS as e:
+        if not request.payload:
+            raise
+        log.debug("payload of %s does not parse", request.circuit_id, exc_info=True)
+        raise BadPayload(
+            f"{request.circuit_id}: the payload does not parse ({type(e).__name__}: {e})"[:500]
+        ) from None

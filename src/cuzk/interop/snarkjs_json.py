@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from cuzk import safejson
 from cuzk.curve import G1, G2, g1_identity, g2_identity
 from cuzk.curve.encoding import g1_from_bytes, g1_to_bytes, g2_from_bytes, g2_to_bytes
 from cuzk.errors import BadInput
@@ -117,10 +118,7 @@ def read_json(path: str | os.PathLike[str]) -> Any:
         raise BadInput(f"cannot read {path}: {e.strerror}") from e
     except UnicodeDecodeError as e:
         raise BadInput(f"{path}: not a text file ({e.reason})") from e
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as e:
-        raise BadInput(f"{path}: not JSON ({e})") from e
+    return safejson.loads(text, str(path), invalid="not JSON")
 
 
 def number(value: Any, where: str) -> int:

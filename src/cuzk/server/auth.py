@@ -1,14 +1,14 @@
 """Who may talk to the daemon: a bearer token checked on every gRPC call, and TLS credentials.
 
 The token travels as gRPC metadata ``authorization: Bearer <token>`` (the HTTP server takes the
-same header). It is compared in constant time; a call without it, or with another, ends with
-UNAUTHENTICATED before any servicer code runs.
+same header; the scheme's case does not matter, as in HTTP). It is compared in constant time; a
+call without it, or with another, ends with UNAUTHENTICATED before any servicer code runs.
 """
 
 from __future__ import annotations
 
 import hmac
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -24,33 +24,50 @@ def bearer(token: str) -> tuple[tuple[str, str], ...]:
     return ((AUTH_HEADER, f"Bearer {token}"),)
 
 
-class TokenInterceptor(grpc.ServerInterceptor):
+def token_matches(header: str | bytes | None, expected: bytes) -> bool:
+    """``header`` is ``Bearer <expected>`` (scheme in any case; compared in constant time)."""
+    if header is None:
+        return False
+    text = header.decode("latin-1") if isinstance(header, bytes) else header
+    scheme, _, given = text.strip().partition(" ")
+    ok_scheme = scheme.lower() == "bearer"
+    same = hmac.compare_digest(given.strip().encode("utf-8", "surrogateescape"), expected)
+    return ok_scheme and same
+
+
+class TokenInterceptor(grpc.aio.ServerInterceptor):
     """Refuses every call whose metadata lacks ``authorization: Bearer <token>``."""
 
     def __init__(self, token: str) -> None:
         if not token:
             raise BadInput("auth.token: an empty token protects nothing")
-        self._expected = f"Bearer {token}".encode()
+        self._token = token.encode()
 
-        def deny(_request: Any, context: grpc.ServicerContext) -> None:
-            context.abort(
-                grpc.StatusCode.UNAUTHENTICATED,
-                "missing or wrong bearer token (metadata 'authorization: Bearer …')",
+        async def deny(_requests: Any, context: grpc.aio.ServicerContext) -> None:
+            # (status set and returned, not raised: an exception's traceback would keep the
+            # call alive longer; the request is never read, so a stranger's bytes cost nothing)
+            context.set_code(grpc.StatusCode.UNAUTHENTICATED)
+            context.set_details(
+                "missing or wrong bearer token (metadata 'authorization: Bearer …')"
             )
 
-        self._deny = grpc.unary_unary_rpc_method_handler(deny)
+        self._deny: grpc.RpcMethodHandler = grpc.stream_unary_rpc_method_handler(
+            deny, response_serializer=_nothing
+        )
 
-    def intercept_service(
+    async def intercept_service(  # type: ignore[override]  # grpc's stub generics, not ours
         self,
-        continuation: Callable[[grpc.HandlerCallDetails], grpc.RpcMethodHandler | None],
+        continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler]],
         handler_call_details: grpc.HandlerCallDetails,
-    ) -> grpc.RpcMethodHandler | None:
+    ) -> grpc.RpcMethodHandler:
         for key, value in handler_call_details.invocation_metadata or ():
-            if key == AUTH_HEADER:
-                got = value.encode() if isinstance(value, str) else bytes(value)
-                if hmac.compare_digest(got, self._expected):
-                    return continuation(handler_call_details)
+            if key == AUTH_HEADER and token_matches(value, self._token):
+                return await continuation(handler_call_details)
         return self._deny
+
+
+def _nothing(_message: object) -> bytes:
+    return b""
 
 
 def _read(path: Path, what: str) -> bytes:

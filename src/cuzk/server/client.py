@@ -129,7 +129,7 @@ class Client:
         seeds: Sequence[int] = (),
         payload: bytes = b"",
         *,
-        priority: int = pb.NORMAL,
+        priority: pb.Priority = pb.NORMAL,
         request_id: str = "",
     ) -> str:
         return self.submit(

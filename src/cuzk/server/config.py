@@ -18,7 +18,7 @@ bytes or a string with a unit (``"512MiB"``, ``"64GiB"``), paths may start with 
 from __future__ import annotations
 
 import ipaddress
-import json
+import math
 import re
 import tomllib
 from collections.abc import Callable, Mapping
@@ -28,10 +28,13 @@ from typing import Any, ClassVar
 
 from cuzk.engine.budget import DEFAULT_MARGIN
 from cuzk.engine.config import EngineConfig, FaultInjection
-from cuzk.errors import BadInput
+from cuzk.errors import BadInput, shown
+from cuzk.server.runtime import default_socket, read_secret
 
 MiB = 1 << 20
-DEFAULT_LISTEN = "unix:///tmp/cuzk.sock"
+MAX_BYTES = 1 << 50  # 1 PiB: no memory size in this config is larger
+MAX_MESSAGE_BYTES = 1 << 30  # gRPC's limit is 2 GiB; the transport admits twice the setting
+DEFAULT_LISTEN = "auto"  # a unix socket in this user's private directory (server/runtime.py)
 DEFAULT_HTTP_LISTEN = "127.0.0.1:9821"
 LOG_LEVELS = ("debug", "info", "warning", "error", "critical")
 
@@ -43,48 +46,37 @@ class _Expected(ValueError):
 Converter = Callable[[Any], Any]
 
 
-def _show(value: object) -> str:
-    """A value as the user wrote it (strings in double quotes, like TOML)."""
-    if isinstance(value, str):
-        return json.dumps(value, ensure_ascii=False)
-    if isinstance(value, Path):
-        return json.dumps(str(value), ensure_ascii=False)
-    return repr(value)
-
-
 # --- converters -----------------------------------------------------------------------------
 
 
-def _integer(
-    lo: int | None = None, hi: int | None = None, auto: bool = False, zero_is_auto: bool = True
-) -> Converter:
+def _integer(lo: int, hi: int, auto: bool = False, zero_is_auto: bool = True) -> Converter:
     """An int in [lo, hi]; with ``auto``, "auto" and None (and 0, unless ``zero_is_auto`` is
-    False) mean None (the engine decides)."""
-    if lo is not None and hi is not None:
-        what = f"an integer in [{lo}, {hi}]"
-    elif lo is not None:
-        what = f"an integer ≥ {lo}"
-    else:
-        what = "an integer"
+    False) mean None (the engine decides). Every count is bounded: a thousand workers per
+    device is a thousand idle threads, not more speed."""
+    what = f"an integer in [{lo}, {hi}]"
     if auto:
         what += ' (or 0 / "auto")' if zero_is_auto else ' (or "auto")'
 
     def conv(v: Any) -> int | None:
         if auto and (v is None or v == "auto" or (zero_is_auto and type(v) is int and v == 0)):
             return None
-        if type(v) is not int or (lo is not None and v < lo) or (hi is not None and v > hi):
+        if type(v) is not int or v < lo or v > hi:
             raise _Expected(what)
         return v
 
     return conv
 
 
-def _number(lo: float = 0.0, strict: bool = False) -> Converter:
-    """A float > lo (strict) or ≥ lo; TOML integers are accepted."""
-    what = f"a number {'>' if strict else '≥'} {lo:g}"
+def _number(lo: float = 0.0, hi: float = 86400.0, strict: bool = False) -> Converter:
+    """A finite float in (lo, hi] (strict) or [lo, hi]; TOML integers are accepted. Every
+    number has an upper bound: an infinite or astronomically large timeout overflows the
+    waits it is given to (and ``inf``/``nan`` are valid TOML)."""
+    what = f"a number {'>' if strict else '≥'} {lo:g} and ≤ {hi:g}"
 
     def conv(v: Any) -> float:
-        if type(v) not in (int, float) or v != v or (v <= lo if strict else v < lo):
+        if type(v) not in (int, float) or not math.isfinite(v):
+            raise _Expected(what)
+        if (v <= lo if strict else v < lo) or v > hi:
             raise _Expected(what)
         return float(v)
 
@@ -106,7 +98,7 @@ def _boolean(v: Any) -> bool:
 def _choice(*options: str) -> Converter:
     def conv(v: Any) -> str:
         if not isinstance(v, str) or v.lower() not in options:
-            raise _Expected("one of " + ", ".join(_show(o) for o in options))
+            raise _Expected("one of " + ", ".join(shown(o) for o in options))
         return v.lower()
 
     return conv
@@ -126,25 +118,26 @@ _UNITS = {
 }
 
 
-def _size(minimum: int = 0, auto: bool = False) -> Converter:
-    """Bytes: an integer or a string with a unit; with ``auto``, 0 and "auto" mean None."""
-    what = f'a size in bytes ≥ {minimum} (an integer or a string such as "64GiB")'
+def _size(minimum: int = 0, maximum: int = MAX_BYTES, auto: bool = False) -> Converter:
+    """Bytes in [minimum, maximum]: an integer or a string with a unit; with ``auto``, 0 and
+    "auto" mean None."""
+    what = f'a size in bytes in [{minimum}, {maximum}] (an integer or a string such as "64GiB")'
     if auto:
-        what = 'a size in bytes (an integer or a string such as "64GiB"), or "auto"'
+        what = f'a size in bytes ≤ {maximum} (an integer or a string such as "64GiB"), or "auto"'
 
     def conv(v: Any) -> int | None:
         if auto and (v is None or v == "auto" or (type(v) is int and v == 0)):
             return None
         if isinstance(v, str):
             m = _SIZE.match(v)
-            if m is None:
+            if m is None or len(m.group(1)) > 30:
                 raise _Expected(what)
             n = int(float(m.group(1)) * _UNITS[(m.group(2) or "b").lower()])
         elif type(v) is int:
             n = v
         else:
             raise _Expected(what)
-        if n < max(minimum, 1 if auto else 0):
+        if n < max(minimum, 1 if auto else 0) or n > maximum:
             raise _Expected(what)
         return n
 
@@ -188,7 +181,7 @@ def _names(v: Any) -> frozenset[str] | None:
 
 def _listen(v: Any) -> str:
     if not isinstance(v, str):
-        raise _Expected('"unix:///path", "unix:path" or "host:port"')
+        raise _Expected('"auto", "unix:///path", "unix:path" or "host:port"')
     _parse_listen(v)
     return v
 
@@ -210,6 +203,7 @@ class ListenAddress:
     unix_path: str | None  # socket path (unix sockets)
     host: str | None  # TCP host (IPv6 without brackets)
     port: int | None  # TCP port, 0: any free port
+    private: bool = False  # "auto": the socket's directory is made and kept private
 
     @property
     def loopback(self) -> bool:
@@ -246,6 +240,8 @@ def _split_host_port(addr: str) -> tuple[str, int]:
 
 
 def _parse_listen(addr: str) -> ListenAddress:
+    if addr == "auto":
+        return ListenAddress(str(default_socket()), None, None, private=True)
     if addr.startswith("unix://"):
         path = addr[len("unix://") :]
         if not path.startswith("/"):
@@ -258,7 +254,9 @@ def _parse_listen(addr: str) -> ListenAddress:
     try:
         host, port = _split_host_port(addr)
     except _Expected:
-        raise _Expected('"unix:///path", "unix:path", "host:port" or "[ipv6]:port"') from None
+        raise _Expected(
+            '"auto", "unix:///path", "unix:path", "host:port" or "[ipv6]:port"'
+        ) from None
     return ListenAddress(None, host, port)
 
 
@@ -267,7 +265,7 @@ def split_host_port(addr: str) -> tuple[str, int]:
     try:
         return _split_host_port(addr)
     except _Expected as e:
-        raise BadInput(f"bad address {_show(addr)}: expected {e}") from None
+        raise BadInput(f"bad address {shown(addr)}: expected {e}") from None
 
 
 def parse_listen(addr: str) -> ListenAddress:
@@ -276,7 +274,7 @@ def parse_listen(addr: str) -> ListenAddress:
     try:
         return _parse_listen(addr)
     except _Expected as e:
-        raise BadInput(f"bad listen address {_show(addr)}: expected {e}") from None
+        raise BadInput(f"bad listen address {shown(addr)}: expected {e}") from None
 
 
 # --- sections -------------------------------------------------------------------------------
@@ -298,7 +296,7 @@ class _Section:
                 converted = f.metadata["conv"](value)
             except _Expected as e:  # (a nested section raises BadInput naming its own keys)
                 raise BadInput(
-                    f"{self.SECTION}.{f.name}: expected {e}, got {_show(value)}"
+                    f"{self.SECTION}.{f.name}: expected {e}, got {shown(value)}"
                 ) from None
             object.__setattr__(self, f.name, converted)
 
@@ -308,9 +306,24 @@ class ServerSection(_Section):
     """The gRPC listener."""
 
     SECTION: ClassVar[str] = "server"
-    listen: str = _setting(DEFAULT_LISTEN, _listen, "unix:///path, unix:path or host:port")
-    max_message_bytes: int = _setting(256 * MiB, _size(minimum=1024), "largest gRPC message")
+    listen: str = _setting(
+        DEFAULT_LISTEN, _listen, "auto (a private unix socket), unix:///path, unix:path, host:port"
+    )
+    max_message_bytes: int = _setting(
+        256 * MiB, _size(minimum=1024, maximum=MAX_MESSAGE_BYTES), "largest gRPC message"
+    )
+    max_inflight_bytes: int = _setting(
+        1 << 30, _size(minimum=1024), "requests of 1 MiB or more held at once (bytes)"
+    )
     grace_seconds: float = _setting(30.0, _number(0.0), "shutdown: time given to running jobs")
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.max_inflight_bytes < self.max_message_bytes:
+            raise BadInput(
+                "server.max_inflight_bytes: expected at least server.max_message_bytes "
+                f"({self.max_message_bytes:,}), got {self.max_inflight_bytes:,}"
+            )
 
     @property
     def address(self) -> ListenAddress:
@@ -342,10 +355,10 @@ class FaultsSection(_Section):
     synthesis_error: float = _setting(0.0, _probability, "synthesis raises")
     kernel_error: float = _setting(0.0, _probability, "the kernel region raises")
     slow_kernel: float = _setting(0.0, _probability, "the kernel region sleeps")
-    slow_kernel_s: float = _setting(0.5, _number(0.0), "how long a slow kernel sleeps")
+    slow_kernel_s: float = _setting(0.5, _number(0.0, 3600.0), "how long a slow kernel sleeps")
     budget_exhaustion: float = _setting(0.0, _probability, "admission refuses")
     bad_proof: float = _setting(0.0, _probability, "the assembled proof is corrupted")
-    seed: int = _setting(0, _integer(0), "decides which partitions are hit")
+    seed: int = _setting(0, _integer(0, (1 << 64) - 1), "decides which partitions are hit")
     targets: frozenset[str] | None = _setting(None, _names, "request ids; empty: all jobs")
 
     def injection(self) -> FaultInjection:
@@ -368,23 +381,27 @@ class EngineSection(_Section):
     SECTION: ClassVar[str] = "engine"
     param_dir: Path = _setting(Path("~/.cache/cuzk/params"), _path(), "keys directory")
     backend: str = _setting("cpu", _choice("cpu", "cuda"), "cpu or cuda")
-    devices: int = _setting(1, _integer(1), "K devices")
-    workers_per_device: int = _setting(2, _integer(1), "device workers per device")
-    synthesis_workers: int = _setting(1, _integer(1), "synthesis threads")
+    devices: int = _setting(1, _integer(1, 64), "K devices")
+    workers_per_device: int = _setting(2, _integer(1, 16), "device workers per device")
+    synthesis_workers: int = _setting(1, _integer(1, 256), "synthesis threads")
     synthesis_processes: int | None = _setting(
-        None, _integer(0, auto=True, zero_is_auto=False), "None: half the cores (≤ 8) on 4+ cores"
+        None,
+        _integer(0, 256, auto=True, zero_is_auto=False),
+        "None: half the cores (≤ 8) on 4+ cores",
     )
-    synthesis_lookahead: int | None = _setting(None, _integer(1, auto=True), "None: K·N")
-    msm_workers: int | None = _setting(None, _integer(1, auto=True), "None: cores / K")
+    synthesis_lookahead: int | None = _setting(None, _integer(1, 4096, auto=True), "None: K·N")
+    msm_workers: int | None = _setting(None, _integer(1, 1024, auto=True), "None: cores / K")
     memory_budget: int | None = _setting(None, _size(auto=True), "None: MemAvailable − margin")
     memory_margin: int = _setting(DEFAULT_MARGIN, _size(), "kept free when the budget is auto")
     shape_cache: Path | None = _setting(None, _path(optional=True), "None: shapes in memory")
     staging: bool = _setting(True, _boolean, "second per-device lock for uploads")
     staging_budget: int | None = _setting(None, _size(auto=True), "None: half the GPU memory")
     pinned_pool_bytes: int = _setting(2 << 30, _size(), "idle pinned buffers kept per device")
-    max_partitions: int = _setting(64, _integer(1), "per request")
-    retain_jobs: int = _setting(10_000, _integer(1), "finished jobs remembered")
-    join_timeout_s: float = _setting(30.0, _number(0.0, strict=True), "per thread at shutdown")
+    max_partitions: int = _setting(64, _integer(1, 4096), "per request")
+    retain_jobs: int = _setting(10_000, _integer(1, 1_000_000), "finished jobs remembered")
+    join_timeout_s: float = _setting(
+        30.0, _number(0.0, 3600.0, strict=True), "per thread at shutdown"
+    )
     faults: FaultsSection = _setting(FaultsSection(), _faults, "[engine.faults]")
 
     def engine_config(self) -> EngineConfig:
@@ -400,7 +417,9 @@ class JournalSection(_Section):
 
     SECTION: ClassVar[str] = "journal"
     path: Path = _setting(Path("~/.local/state/cuzk/journal.sqlite3"), _path(), "journal file")
-    retention_hours: float = _setting(24.0, _number(0.0, strict=True), "results kept this long")
+    retention_hours: float = _setting(
+        24.0, _number(0.0, 24 * 3650.0, strict=True), "results kept this long"
+    )
 
 
 @dataclass(frozen=True)
@@ -409,6 +428,9 @@ class AuthSection(_Section):
 
     SECTION: ClassVar[str] = "auth"
     token: str | None = _setting(None, _optional_text, "bearer token; None: no token")
+    token_file: Path | None = _setting(
+        None, _path(optional=True), "file holding the token (not visible in ps); mode 0600"
+    )
     tls_cert: Path | None = _setting(None, _path(optional=True), "PEM certificate chain")
     tls_key: Path | None = _setting(None, _path(optional=True), "PEM private key")
 
@@ -416,10 +438,17 @@ class AuthSection(_Section):
         super().__post_init__()
         if (self.tls_cert is None) != (self.tls_key is None):
             raise BadInput("auth.tls_cert and auth.tls_key: give both or neither")
+        if self.token_file is not None:
+            if self.token is not None:
+                raise BadInput("auth.token and auth.token_file: give one or the other")
+            object.__setattr__(self, "token", read_secret(self.token_file, "auth.token_file"))
 
     def __repr__(self) -> str:  # keep the token out of logs and tracebacks
         token = None if self.token is None else "***"
-        return f"AuthSection(token={token}, tls_cert={self.tls_cert}, tls_key={self.tls_key})"
+        return (
+            f"AuthSection(token={token}, token_file={self.token_file}, "
+            f"tls_cert={self.tls_cert}, tls_key={self.tls_key})"
+        )
 
     @property
     def tls(self) -> bool:
@@ -457,13 +486,13 @@ class DaemonConfig:
     def __post_init__(self) -> None:
         if not self.server.address.loopback and self.auth.token is None and not self.auth.tls:
             raise BadInput(
-                f"server.listen: {_show(self.server.listen)} is reachable from other hosts; "
+                f"server.listen: {shown(self.server.listen)} is reachable from other hosts; "
                 "set auth.token or auth.tls_cert/auth.tls_key, or listen on a unix socket "
                 "or loopback"
             )
         if self.http.enabled and not is_loopback_host(self.http.host) and self.auth.token is None:
             raise BadInput(
-                f"http.listen: {_show(self.http.listen)} is reachable from other hosts; "
+                f"http.listen: {shown(self.http.listen)} is reachable from other hosts; "
                 "set auth.token or listen on loopback"
             )
 
@@ -493,7 +522,7 @@ def _coerce_flag(value: Any, conv: Converter | None) -> Any:
         pass
     try:
         return tomllib.loads(f"v = {value}")["v"]
-    except tomllib.TOMLDecodeError:
+    except (tomllib.TOMLDecodeError, RecursionError):
         return value  # the converter's error will show the original text
 
 
@@ -502,12 +531,12 @@ def _set_override(data: dict[str, Any], key: str, value: Any) -> None:
     checks that follow, so a flag and a file entry fail the same way."""
     parts = key.split(".")
     if len(parts) < 2 or not all(parts):
-        raise BadInput(f"override {_show(key)}: expected section.key, e.g. server.listen")
+        raise BadInput(f"override {shown(key)}: expected section.key, e.g. server.listen")
     table = data
     for i, part in enumerate(parts[:-1]):
         table = table.setdefault(part, {})
         if not isinstance(table, dict):
-            raise BadInput(f"{'.'.join(parts[: i + 1])}: expected a table, got {_show(table)}")
+            raise BadInput(f"{'.'.join(parts[: i + 1])}: expected a table, got {shown(table)}")
     table[parts[-1]] = _coerce_flag(value, _converter(parts))
 
 
@@ -544,6 +573,8 @@ def load_config(path: Path | None, overrides: Mapping[str, object] | None = None
             data = tomllib.loads(text)
         except tomllib.TOMLDecodeError as e:
             raise BadInput(f"config file {path}: not valid TOML ({e})") from None
+        except RecursionError:
+            raise BadInput(f"config file {path}: nested too deeply") from None
     for key, value in (overrides or {}).items():
         if value is not None:
             _set_override(data, key, value)
@@ -552,7 +583,7 @@ def load_config(path: Path | None, overrides: Mapping[str, object] | None = None
         if name not in SECTIONS:
             raise BadInput(f"{name}: unknown section; known: {', '.join(SECTIONS)}")
         if not isinstance(table, dict):
-            raise BadInput(f"{name}: expected a table ([{name}]), got {_show(table)}")
+            raise BadInput(f"{name}: expected a table ([{name}]), got {shown(table)}")
         _check_keys(SECTIONS[name], table, name)
         sections[name] = SECTIONS[name](**table)
     return DaemonConfig(**sections)  # type: ignore[arg-type]
@@ -562,7 +593,7 @@ def field_docs() -> dict[str, str]:
     """Dotted key → one-line meaning, for ``cuzk serve --help`` and the example-file test."""
     out: dict[str, str] = {}
     for name, cls in SECTIONS.items():
-        for f in fields(cls):
+        for f in fields(cls):  # type: ignore[arg-type]  # every section is a dataclass
             if f.name == "faults":
                 for g in fields(FaultsSection):
                     out[f"{name}.faults.{g.name}"] = g.metadata["doc"]

@@ -22,8 +22,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
-from google.protobuf.message import DecodeError
+from google.protobuf.message import DecodeError, Message
 
 from cuzk.circuits.catalogue import canonical_id, filecoin_circuit, payload_from_parts
 from cuzk.circuits.filecoin.wire import ClientParts
@@ -32,9 +33,12 @@ from cuzk.engine.request import JobResult, PartitionTimeline
 from cuzk.errors import BadInput
 from cuzk.server.proto import proving_pb2 as pb
 
+M = TypeVar("M", bound=Message)
+
 # Sector sizes in the order of every group of filecoin-ffi's registered proof numbers.
 SECTOR_SIZES = (2 << 10, 8 << 20, 512 << 20, 32 << 30, 64 << 30)
 _SIZE_LABELS = ("2KiB", "8MiB", "512MiB", "32GiB", "64GiB")
+MAX_CIRCUIT_ID = 128
 
 # proto Priority (LOW=1 … CRITICAL=4, 0 unspecified) → engine Priority (CRITICAL=0 runs first)
 _PRIORITY: dict[int, Priority] = {
@@ -53,9 +57,10 @@ class Converted:
 
     request: ProofRequest
     kind: str  # "porep", "snap", "wpost", "winning" or "circuit" (named directly)
+    field: str | None = None  # the message field the payload came from (for errors)
 
 
-def decode(message_type: type, raw: bytes, what: str):  # noqa: ANN201 - a protobuf message
+def decode(message_type: type[M], raw: bytes, what: str) -> M:
     """Parse ``raw`` as ``message_type``; BadInput (never DecodeError) if it is not one."""
     try:
         msg = message_type()
@@ -81,7 +86,8 @@ def to_engine(msg: pb.SubmitProofRequest) -> Converted:
         kind = "circuit"
     else:
         kind, circuit_id, seeds, payload = _by_kind(msg)
-    return Converted(make_request(circuit_id, seeds, payload, priority, request_id), kind)
+    field = None if not payload else "vanilla_proofs" if msg.vanilla_proofs else "vanilla_proof"
+    return Converted(make_request(circuit_id, seeds, payload, priority, request_id), kind, field)
 
 
 def make_request(
@@ -112,10 +118,18 @@ def wire_priority(priority: Priority) -> int:
     return _WIRE_PRIORITY[priority]
 
 
+def circuit_id_field(value: str) -> str:
+    """A request's ``circuit_id`` field, checked for length and presence."""
+    if not value:
+        raise BadInput("circuit_id is empty")
+    if len(value) > MAX_CIRCUIT_ID:
+        raise BadInput(f"circuit_id: at most {MAX_CIRCUIT_ID} characters, got {len(value):,}")
+    return value
+
+
 def _direct(msg: pb.SubmitProofRequest) -> tuple[str, tuple[int, ...], bytes]:
     """``circuit_id`` set: seeds or vanilla_proof is the whole input."""
-    if len(msg.circuit_id) > 128:
-        raise BadInput("circuit_id: at most 128 characters")
+    circuit_id_field(msg.circuit_id)
     seeds, payload = tuple(msg.seeds), bytes(msg.vanilla_proof)
     if msg.vanilla_proofs:
         raise BadInput("circuit_id requests take seeds or vanilla_proof, not vanilla_proofs")

@@ -17,13 +17,14 @@ from __future__ import annotations
 
 import logging
 import os
+import resource
 import signal
 import socket
 import stat
 import threading
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from types import FrameType, TracebackType
+from typing import TYPE_CHECKING, Any
 
 import grpc
 
@@ -32,11 +33,21 @@ from cuzk.errors import BadInput
 from cuzk.server.auth import TokenInterceptor, server_credentials
 from cuzk.server.config import DaemonConfig, ListenAddress
 from cuzk.server.journal import Journal
+from cuzk.server.loop import LoopThread
+from cuzk.server.runtime import private_dir, shared_dir
 from cuzk.server.service import ProvingService
+
+if TYPE_CHECKING:
+    from cuzk.server.http import StatusServer
 
 log = logging.getLogger(__name__)
 
-RPC_THREADS = 64  # AwaitProof blocks a thread per waiting client
+# Calls in progress at once (waiting ones included; each costs a coroutine and a few KB); gRPC
+# answers RESOURCE_EXHAUSTED beyond it.
+MAX_CONCURRENT_RPCS = 10_000
+MAX_CONNECTIONS = 4096  # gRPC connections open at once
+HANDSHAKE_TIMEOUT_MS = 20_000
+FD_LIMIT = 65536  # the soft open-files limit is raised towards this (never above the hard one)
 _MAX_GRPC_LIMIT = (1 << 31) - 1
 
 
@@ -49,8 +60,9 @@ class Daemon:
         self.engine: Engine | None = None
         self.journal: Journal | None = None
         self.service: ProvingService | None = None
-        self.http = None
-        self._server: grpc.Server | None = None
+        self.http: StatusServer | None = None
+        self._server: grpc.aio.Server | None = None
+        self._grpc_loop: LoopThread | None = None
         self._address: str | None = None
         self._stopped = threading.Event()
         self._stop_lock = threading.Lock()
@@ -61,6 +73,7 @@ class Daemon:
         cfg = self.config
         addr = cfg.server.address
         _check_exposure(addr, cfg)
+        _raise_fd_limit()
         try:
             self.journal = Journal(cfg.journal.path, cfg.journal.retention_hours * 3600)
             purged = self.journal.purge()
@@ -72,8 +85,10 @@ class Daemon:
                 self.engine,
                 self.journal,
                 max_message_bytes=cfg.server.max_message_bytes,
+                max_inflight_bytes=cfg.server.max_inflight_bytes,
                 metrics=metrics,
                 status_doc=status_doc,
+                redact=_server_paths(self.engine_config.param_dir, cfg.journal.path),
             )
             self.service.resume()
             self._listen(addr)
@@ -92,41 +107,61 @@ class Daemon:
     def _listen(self, addr: ListenAddress) -> None:
         cfg = self.config
         limit = cfg.server.max_message_bytes
-        # The transport admits up to twice the limit so that a message just over it reaches
-        # the servicer, which refuses it with INVALID_ARGUMENT and a reason; beyond that gRPC
-        # itself answers RESOURCE_EXHAUSTED.
+        # The transport admits a little more than the limit (1 MiB, or the limit again if
+        # smaller) so that a message just over it reaches the servicer, which refuses it with
+        # INVALID_ARGUMENT and a reason; beyond that gRPC itself answers RESOURCE_EXHAUSTED
+        # (before the bytes reach Python).
+        transport = min(_MAX_GRPC_LIMIT, limit + min(limit, 1 << 20))
         options = [
-            ("grpc.max_receive_message_length", min(_MAX_GRPC_LIMIT, 2 * limit)),
-            ("grpc.max_send_message_length", min(_MAX_GRPC_LIMIT, 2 * limit)),
+            ("grpc.max_receive_message_length", transport),
+            ("grpc.max_send_message_length", transport),
             ("grpc.so_reuseport", 0),
+            # Connections are capped and must finish their handshake promptly, so idle or slow
+            # clients cannot use up the file descriptors that proving needs too.
+            ("grpc.max_allowed_incoming_connections", MAX_CONNECTIONS),
+            ("grpc.server_handshake_timeout_ms", HANDSHAKE_TIMEOUT_MS),
         ]
         interceptors = [TokenInterceptor(cfg.auth.token)] if cfg.auth.token else []
-        server = grpc.server(
-            ThreadPoolExecutor(RPC_THREADS, thread_name_prefix="cuzk-rpc"),
-            interceptors=interceptors,
-            options=options,
-        )
         assert self.service is not None
-        server.add_generic_rpc_handlers([self.service.handler()])
+        handler = self.service.handler()
+        cert, key = cfg.auth.tls_cert, cfg.auth.tls_key
+        credentials = server_credentials(cert, key) if cert and key else None
         if addr.unix_path is not None:
-            _clear_stale_socket(Path(addr.unix_path))
+            sock = Path(addr.unix_path)
+            if addr.private:
+                private_dir(sock.parent, create=True)
+            elif shared_dir(sock.parent):
+                log.warning(
+                    "the socket %s is in a directory other users can write: one of them could "
+                    'take that path first; server.listen = "auto" keeps it private', sock
+                )  # fmt: skip
+            _clear_stale_socket(sock)
             target = f"unix:{addr.unix_path}"
         else:
             host = f"[{addr.host}]" if addr.host and ":" in addr.host else addr.host
             target = f"{host}:{addr.port}"
-        try:
-            if cfg.auth.tls:
-                port = server.add_secure_port(
-                    target, server_credentials(cfg.auth.tls_cert, cfg.auth.tls_key)
-                )
-            else:
-                port = server.add_insecure_port(target)
-        except RuntimeError as e:
-            raise BadInput(f"server.listen: cannot listen on {cfg.server.listen} ({e})") from e
-        if addr.unix_path is None and port == 0:
-            raise BadInput(f"server.listen: cannot listen on {cfg.server.listen}")
-        server.start()
-        self._server = server
+
+        async def setup() -> tuple[grpc.aio.Server, int]:
+            server = grpc.aio.server(
+                interceptors=interceptors,
+                options=options,
+                maximum_concurrent_rpcs=MAX_CONCURRENT_RPCS,
+            )
+            server.add_generic_rpc_handlers([handler])
+            try:
+                if credentials is not None:
+                    port = server.add_secure_port(target, credentials)
+                else:
+                    port = server.add_insecure_port(target)
+            except RuntimeError as e:
+                raise BadInput(f"server.listen: cannot listen on {cfg.server.listen} ({e})") from e
+            if addr.unix_path is None and port == 0:
+                raise BadInput(f"server.listen: cannot listen on {cfg.server.listen}")
+            await server.start()
+            return server, port
+
+        self._grpc_loop = LoopThread("cuzk-grpc")
+        self._server, port = self._grpc_loop.start(setup)
         self._address = (
             f"unix://{addr.unix_path}"
             if addr.unix_path is not None
@@ -153,8 +188,10 @@ class Daemon:
             "grpc": self._address,
             "journal": str(self.config.journal.path),
             "journal_jobs": self.service.journal.counts(),
+            "journal_health": self.service.results.health(),
             "completed": self.service.completed,
             "failed": self.service.failed,
+            "waiting_calls": self.service.waiting,
         }
         return doc
 
@@ -170,9 +207,13 @@ class Daemon:
             if self.service is not None:
                 self.service.stop_accepting()
             if self.engine is not None:
-                self.engine.shutdown(graceful=graceful, timeout=grace)  # ends journalled
-            if self._server is not None:
-                self._server.stop(grace=1.0).wait()
+                try:
+                    self.engine.shutdown(graceful=graceful, timeout=grace)  # ends journalled
+                except Exception:  # noqa: BLE001 - what runs stays pending; close the rest
+                    log.exception("engine shutdown")
+            self._stop_grpc()
+            if self.service is not None:
+                self.service.close()
             if self.http is not None:
                 try:
                     self.http.stop()
@@ -185,6 +226,16 @@ class Daemon:
                 Path(addr.unix_path).unlink(missing_ok=True)
             self._stopped.set()
             log.info("cuzk daemon stopped")
+
+    def _stop_grpc(self) -> None:
+        """Answer what is in progress (up to a second), close the listener, stop its loop."""
+        server, loop = self._server, self._grpc_loop
+        if loop is None:
+            return
+        try:
+            loop.stop(None if server is None else (lambda: server.stop(grace=1.0)))
+        except Exception:  # noqa: BLE001 - the rest of the shutdown still runs
+            log.exception("stopping the gRPC server")
 
     def serve_forever(self) -> None:
         """Start, then block until SIGINT/SIGTERM (or :meth:`stop` from another thread)."""
@@ -225,6 +276,29 @@ def _check_exposure(addr: ListenAddress, cfg: DaemonConfig) -> None:
         )
 
 
+def _server_paths(param_dir: Path, journal: Path) -> list[tuple[str, str]]:
+    """Where the daemon keeps its files, as clients are shown them instead."""
+    pairs = []
+    for path, placeholder in ((param_dir, "<param_dir>"), (journal.parent, "<journal_dir>"),
+                              (Path.home(), "~")):  # fmt: skip
+        for form in {str(path), str(path.expanduser()), str(path.expanduser().resolve())}:
+            if form not in ("", "/", "."):
+                pairs.append((form, placeholder))
+    return pairs
+
+
+def _raise_fd_limit() -> None:
+    """Raise the soft open-files limit to the hard one (at most FD_LIMIT): a daemon holds a
+    descriptor per client connection besides its own files, and 1024 is a common default."""
+    try:
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        want = FD_LIMIT if hard == resource.RLIM_INFINITY else min(hard, FD_LIMIT)
+        if soft != resource.RLIM_INFINITY and soft < want:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (want, hard))
+    except (OSError, ValueError) as e:  # not allowed here: keep what we have
+        log.warning("cannot raise the open-files limit: %s", e)
+
+
 def _clear_stale_socket(path: Path) -> None:
     """Remove a socket file a killed daemon left behind; refuse if a daemon still listens."""
     try:
@@ -245,7 +319,7 @@ def _clear_stale_socket(path: Path) -> None:
     raise BadInput(f"server.listen: another process is already listening on {path}")
 
 
-def _metrics_and_status(engine: Engine):  # noqa: ANN202 - (Metrics | None, fn | None)
+def _metrics_and_status(engine: Engine) -> tuple[Any, Any]:  # (Metrics | None, fn | None)
     """The HTTP helper's metrics and /status document, when that module is available."""
     try:
         from cuzk.server.http import status_json

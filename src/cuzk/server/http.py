@@ -1,6 +1,7 @@
 """The daemon's HTTP side: ``GET /status`` (JSON), ``GET /metrics`` (Prometheus), ``GET /healthz``.
 
-aiohttp serves it from one background thread with its own event loop, so the daemon's main
+aiohttp serves it from one background thread with its own event loop (a
+:class:`~cuzk.server.loop.LoopThread`), so the daemon's main
 thread (gRPC, signals) never runs asyncio and a slow scrape never blocks proving. The
 status and metrics callables may take the engine's lock briefly, so they run in the loop's
 executor rather than on the loop itself; ``/healthz`` never touches the engine, so it answers
@@ -9,22 +10,35 @@ even while the engine is busy.
 With a token, every route except ``/healthz`` needs ``Authorization: Bearer <token>`` (a load
 balancer's health check carries no secrets); without one, the daemon's config only allows a
 loopback host (see cuzk.server.config).
+
+Hostile clients: a connection must send its whole request head within ``HEADER_TIMEOUT_S`` (and
+is closed after as long idle), at most ``MAX_CONNECTIONS`` are open at once (the next ones get a
+503 and are closed), the token is checked before anything else, a body is never read (a
+request with one gets 413), and a malformed request is one debug line in the log, not a
+traceback.
 """
 
 from __future__ import annotations
 
 import asyncio
 import dataclasses
-import hmac
 import logging
-import threading
-from collections.abc import Awaitable, Callable
+import sys
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from aiohttp import web
 
-from cuzk.engine.request import EngineStatus, JobStatus, PartitionStatus, PartitionTimeline
+from cuzk.engine.request import (
+    EngineStatus,
+    JobState,
+    JobStatus,
+    PartitionStatus,
+    PartitionTimeline,
+)
 from cuzk.errors import BadInput
+from cuzk.server.auth import token_matches
+from cuzk.server.loop import LoopThread
 from cuzk.server.metrics import Metrics, circuit_kind
 
 log = logging.getLogger(__name__)
@@ -36,6 +50,15 @@ TIMELINE_STAMPS = tuple(
 
 
 # --- /status ---------------------------------------------------------------------------------
+
+ACTIVE_SHOWN = 200  # queued and running jobs listed in /status (oldest first)
+FINISHED_SHOWN = 50  # finished jobs listed in /status (latest)
+
+
+def _jobs_shown(jobs: Sequence[JobStatus]) -> list[JobStatus]:
+    active = [j for j in jobs if j.state in (JobState.QUEUED, JobState.RUNNING)]
+    finished = [j for j in jobs if j.state not in (JobState.QUEUED, JobState.RUNNING)]
+    return active[:ACTIVE_SHOWN] + finished[-FINISHED_SHOWN:]
 
 
 def _partition_json(p: PartitionStatus) -> dict[str, Any]:
@@ -73,9 +96,13 @@ def status_json(status: EngineStatus) -> dict[str, Any]:
 
     ``queues.jobs`` has every priority and state (zeros included), ``queues.pending`` the
     queued + running jobs per priority (what a client should look at before submitting
-    more), ``jobs`` every remembered job with each partition's state and timeline.
+    more), ``jobs`` the queued and running jobs (up to ``ACTIVE_SHOWN``) and the latest
+    finished ones (up to ``FINISHED_SHOWN``) with each partition's state and timeline, and
+    ``jobs_omitted`` how many more the engine remembers: a scrape stays a few hundred KB
+    however many jobs the engine keeps (all 10,000 were ~15 MB).
     """
     b = status.budget
+    shown_jobs = _jobs_shown(status.jobs)
     jobs = {prio.lower(): dict(by_state) for prio, by_state in status.counts.items()}
     totals: dict[str, int] = {}
     for by_state in jobs.values():
@@ -96,7 +123,8 @@ def status_json(status: EngineStatus) -> dict[str, Any]:
             "pending": {p: s.get("queued", 0) + s.get("running", 0) for p, s in jobs.items()},
             "partitions": dict(status.partitions),
         },
-        "jobs": [_job_json(j) for j in status.jobs],
+        "jobs": [_job_json(j) for j in shown_jobs],
+        "jobs_omitted": len(status.jobs) - len(shown_jobs),
         "workers": [
             {"name": w.name, "kind": w.kind, "device": w.device, "busy_with": w.busy_with}
             for w in status.workers
@@ -126,11 +154,12 @@ def status_json(status: EngineStatus) -> dict[str, Any]:
 
 # --- the server ------------------------------------------------------------------------------
 
-Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+HEADER_TIMEOUT_S = 10.0  # a connection must send a whole request within this, then idle ≤ this
+MAX_CONNECTIONS = 64  # open connections at once; more are answered 503 and closed
 
 
 class StatusServer:
-    """aiohttp in a background thread: ``start()``, then ``.port``, then ``stop()``.
+    """aiohttp on its own loop thread: ``start()``, then ``.port``, then ``stop()``.
 
     ``status_fn`` returns the /status body (the daemon passes ``status_json`` of the engine's
     status, plus anything of its own); ``metrics.render()`` is the /metrics body.
@@ -143,17 +172,23 @@ class StatusServer:
         status_fn: Callable[[], dict],
         metrics: Metrics,
         token: str | None = None,
+        *,
+        header_timeout_s: float = HEADER_TIMEOUT_S,
+        max_connections: int = MAX_CONNECTIONS,
     ) -> None:
         self.host = host
         self._requested_port = port
         self._status_fn = status_fn
         self._metrics = metrics
         self._token = token.encode() if token else None
+        self._header_timeout_s = header_timeout_s
+        self._max_connections = max_connections
+        self._routes = {"/healthz": self._healthz, "/status": self._status,
+                        "/metrics": self._metrics_route}  # fmt: skip
         self._port: int | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._thread: threading.Thread | None = None
-        self._ready = threading.Event()
-        self._error: BaseException | None = None
+        self._loop = LoopThread("cuzk-http")
+        self._runner: web.ServerRunner | None = None
+        self._started = False
 
     @property
     def port(self) -> int:
@@ -167,32 +202,22 @@ class StatusServer:
 
         Raises BadInput when the address cannot be bound (in use, not local, …).
         """
-        if self._thread is not None:
+        if self._started:
             raise RuntimeError("the status server was already started")
-        self._thread = threading.Thread(target=self._run, name="cuzk-http", daemon=True)
-        self._thread.start()
-        if not self._ready.wait(timeout):
-            raise RuntimeError(f"the status server did not start within {timeout} s")
-        if self._error is not None:
-            self._thread.join()
-            err = self._error
+        self._started = True
+        try:
+            self._port = self._loop.start(self._setup, timeout)
+        except (OSError, ValueError) as e:
             raise BadInput(
-                f"HTTP status server cannot listen on {self.host}:{self._requested_port}: {err}"
-            ) from err
+                f"HTTP status server cannot listen on {self.host}:{self._requested_port}: {e}"
+            ) from e
+        log.info("HTTP status server on http://%s:%d", self.host, self._port)
 
     def stop(self, timeout: float = 10.0) -> None:
         """Close the listener and open connections, join the thread. Idempotent."""
-        thread, loop = self._thread, self._loop
-        if thread is None or loop is None:
-            return
-        if thread.is_alive():
-            try:
-                loop.call_soon_threadsafe(loop.stop)
-            except RuntimeError:  # the loop already closed
-                pass
-            thread.join(timeout)
-            if thread.is_alive():
-                raise RuntimeError(f"the status server thread did not stop within {timeout} s")
+        runner = self._runner
+        self._loop.stop(None if runner is None else runner.cleanup, timeout)
+        self._runner = None
         self._port = None
 
     def __enter__(self) -> StatusServer:
@@ -202,58 +227,55 @@ class StatusServer:
     def __exit__(self, *exc: object) -> None:
         self.stop()
 
-    # -- inside the server thread --
+    # -- on the server's loop --
 
-    def _run(self) -> None:
-        loop = asyncio.new_event_loop()
-        self._loop = loop
-        runner: web.AppRunner | None = None
+    async def _setup(self) -> int:
+        server = _CappedServer(
+            self._handle,
+            self._max_connections,
+            # aiohttp closes a connection that has not sent a whole request this long after
+            # it opened or after its last answer: a header timeout and an idle timeout in one
+            keepalive_timeout=self._header_timeout_s,
+            logger=_QuietLog(log),
+            access_log=None,
+            max_line_size=4096,
+            max_field_size=4096,
+            max_headers=32,
+        )
+        runner = web.ServerRunner(server, shutdown_timeout=1.0)
+        await runner.setup()
         try:
-            runner = web.AppRunner(self._app(), access_log=None, shutdown_timeout=1.0)
-            loop.run_until_complete(runner.setup())
-            site = web.TCPSite(runner, self.host, self._requested_port)
-            loop.run_until_complete(site.start())
-            self._port = runner.addresses[0][1]
-        except BaseException as e:  # reported by start()
-            self._error = e
-            if runner is not None:
-                loop.run_until_complete(runner.cleanup())
-            loop.close()
-            self._ready.set()
-            return
-        log.info("HTTP status server on http://%s:%d", self.host, self._port)
-        self._ready.set()
-        try:
-            loop.run_forever()
-        finally:
-            loop.run_until_complete(runner.cleanup())
-            loop.run_until_complete(loop.shutdown_default_executor())
-            loop.close()
+            site = web.TCPSite(runner, self.host, self._requested_port, backlog=128)
+            await site.start()
+        except BaseException:
+            await runner.cleanup()
+            raise
+        self._runner = runner
+        return runner.addresses[0][1]
 
-    def _app(self) -> web.Application:
-        app = web.Application(middlewares=[self._auth])
-        app.router.add_get("/healthz", self._healthz)
-        app.router.add_get("/status", self._status)
-        app.router.add_get("/metrics", self._metrics_route)
-        return app
-
-    @web.middleware
-    async def _auth(self, request: web.Request, handler: Handler) -> web.StreamResponse:
+    async def _handle(self, request: web.BaseRequest) -> web.StreamResponse:
+        """The token first (before anything of the request is looked at further), then the
+        route, the method and the absence of a body; never reads a body."""
         if self._token is not None and request.path != "/healthz":
-            scheme, _, given = request.headers.get("Authorization", "").partition(" ")
-            if scheme.lower() != "bearer" or not hmac.compare_digest(
-                given.strip().encode(), self._token
-            ):
-                raise web.HTTPUnauthorized(
+            if not token_matches(request.headers.get("Authorization"), self._token):
+                return _closing(web.Response(
+                    status=401,
                     text="401: a bearer token is required (Authorization: Bearer <token>)\n",
                     headers={"WWW-Authenticate": 'Bearer realm="cuzk"'},
-                )
-        return await handler(request)
+                ))  # fmt: skip
+        route = self._routes.get(request.path)
+        if route is None:
+            return web.Response(status=404, text="404: not found\n")
+        if request.method not in ("GET", "HEAD"):
+            return web.Response(status=405, text="405: GET only\n", headers={"Allow": "GET, HEAD"})
+        if request.body_exists:
+            return _closing(web.Response(status=413, text="413: these routes take no body\n"))
+        return await route(request)
 
-    async def _healthz(self, request: web.Request) -> web.Response:
+    async def _healthz(self, request: web.BaseRequest) -> web.Response:
         return web.Response(text="ok\n")
 
-    async def _status(self, request: web.Request) -> web.Response:
+    async def _status(self, request: web.BaseRequest) -> web.Response:
         loop = asyncio.get_running_loop()
         try:
             body = await loop.run_in_executor(None, self._status_fn)
@@ -262,7 +284,60 @@ class StatusServer:
             return web.json_response({"error": f"{type(e).__name__}: {e}"}, status=500)
         return web.json_response(body)
 
-    async def _metrics_route(self, request: web.Request) -> web.Response:
+    async def _metrics_route(self, request: web.BaseRequest) -> web.Response:
         loop = asyncio.get_running_loop()
         body = await loop.run_in_executor(None, self._metrics.render)
         return web.Response(body=body, headers={"Content-Type": self._metrics.content_type})
+
+
+def _closing(response: web.Response) -> web.Response:
+    """Answer and close the connection (a refused client gets no second try on it)."""
+    response.force_close()
+    return response
+
+
+class _CappedServer(web.Server):
+    """aiohttp's low-level server with a cap on open connections: beyond it a new connection
+    is answered 503 and closed at once, so slow or idle clients cannot use up the process's
+    file descriptors (which proving needs too)."""
+
+    def __init__(self, handler: Any, max_connections: int, **kwargs: Any) -> None:
+        super().__init__(handler, **kwargs)
+        self._max_connections = max_connections
+        self._open = 0
+
+    def __call__(self) -> Any:
+        if self._open >= self._max_connections:
+            return _Refuse()
+        self._open += 1
+        return super().__call__()
+
+    def connection_lost(self, handler: Any, exc: BaseException | None = None) -> None:
+        self._open -= 1
+        super().connection_lost(handler, exc)
+
+
+class _Refuse(asyncio.Protocol):
+    """A connection over the cap: one 503 line and close."""
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        transport.write(
+            b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+        )
+        transport.close()
+
+
+class _QuietLog(logging.LoggerAdapter):
+    """aiohttp's server log without tracebacks: a malformed request (anyone can send one) is
+    one debug line naming the error, not a traceback at error level."""
+
+    def log(self, level: int, msg: object, *args: Any, **kwargs: Any) -> None:
+        exc = kwargs.pop("exc_info", None)
+        if exc:
+            err = exc if isinstance(exc, BaseException) else sys.exc_info()[1]
+            level, msg = logging.DEBUG, f"HTTP: {msg}: {type(err).__name__}: {err}"
+        super().log(level, msg, *args, **kwargs)
+
+    def exception(self, msg: object, *args: Any, exc_info: Any = True, **kwargs: Any) -> None:
+        self.log(logging.ERROR, msg, *args, exc_info=exc_info, **kwargs)

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cuzk.errors import BadInput
+from cuzk.server.runtime import private_file
 
 TERMINAL = ("succeeded", "failed", "cancelled")
 
@@ -49,6 +50,14 @@ CREATE TABLE IF NOT EXISTS jobs (
 );
 CREATE INDEX IF NOT EXISTS jobs_state ON jobs (state);
 CREATE INDEX IF NOT EXISTS jobs_finished ON jobs (finished_at);
+-- damaged pending rows, set aside as they were (see Journal.quarantine)
+CREATE TABLE IF NOT EXISTS quarantine (
+    id TEXT, request_id TEXT, digest TEXT, kind TEXT, circuit_id TEXT, seeds TEXT, payload BLOB,
+    priority, state TEXT, submitted_at, finished_at, proof BLOB, public_inputs TEXT,
+    vk_path TEXT, error TEXT, timings TEXT,
+    reason TEXT NOT NULL,
+    quarantined_at REAL NOT NULL
+);
 """
 
 
@@ -86,6 +95,8 @@ class Journal:
         self.retention_s = retention_s
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
+            private_file(self.path)  # 0600: it holds payloads and proofs (SQLite gives its
+            # -wal and -shm files the same mode)
             self._db = sqlite3.connect(
                 self.path, check_same_thread=False, isolation_level=None, timeout=30.0
             )
@@ -95,6 +106,7 @@ class Journal:
         except (OSError, sqlite3.Error) as e:
             raise BadInput(f"journal {self.path}: cannot open it ({e})") from e
         self._lock = threading.Lock()
+        self._quarantined: list[tuple[str | None, str]] = []
 
     def close(self) -> None:
         with self._lock:
@@ -171,12 +183,76 @@ class Journal:
         return self._one("SELECT * FROM jobs WHERE request_id = ?", (request_id,))
 
     def pending(self) -> list[JournalEntry]:
-        """Accepted jobs without a result, oldest first (to re-submit after a restart)."""
+        """Accepted jobs without a result, oldest first (to re-submit after a restart).
+
+        A row that cannot be read back (a damaged value, a failing page) is quarantined
+        (:meth:`quarantine`) and skipped: one bad row never keeps the others from running."""
         with self._lock:
-            rows = self._db.execute(
-                "SELECT * FROM jobs WHERE state = 'pending' ORDER BY submitted_at"
-            ).fetchall()
-        return [_entry(r) for r in rows]
+            try:
+                rowids = [
+                    r[0]
+                    for r in self._db.execute(
+                        "SELECT rowid FROM jobs WHERE state = 'pending' ORDER BY submitted_at"
+                    )
+                ]
+            except sqlite3.DatabaseError as e:
+                raise BadInput(
+                    f"journal {self.path}: cannot list its pending jobs ({e}); the file is "
+                    "damaged: move it aside (its finished results are lost, pending jobs "
+                    "must be submitted again)"
+                ) from e
+        entries = []
+        for rowid in rowids:
+            try:
+                with self._lock:
+                    row = self._db.execute(
+                        "SELECT * FROM jobs WHERE rowid = ?", (rowid,)
+                    ).fetchone()
+                if row is not None:
+                    entries.append(_entry(row))
+            except Exception as e:  # noqa: BLE001 - any damage: set the row aside, go on
+                self.quarantine(rowid, f"unreadable row ({type(e).__name__}: {e})")
+        return entries
+
+    def quarantine(self, row: int | str, reason: str) -> str | None:
+        """Set a damaged pending row aside (``row``: its rowid, or its job id): a copy as it
+        is goes to the ``quarantine`` table with the reason (for the operator: it may hold a
+        payload that took hours to make), and the job is marked failed so a client asking for
+        it hears why. Returns the job id, when it could be read."""
+        where = "rowid = ?" if isinstance(row, int) else "id = ?"
+        now = time.time()
+        with self._lock:
+            try:
+                found = self._db.execute(f"SELECT id FROM jobs WHERE {where}", (row,)).fetchone()
+                job_id = found[0] if found is not None and isinstance(found[0], str) else None
+            except sqlite3.DatabaseError:
+                job_id = row if isinstance(row, str) else None
+            self._quarantined.append((job_id, reason))
+            try:
+                self._db.execute("PRAGMA synchronous=FULL")
+                try:
+                    self._db.execute(
+                        f"INSERT INTO quarantine SELECT *, ?, ? FROM jobs WHERE {where}",
+                        (reason, now, row),
+                    )
+                except sqlite3.DatabaseError:  # the row does not even copy: its id at least
+                    self._db.execute(
+                        "INSERT INTO quarantine (id, reason, quarantined_at) VALUES (?, ?, ?)",
+                        (job_id, reason, now),
+                    )
+                self._db.execute(
+                    "UPDATE jobs SET state = 'failed', finished_at = ?, error = ?, payload = X'' "
+                    f"WHERE {where} AND state = 'pending'",
+                    (now, f"the journal row was damaged and set aside: {reason}", row),
+                )
+            except sqlite3.DatabaseError as e:  # it stays pending and is skipped again
+                self._quarantined[-1] = (job_id, f"{reason}; not recorded: {e}")
+        return job_id
+
+    @property
+    def quarantined(self) -> list[tuple[str | None, str]]:
+        """(job id, reason) of every row set aside since this journal was opened."""
+        return list(self._quarantined)
 
     def counts(self) -> dict[str, int]:
         with self._lock:
@@ -195,10 +271,19 @@ class Journal:
     def _one(self, sql: str, args: tuple) -> JournalEntry | None:
         with self._lock:
             row = self._db.execute(sql, args).fetchone()
-        return None if row is None else _entry(row)
+        if row is None:
+            return None
+        try:
+            return _entry(row)
+        except Exception as e:  # noqa: BLE001 - a damaged row answers as a failed job
+            return _damaged(row, e)
+
+
+STATES = ("pending", *TERMINAL)
 
 
 def _entry(row: tuple) -> JournalEntry:
+    """A row as an entry; ValueError (or the decoder's error) for a row that is not one."""
     (
         id_,
         request_id,
@@ -217,14 +302,27 @@ def _entry(row: tuple) -> JournalEntry:
         error,
         timings,
     ) = row
+    seed_list = json.loads(seeds)
+    texts = (id_, digest, kind, circuit_id)
+    if not all(isinstance(t, str) for t in texts) or not isinstance(payload, bytes):
+        raise ValueError("a text or blob column holds another type")
+    if not isinstance(seed_list, list) or not all(type(x) is int for x in seed_list):
+        raise ValueError(f"seeds: not a list of integers: {seeds!r:.80}")
+    if (
+        type(priority) is not int
+        or state not in STATES
+        or request_id is not None
+        and not (isinstance(request_id, str))
+    ):
+        raise ValueError(f"priority/state/request_id: {priority!r:.20}/{state!r:.20}")
     return JournalEntry(
         id_,
         request_id,
         digest,
         kind,
         circuit_id,
-        tuple(json.loads(seeds)),
-        bytes(payload),
+        tuple(seed_list),
+        payload,
         priority,
         state,
         submitted_at,
@@ -237,3 +335,15 @@ def _entry(row: tuple) -> JournalEntry:
         error,
         None if timings is None else json.loads(timings),
     )
+
+
+def _damaged(row: tuple, error: BaseException) -> JournalEntry:
+    """A row that does not read back, as a failed job that says so."""
+    id_, request_id, digest, kind, circuit_id = (v if isinstance(v, str) else "" for v in row[:5])
+    at = row[9] if isinstance(row[9], int | float) else 0.0
+    said = row[14] if row[8] == "failed" and isinstance(row[14], str) else None  # quarantined
+    why = said or f"the journal row is damaged ({type(error).__name__}: {error})"
+    return JournalEntry(
+        id_, request_id or None, digest, kind, circuit_id, (), b"", 0, "failed", at, at,
+        None, None, None, why[:500], None,
+    )  # fmt: skip

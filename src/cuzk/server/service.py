@@ -7,6 +7,13 @@ carries on. Errors map by category: BadInput → INVALID_ARGUMENT, ResourceExhau
 RESOURCE_EXHAUSTED, an unknown job → NOT_FOUND, shutting down → UNAVAILABLE, anything else →
 INTERNAL (logged with its traceback; the client sees one line).
 
+The handlers run on the asyncio gRPC server (:mod:`cuzk.server.loop`): a client blocked in
+AwaitProof or unary Prove is a coroutine waiting for its job's end, not a thread, so any number
+of them leave GetStatus, CancelProof and SubmitProof free to answer. Blocking work runs in small
+thread pools by kind: ``control`` (journal reads, status, cancel, evict), ``submit`` (parsing and
+the journal's fsync) and ``preload`` (may wait minutes for memory), so one kind backing up never
+holds up another.
+
 One job id, the journal's (``job-`` + random hex, stable across restarts), names a job
 everywhere: the engine runs it under that id, so status, timelines and logs show what the client
 holds. The engine calls :meth:`ProvingService.job_ended` once per job as it ends (on its one
@@ -16,13 +23,15 @@ write, so what a client is told is always what a restarted daemon would tell it 
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import dataclasses
 import json
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Sequence
+from concurrent.futures import Executor, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,16 +45,23 @@ from cuzk.engine.request import (
     PartitionState,
     PartitionTimeline,
 )
-from cuzk.errors import BadInput, CuzkError, ResourceExhausted
+from cuzk.errors import BadInput, BadPayload, CuzkError, ResourceExhausted, shown
 from cuzk.server import convert
+from cuzk.server.admission import Admission
 from cuzk.server.journal import Journal, JournalEntry
 from cuzk.server.proto import proving_pb2 as pb
+from cuzk.server.results import ResultWriter
 
 log = logging.getLogger(__name__)
 
 SERVICE = "cuzk.v1.ProvingEngine"
-_WAIT_SLICE_S = 0.5  # how often a blocked AwaitProof checks that its client is still there
+MAX_DETAIL = 2000  # characters of an error message sent back (gRPC's metadata is limited)
 _PURGE_EVERY_S = 600.0  # how often finished results past retention are dropped
+_MAX_WAIT_S = 30 * 86400.0  # an AwaitProof timeout beyond this waits this long
+# Threads for blocking work behind the RPCs (waiting needs none): journal reads and engine
+# calls that take the engine lock briefly; submissions (parsing, the journal's fsync); preloads,
+# which may wait minutes for memory and so never hold up the others.
+CONTROL_THREADS, SUBMIT_THREADS, PRELOAD_THREADS = 8, 8, 2
 
 
 class _Abort(Exception):
@@ -56,13 +72,58 @@ class _Abort(Exception):
         self.code = code
 
 
+class _Done:
+    """A flag set once, from any thread, and awaited on event loops: an AwaitProof waiting
+    for it holds a coroutine, not a thread."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._set = False
+        self._waiters: list[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]] = []
+
+    def is_set(self) -> bool:
+        return self._set
+
+    def set(self) -> None:
+        with self._lock:
+            if self._set:
+                return
+            self._set = True
+            waiters, self._waiters = self._waiters, []
+        for loop, future in waiters:
+            with contextlib.suppress(RuntimeError):  # that loop has closed
+                loop.call_soon_threadsafe(_wake, future)
+
+    async def wait(self, timeout: float | None) -> bool:
+        """True once set; False after ``timeout`` seconds (None: no limit)."""
+        loop = asyncio.get_running_loop()
+        waiter = (loop, loop.create_future())
+        with self._lock:
+            if self._set:
+                return True
+            self._waiters.append(waiter)
+        try:
+            await asyncio.wait_for(waiter[1], timeout)
+            return True
+        except TimeoutError:
+            return False
+        finally:  # also when the client goes away and gRPC cancels the call
+            with self._lock, contextlib.suppress(ValueError):
+                self._waiters.remove(waiter)
+
+
+def _wake(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)
+
+
 @dataclass(eq=False)
 class _Live:
     """A job the engine runs for this daemon, from its submission until its end is journalled."""
 
     circuit_id: str
     submitted_at: float  # unix seconds
-    done: threading.Event = field(default_factory=threading.Event)  # set once journalled
+    done: _Done = field(default_factory=_Done)  # set once journalled
     journalled: bool = False  # its row exists, so its end can be written
     early: JobOutcome | None = None  # an end that came before the row was written
     client_cancelled: bool = False
@@ -73,7 +134,8 @@ class ProvingService:
     callback.
 
     ``metrics`` (optional) has ``job_finished(circuit_id, state, seconds, stages)`` and
-    ``render() -> bytes``; ``status_doc`` (optional) turns an EngineStatus into the /status JSON.
+    ``render() -> bytes``; ``status_doc`` (optional) turns an EngineStatus into the /status JSON;
+    ``redact`` lists (server path, placeholder) pairs replaced in what clients are told.
     """
 
     def __init__(
@@ -82,14 +144,20 @@ class ProvingService:
         journal: Journal,
         *,
         max_message_bytes: int,
+        max_inflight_bytes: int | None = None,
         metrics: Any = None,
         status_doc: Callable[[EngineStatus], dict] | None = None,
+        redact: Sequence[tuple[str, str]] = (),
     ) -> None:
         self.engine = engine
         self.journal = journal
         self.max_message_bytes = max_message_bytes
+        self.admission = Admission(max_inflight_bytes or 4 * max_message_bytes)
         self.metrics = metrics
         self.status_doc = status_doc
+        # (server path, what clients see instead): error messages never show where the
+        # daemon keeps its keys and journal; the longest paths are replaced first
+        self._redactions = sorted(redact, key=lambda pair: -len(pair[0]))
         self.started = time.time()
         self.completed = 0
         self.failed = 0
@@ -98,29 +166,38 @@ class ProvingService:
         self._live: dict[str, _Live] = {}  # jobs the engine runs, by their one id
         self._accepting = True
         self._last_purge = time.monotonic()
+        self._pools: dict[str, ThreadPoolExecutor] = {}
+        self.waiting = 0  # AwaitProof/Prove calls waiting for a job's end now
+        self.results = ResultWriter(journal)
         engine.on_complete(self.job_ended)
 
     # -- lifecycle --------------------------------------------------------------------------
 
     def resume(self) -> int:
         """Re-submit every journalled job without a result (after a restart); returns how
-        many. A job the engine now refuses (keys gone, …) is recorded as failed."""
+        many. A job the engine now refuses (keys gone, …) is recorded as failed; a row that
+        does not make a request at all is quarantined (the others still start)."""
         n = 0
         for entry in self.journal.pending():
-            request = convert.make_request(
-                entry.circuit_id,
-                entry.seeds,
-                entry.payload,
-                Priority(entry.priority),
-                entry.request_id,
-            )
+            try:
+                request = convert.make_request(
+                    entry.circuit_id,
+                    entry.seeds,
+                    entry.payload,
+                    Priority(entry.priority),
+                    entry.request_id,
+                )
+            except Exception as e:  # noqa: BLE001 - a damaged row: set it aside, go on
+                self.journal.quarantine(entry.id, f"not a request ({type(e).__name__}: {e})")
+                log.error("journalled job %s is damaged and was set aside: %s", entry.id, e)
+                continue
             live = self._begin(entry.id, entry.circuit_id, entry.submitted_at)
             try:
                 self.engine.submit(request, entry.id)
             except CuzkError as e:
                 self._forget(entry.id)
                 log.warning("journalled job %s cannot be resumed: %s", entry.id, e)
-                self.journal.finish(entry.id, "failed", error=f"after a restart: {e}")
+                self.results.finish(entry.id, "failed", error=f"after a restart: {e}")
                 continue
             self._journalled(live)
             n += 1
@@ -130,6 +207,29 @@ class ProvingService:
 
     def stop_accepting(self) -> None:
         self._accepting = False
+
+    def close(self) -> None:
+        """Stop the worker threads behind the RPCs (after the gRPC server has stopped) and
+        write what the journal still owes."""
+        pools, self._pools = self._pools, {}
+        for pool in pools.values():
+            pool.shutdown(wait=True, cancel_futures=True)
+        self.results.close()
+
+    def _pool(self, name: str) -> Executor:
+        """The thread pool for one kind of blocking work, made on first use."""
+        with self._lock:
+            pool = self._pools.get(name)
+            if pool is None:
+                size = {"control": CONTROL_THREADS, "submit": SUBMIT_THREADS}.get(
+                    name, PRELOAD_THREADS
+                )
+                pool = ThreadPoolExecutor(size, thread_name_prefix=f"cuzk-{name}")
+                self._pools[name] = pool
+        return pool
+
+    async def _blocking(self, pool: str, fn: Callable[..., Any], *args: Any) -> Any:
+        return await asyncio.get_running_loop().run_in_executor(self._pool(pool), fn, *args)
 
     # -- the work behind the RPCs -------------------------------------------------------------
 
@@ -146,7 +246,8 @@ class ProvingService:
                 if prior is not None:
                     if prior.digest != digest:
                         raise BadInput(
-                            f"request_id {req.request_id!r} was already used for another payload"
+                            f"request_id {shown(req.request_id)} was already used for another "
+                            "payload"
                         )
                     return pb.SubmitProofResponse(job_id=prior.id)
             job_id = self.journal.new_id()
@@ -156,6 +257,9 @@ class ProvingService:
             live = self._begin(job_id, req.circuit_id, submitted_at)
             try:
                 self.engine.submit(req, job_id)
+            except BadPayload as e:  # say which field of the message held those bytes
+                self._forget(job_id)
+                raise BadPayload(f"{conv.field}: {e}" if conv.field else str(e)) from None
             except BaseException:
                 self._forget(job_id)
                 raise
@@ -179,13 +283,16 @@ class ProvingService:
             )
             try:
                 self.journal.add(entry)
-            except Exception as e:
+            except Exception as e:  # noqa: BLE001 - disk full, I/O error: refuse, report
                 self._forget(job_id)
                 self.engine.cancel(job_id)
-                log.exception("journal write failed")
+                self.results.failed(e, "journalling a request")
                 raise _Abort(
-                    grpc.StatusCode.UNAVAILABLE, f"cannot journal the request ({e}); not accepted"
-                ) from e
+                    grpc.StatusCode.UNAVAILABLE,
+                    f"cannot journal the request ({type(e).__name__}: {e}); not accepted, "
+                    "retry later",
+                ) from None
+            self.results.wrote()
             self._journalled(live)
         return pb.SubmitProofResponse(job_id=job_id, queue_position=ahead)
 
@@ -234,7 +341,7 @@ class ProvingService:
                 timings["total_ms"] = max(0, round((time.time() - live.submitted_at) * 1000))
                 timings["timelines"] = [_timeline_dict(t) for t in result.timelines]
                 state = "succeeded"
-                self.journal.finish(
+                self.results.finish(
                     job_id,
                     state,
                     proof=result.proof,
@@ -245,13 +352,19 @@ class ProvingService:
             elif outcome.state is JobState.CANCELLED:
                 if live.client_cancelled:
                     state = "cancelled"
-                    self.journal.finish(job_id, state, error="cancelled by the client")
+                    self.results.finish(job_id, state, error="cancelled by the client")
                 # else a shutdown cancelled it: it stays pending and resumes after a restart
+            elif not self._accepting and not isinstance(outcome.error, BadInput):
+                # The daemon is stopping: a failure now is the shutdown's doing (pools closed
+                # under a partition), not the request's. It stays pending and runs again after
+                # the restart; only a request's own fault (BadInput) is final.
+                log.warning("job %s failed during shutdown (%s); left for the restart",
+                            job_id, outcome.error)  # fmt: skip
             else:
                 state = "failed"
-                self.journal.finish(job_id, state, error=str(outcome.error))
-        except Exception:  # noqa: BLE001 - the journal itself failed; keep the daemon up
-            log.exception("job %s: cannot journal its result", job_id)
+                self.results.finish(job_id, state, error=str(outcome.error))
+        except Exception:  # noqa: BLE001 - a bug; the daemon stays up, the waiters wake
+            log.exception("job %s: cannot record its end", job_id)
         finally:
             with self._lock:
                 self._live.pop(job_id, None)
@@ -278,38 +391,34 @@ class ProvingService:
         except Exception:  # noqa: BLE001 - housekeeping never fails a job
             log.exception("journal purge")
 
-    def await_(
-        self, job_id: str, timeout_ms: int, context: grpc.ServicerContext
-    ) -> pb.AwaitProofResponse:
-        entry = self._entry(job_id)
+    async def await_(self, job_id: str, timeout_ms: int) -> pb.AwaitProofResponse:
+        """AwaitProof: wait (holding no thread) until the job's end is journalled, or for
+        ``timeout_ms`` (0: no limit). gRPC cancels the wait when the client goes away."""
+        entry = await self._blocking("control", self._entry, job_id)
         if not entry.terminal:
             with self._lock:
                 live = self._live.get(job_id)
             if live is not None:
-                done = live.done
-                deadline = None if timeout_ms == 0 else time.monotonic() + timeout_ms / 1000
-                while not done.is_set():
-                    left = (
-                        _WAIT_SLICE_S
-                        if deadline is None
-                        else min(_WAIT_SLICE_S, deadline - time.monotonic())
+                timeout = None if timeout_ms == 0 else min(timeout_ms / 1000, _MAX_WAIT_S)
+                self.waiting += 1  # (only the loop thread counts)
+                try:
+                    ended = await live.done.wait(timeout)
+                finally:
+                    self.waiting -= 1
+                if not ended:
+                    return pb.AwaitProofResponse(
+                        job_id=job_id, status=pb.AwaitProofResponse.TIMEOUT
                     )
-                    if left <= 0:
-                        return pb.AwaitProofResponse(
-                            job_id=job_id, status=pb.AwaitProofResponse.TIMEOUT
-                        )
-                    if done.wait(left):
-                        break
-                    if not context.is_active():
-                        raise _Abort(grpc.StatusCode.CANCELLED, "the client went away")
-            entry = self._entry(job_id)
+            entry = await self._blocking("control", self._entry, job_id)
         if not entry.terminal:
             raise _Abort(
                 grpc.StatusCode.UNAVAILABLE,
-                f"{job_id} is journalled but not running "
+                f"{shown(job_id)} is journalled but not running "
                 "(the daemon is shutting down); it resumes when the daemon restarts",
             )
-        return await_response(entry)
+        response = await_response(entry)
+        response.error_message = self.redacted(response.error_message)
+        return response
 
     def cancel(self, job_id: str) -> bool:
         entry = self._entry(job_id)
@@ -358,7 +467,7 @@ class ProvingService:
         doc = ""
         if self.status_doc is not None:
             try:
-                doc = json.dumps(self.status_doc(st))
+                doc = json.dumps({**self.status_doc(st), "journal": self.results.health()})
             except Exception:  # noqa: BLE001 - the summary fields still answer
                 log.exception("status document")
         return pb.GetStatusResponse(
@@ -377,8 +486,7 @@ class ProvingService:
         )
 
     def preload(self, circuit_id: str) -> pb.PreloadSrsResponse:
-        if not circuit_id:
-            raise BadInput("circuit_id is empty")
+        convert.circuit_id_field(circuit_id)
         before = _srs(self.engine.status(), circuit_id)
         already = before is not None and before.state == "resident"
         t0 = time.perf_counter()
@@ -389,8 +497,7 @@ class ProvingService:
         )
 
     def evict(self, circuit_id: str) -> pb.EvictSrsResponse:
-        if not circuit_id:
-            raise BadInput("circuit_id is empty")
+        convert.circuit_id_field(circuit_id)
         before = _srs(self.engine.status(), circuit_id)
         evicted = self.engine.evict(circuit_id)
         return pb.EvictSrsResponse(
@@ -403,62 +510,88 @@ class ProvingService:
     def _entry(self, job_id: str) -> JournalEntry:
         if not job_id:
             raise BadInput("job_id is empty")
-        entry = self.journal.get(job_id)
+        entry = self.results.unwritten(job_id) or self.journal.get(job_id)
         if entry is None:
             raise _Abort(
                 grpc.StatusCode.NOT_FOUND,
-                f"no job {job_id!r} (unknown, or older than the journal's retention)",
+                f"no job {shown(job_id)} (unknown, or older than the journal's retention)",
             )
         return entry
 
     # -- gRPC plumbing ---------------------------------------------------------------------------
 
     def handler(self) -> grpc.GenericRpcHandler:
-        """Every RPC as a raw-bytes unary handler (see the module docstring for why)."""
-        rpcs: dict[str, tuple[type, Callable[[Any, grpc.ServicerContext], Any]]] = {
-            "SubmitProof": (pb.SubmitProofRequest, lambda r, c: self.submit(convert.to_engine(r))),
-            "AwaitProof": (
-                pb.AwaitProofRequest,
-                lambda r, c: self.await_(r.job_id, r.timeout_ms, c),
+        """Every RPC as a raw-bytes unary handler for the asyncio gRPC server (see the module
+        docstring for why raw). Waiting is a coroutine; blocking work runs in small pools."""
+        run = self._blocking
+        rpcs: dict[str, tuple[type, Callable[[Any], Awaitable[Any]]]] = {
+            "SubmitProof": (pb.SubmitProofRequest, lambda r: run("submit", self._submit_msg, r)),
+            "AwaitProof": (pb.AwaitProofRequest, lambda r: self.await_(r.job_id, r.timeout_ms)),
+            "Prove": (pb.ProveRequest, lambda r: run("submit", self._submit_msg, r.submit)),
+            "CancelProof": (pb.CancelProofRequest, lambda r: run("control", self._cancel_msg, r)),
+            "GetStatus": (pb.GetStatusRequest, lambda r: run("control", self.status)),
+            "GetMetrics": (pb.GetMetricsRequest, lambda r: run("control", self._metrics_msg)),
+            "PreloadSRS": (
+                pb.PreloadSrsRequest,
+                lambda r: run("preload", self.preload, r.circuit_id),
             ),
-            "Prove": (pb.ProveRequest, self._prove),
-            "CancelProof": (
-                pb.CancelProofRequest,
-                lambda r, c: pb.CancelProofResponse(was_running=self.cancel(r.job_id)),
-            ),
-            "GetStatus": (pb.GetStatusRequest, lambda r, c: self.status()),
-            "GetMetrics": (
-                pb.GetMetricsRequest,
-                lambda r, c: pb.GetMetricsResponse(prometheus_text=self.metrics_text()),
-            ),
-            "PreloadSRS": (pb.PreloadSrsRequest, lambda r, c: self.preload(r.circuit_id)),
-            "EvictSRS": (pb.EvictSrsRequest, lambda r, c: self.evict(r.circuit_id)),
+            "EvictSRS": (pb.EvictSrsRequest, lambda r: run("control", self.evict, r.circuit_id)),
         }
-        handlers = {
-            name: grpc.unary_unary_rpc_method_handler(
-                self._wrap(name, req_type, fn), response_serializer=lambda m: m.SerializeToString()
+        handlers: dict[str, grpc.RpcMethodHandler] = {
+            name: grpc.stream_unary_rpc_method_handler(
+                self._wrap(name, req_type, fn), response_serializer=_serialize
             )
             for name, (req_type, fn) in rpcs.items()
         }
         return grpc.method_handlers_generic_handler(SERVICE, handlers)
 
-    def _prove(self, request: pb.ProveRequest, context: grpc.ServicerContext) -> pb.ProveResponse:
-        job_id = self.submit(convert.to_engine(request.submit)).job_id
-        return pb.ProveResponse(result=self.await_(job_id, 0, context))
+    def redacted(self, text: str) -> str:
+        """``text`` with the daemon's own paths replaced by placeholders."""
+        for path, placeholder in self._redactions:
+            text = text.replace(path, placeholder)
+        return text
+
+    def _submit_msg(self, msg: pb.SubmitProofRequest) -> pb.SubmitProofResponse:
+        return self.submit(convert.to_engine(msg))
+
+    def _cancel_msg(self, msg: pb.CancelProofRequest) -> pb.CancelProofResponse:
+        return pb.CancelProofResponse(was_running=self.cancel(msg.job_id))
+
+    def _metrics_msg(self) -> pb.GetMetricsResponse:
+        return pb.GetMetricsResponse(prometheus_text=self.metrics_text())
 
     def _wrap(
-        self, name: str, req_type: type, fn: Callable[[Any, grpc.ServicerContext], Any]
-    ) -> Callable[[bytes, Any], Any]:
-        limit = self.max_message_bytes
+        self, name: str, req_type: type, fn: Callable[[Any], Awaitable[Any]]
+    ) -> Callable[[Any, Any], Awaitable[Any]]:
+        """The handler: reading the request (see :mod:`cuzk.server.admission`), size checks,
+        decoding, ``fn``, errors → status codes. Prove's ``fn`` is its submission; its wait
+        for the proof comes after the request's bytes are gone.
 
-        def handle(raw: bytes, context: grpc.ServicerContext) -> Any:
+        Handlers are registered as client-streaming (the wire format of a unary call is the
+        same) so that the request is read here, when the admission allows, rather than by
+        gRPC before the handler runs. Errors are set on the context and returned, not raised
+        with ``abort``: the exception's traceback would hold the request's bytes for as long
+        as gRPC keeps it."""
+        limit = self.max_message_bytes
+        admission = self.admission
+
+        async def handle(_requests: Any, context: grpc.aio.ServicerContext) -> Any:
             try:
-                if len(raw) > limit:
+                raw = await admission.read(context, name, gated=name in _LARGE_RPCS)
+                size = len(raw)
+                if size > limit:
                     raise BadInput(
-                        f"{name}: message of {len(raw):,} bytes exceeds the limit "
+                        f"{name}: message of {size:,} bytes exceeds the limit "
                         f"of {limit:,} (server.max_message_bytes)"
                     )
-                return fn(convert.decode(req_type, raw, name), context)
+                async with admission.admit(size, name):
+                    request: Any = convert.decode(req_type, raw, name)
+                    del raw
+                    answer = await fn(request)
+                    del request
+                if name == "Prove":
+                    return pb.ProveResponse(result=await self.await_(answer.job_id, 0))
+                return answer
             except _Abort as e:
                 code, message = e.code, str(e)
             except BadInput as e:
@@ -470,9 +603,21 @@ class ProvingService:
             except Exception as e:  # noqa: BLE001 - one bad call never takes the daemon down
                 log.exception("%s failed", name)
                 code, message = grpc.StatusCode.INTERNAL, f"internal error: {e}"
-            context.abort(code, message)
+            message = self.redacted(message)
+            context.set_code(code)
+            context.set_details(
+                message if len(message) <= MAX_DETAIL else message[:MAX_DETAIL] + "…"
+            )
+            return None
 
         return handle
+
+
+_LARGE_RPCS = frozenset({"SubmitProof", "Prove"})  # the requests that carry vanilla proofs
+
+
+def _serialize(message: Any) -> bytes:
+    return b"" if message is None else message.SerializeToString()
 
 
 def await_response(entry: JournalEntry) -> pb.AwaitProofResponse:

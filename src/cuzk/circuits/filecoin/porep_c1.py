@@ -46,6 +46,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
+from cuzk import safejson
 from cuzk.circuits.filecoin.merkle_json import (
     array,
     bytes32,
@@ -393,10 +394,7 @@ def _read_challenge(obj: Any, p: PoRepParams, where: str) -> _RawChallenge:
 
 def _decode_payload(payload: bytes | str) -> tuple[Any, int | None, int | None]:
     """(SealCommitPhase1Output document, SectorNum, SectorSize) from either payload form."""
-    try:
-        doc = json.loads(payload)
-    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as e:
-        raise BadInput(f"C1 output: not valid JSON ({e})") from e
+    doc = safejson.loads(payload, "C1 output")
     if not isinstance(doc, dict):
         raise BadInput("C1 output: expected a JSON object")
     if "Phase1Out" not in doc:
@@ -410,10 +408,7 @@ def _decode_payload(payload: bytes | str) -> tuple[Any, int | None, int | None]:
         inner = base64.b64decode(raw, validate=True)
     except (binascii.Error, ValueError) as e:
         raise BadInput(f"C1 wrapper Phase1Out: not valid base64 ({e})") from e
-    try:
-        doc = json.loads(inner)
-    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as e:
-        raise BadInput(f"C1 wrapper Phase1Out: not valid JSON ({e})") from e
+    doc = safejson.loads(inner, "C1 wrapper Phase1Out")
     if not isinstance(doc, dict):
         raise BadInput("C1 wrapper Phase1Out: expected a JSON object")
     return doc, num, size

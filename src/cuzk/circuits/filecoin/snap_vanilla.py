@@ -36,6 +36,7 @@ from typing import Any
 
 import numpy as np
 
+from cuzk import safejson
 from cuzk.circuits.filecoin.merkle_json import (
     array,
     fe,
@@ -379,10 +380,7 @@ def read_update(text: str | bytes, circuit_id: str | None = None) -> UpdateReque
         BadInput: malformed JSON, a different circuit than ``circuit_id``, wrong counts, or any
             proof that upstream's verifier or the circuit would reject — naming where and why.
     """
-    try:
-        doc = json.loads(text)
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise BadInput(f"SnapDeals request: not valid JSON ({e})") from e
+    doc = safejson.loads(text, "SnapDeals request")
     what = "SnapDeals request"
     cid = field(doc, "circuit", what)
     if not isinstance(cid, str):

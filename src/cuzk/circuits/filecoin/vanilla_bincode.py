@@ -13,10 +13,10 @@ before anything is allocated for it, so a hostile length cannot make the reader 
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from typing import Any
 
+from cuzk import safejson
 from cuzk.errors import BadInput
 
 
@@ -99,10 +99,9 @@ def read_sector_proof(raw: bytes, what: str) -> dict[str, Any]:
     """
     json_error = None
     if raw.lstrip()[:1] == b"{":
-        try:
-            return json.loads(raw)  # text that starts with "{" is an object or an error
-        except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as e:
-            json_error = e
+        doc, json_error = safejson.parse(raw)  # text starting with "{": an object or an error
+        if json_error is None:
+            return doc
     try:
         return sector_proof_from_bincode(bytes(raw), what)
     except BadInput as e:

@@ -28,6 +28,7 @@ from typing import Any, TextIO
 
 import numpy as np
 
+from cuzk import safejson
 from cuzk.circuits.filecoin.merkle_json import (
     fe,
     fe_json,
@@ -88,10 +89,7 @@ def loads(text: str | bytes, params: PoStParams) -> list[SectorVanilla]:
     Raises:
         BadInput: malformed JSON or any inconsistency, with where and why.
     """
-    try:
-        doc = json.loads(text)
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise BadInput(f"vanilla proofs: not valid JSON ({e})") from e
+    doc = safejson.loads(text, "vanilla proofs")
     items = doc if isinstance(doc, list) else [doc]
     if not items:
         raise BadInput("vanilla proofs: empty list")
@@ -260,10 +258,7 @@ def read_request(text: str | bytes) -> tuple[str, FallbackPoStCircuit, list[int]
     """
     from cuzk.circuits.filecoin.post import post_params
 
-    try:
-        doc = json.loads(text)
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise BadInput(f"PoSt request: not valid JSON ({e})") from e
+    doc = safejson.loads(text, "PoSt request")
     cid = field(doc, "circuit", "PoSt request")
     if not isinstance(cid, str):
         raise BadInput("PoSt request: circuit must be a string")
