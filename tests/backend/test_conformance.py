@@ -46,10 +46,15 @@ def test_is_a_backend_and_round_trips(backend, rng, seed):
     assert memory is None or 0 < memory.free <= memory.total
 
 
-@pytest.mark.parametrize("log_m", [0, 1, 3, 10, 13])
+#: One pass (≤ 2^11 points per tile), the pass boundaries, and three passes (2^19).
+TRANSFORM_LOGS = [0, 1, 2, 3, 5, 8, 11, 12, 13, 19]
+
+
+@pytest.mark.parametrize("log_m", TRANSFORM_LOGS)
 def test_transforms(backend, rng, seed, log_m):
     d = Domain(1 << log_m)
-    for n in sorted({1, max(1, d.m // 2 + 1), d.m}):
+    lengths = sorted({1, max(1, d.m - 3), max(1, d.m // 2 + 1), d.m}) if log_m < 19 else [d.m - 5]
+    for n in lengths:
         v = fr.random(n, rng)
         for name, want in (
             ("ntt", ntt),
