@@ -34,6 +34,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from cuzk.circuits.catalogue import find_kind
 from cuzk.errors import BadInput
 
 SHAPE_MAX_SECTOR = 512 << 20  # auto: real shapes up to 512 MiB sectors
@@ -300,7 +301,9 @@ def circuit_info(circuit_id: str, method: str = "auto") -> dict[str, Any]:
     )
 
     t = time.perf_counter()
-    if circuit_id.startswith(("winning-", "wpost-")):
+    found = find_kind(circuit_id)
+    kind = found.name if found is not None else ""
+    if kind in ("winning", "wpost"):
         params = post_params(circuit_id)
         if method == "auto":
             method = "shape" if params.sector_size <= SHAPE_MAX_SECTOR else "structural"
@@ -314,13 +317,13 @@ def circuit_info(circuit_id: str, method: str = "auto") -> dict[str, Any]:
             identifier=params.identifier,
             param_file=param_file_stem(params) + ".params",
         )
-    elif circuit_id.startswith(("porep-", "snap-")):
+    elif kind in ("porep", "snap"):
         from cuzk.circuits.filecoin import porep, snap
 
         if method == "auto":
             method = "structural"  # even 2 KiB PoRep is 2.7M constraints (a 3 GB shape)
         by_shape = method == "shape"
-        if circuit_id.startswith("porep-"):
+        if kind == "porep":
             pp = porep.porep_params(circuit_id)
             counts = porep.shape_counts(pp) if by_shape else porep.structural_counts(pp)
             size, ident, stem = pp.sector_size, pp.identifier, porep.param_file_stem(pp)
