@@ -42,3 +42,20 @@ def test_decimal_reads_ascii_digits(rng):
     n = int(rng.integers(0, 1 << 62))
     assert safejson.decimal(str(n), "x") == n
     assert safejson.decimal("0" * 100, "x") == 0
+
+
+def test_deep_nesting_is_refused_even_under_a_raised_recursion_limit():
+    """A library that raises the interpreter's recursion limit (py_ecc sets 100,000) must not
+    turn a deeply nested document into a C-stack overflow: it is still a clean refusal."""
+    import sys
+
+    from cuzk import safejson
+
+    old = sys.getrecursionlimit()
+    sys.setrecursionlimit(100_000)
+    try:
+        doc, why = safejson.parse(b"[" * 100_000 + b"]" * 100_000)
+        assert doc is None and why == "nested too deeply"
+        assert sys.getrecursionlimit() == 100_000  # restored
+    finally:
+        sys.setrecursionlimit(old)

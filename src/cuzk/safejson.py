@@ -16,6 +16,11 @@ from typing import Any
 from cuzk.errors import BadInput, BadPayload
 
 MAX_DETAIL = 200  # characters of the decoder's own message kept in ours
+#: The recursion limit JSON is parsed under. The C decoder recurses once per nesting level and
+#: stops at the interpreter's limit; a library that raises that limit process-wide (py_ecc sets
+#: 100,000 on import) would let a deeply nested document overflow the C stack — a crash, not a
+#: RecursionError. Parsing never runs under a higher limit than this.
+PARSE_RECURSION_LIMIT = 5000
 
 
 def loads(data: str | bytes | bytearray, what: str, *, invalid: str = "not valid JSON") -> Any:
@@ -28,7 +33,11 @@ def loads(data: str | bytes | bytearray, what: str, *, invalid: str = "not valid
 
 def parse(data: str | bytes | bytearray) -> tuple[Any, str | None]:
     """(document, None), or (None, why it is not JSON)."""
+    limit = sys.getrecursionlimit()
+    capped = limit > PARSE_RECURSION_LIMIT
     try:
+        if capped:
+            sys.setrecursionlimit(PARSE_RECURSION_LIMIT)
         return json.loads(data), None
     except RecursionError:
         why = "nested too deeply"
@@ -38,6 +47,9 @@ def parse(data: str | bytes | bytearray) -> tuple[Any, str | None]:
         why = str(e)
     except ValueError:  # int() refuses a number this long (Python's guard against slow parsing)
         why = f"a number of more than {sys.get_int_max_str_digits():,} digits"
+    finally:
+        if capped:
+            sys.setrecursionlimit(limit)
     return None, why if len(why) <= MAX_DETAIL else why[: MAX_DETAIL - 1] + "…"
 
 
