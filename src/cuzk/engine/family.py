@@ -188,8 +188,7 @@ class SnarkjsFamily(ProverFamily):
         digest = payload_digest(cid, (), payload)
 
         def assignment(_index: int) -> prover.Assignment:
-            z = read_wtns(name, payload).values
-            return prover.Assignment(z[:n_in], z[n_in:], public)
+            return prover.Assignment.split(read_wtns(name, payload).values, n_in, public)
 
         return Statement(cid, 1, assignment, digest, (public,)), info  # type: ignore[arg-type]
 

@@ -75,6 +75,11 @@ class Assignment:
     def z(self) -> fr.FrVec:
         return np.concatenate([self.inputs, self.aux])
 
+    @classmethod
+    def split(cls, z: fr.FrVec, num_inputs: int, public_inputs: tuple[int, ...]) -> Assignment:
+        """A whole wire vector (ONE, the public inputs, then aux) as an assignment."""
+        return cls(z[:num_inputs], z[num_inputs:], public_inputs)
+
 
 def synthesize(circuit: Circuit, timings: Timings | None = None) -> Assignment:
     """Stage 1: the witness, converted to field vectors in bulk."""
@@ -222,10 +227,6 @@ def stage(
     if timings is not None:
         timings.record("stage", time.perf_counter() - t0)
     return staged
-
-
-def _plain(n: int) -> fr.FrVec:
-    return np.empty((n, 4), dtype=np.uint64)
 
 
 def start(

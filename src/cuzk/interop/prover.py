@@ -125,9 +125,8 @@ def check_witness(key: PreparedKey, witness: Witness) -> None:
 def assignment(key: PreparedKey, witness: Witness) -> prover.Assignment:
     """The witness as the prover's assignment (ONE and the public signals, then the rest)."""
     check_witness(key, witness)
-    n_in = key.zkey.n_public + 1
-    z = witness.values
-    return prover.Assignment(z[:n_in], z[n_in:], tuple(witness.public(key.zkey.n_public)))
+    n_public = key.zkey.n_public
+    return prover.Assignment.split(witness.values, n_public + 1, tuple(witness.public(n_public)))
 
 
 def unverified_error(key_path: str) -> BadInput:

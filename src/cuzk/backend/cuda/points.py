@@ -21,7 +21,7 @@ FLAG_INFINITY = 0x40
 GROUPS = {"g1": (1, 96), "g2": (2, 192)}
 
 
-def zcash_to_limbs(group: str, rows: np.ndarray, first_index: int = 0) -> np.ndarray:
+def zcash_to_limbs(group: str, rows: np.ndarray) -> np.ndarray:
     """(m, 96|192) zcash-uncompressed rows → (m, 24|48) uint32 little-endian limbs (canonical,
     not Montgomery) in the device layout x‖y, G2 coordinates c0‖c1; infinity → zeros."""
     nfp, size = GROUPS[group]
@@ -31,7 +31,7 @@ def zcash_to_limbs(group: str, rows: np.ndarray, first_index: int = 0) -> np.nda
     if bad.any():
         i = int(np.argmax(bad))
         raise BadInput(
-            f"{group} point {first_index + i}: flags 0x{int(flags[i]):02x} are invalid for an "
+            f"{group} point {i}: flags 0x{int(flags[i]):02x} are invalid for an "
             "uncompressed encoding"
         )
     fps = rows.reshape(m, 2 * nfp, 48)[:, :, ::-1]  # each Fp big-endian → little-endian
