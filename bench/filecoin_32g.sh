@@ -13,9 +13,11 @@ SIZE=${SIZE:-32GiB}
 PROOFS=${PROOFS:-2}
 CONC=${CONC:-2}
 SYNTH=${SYNTH:-14}        # synthesis processes (16 cores: leave two for the engine)
+WPD=${WPD:-2}             # workers per device
+SW=${SW:-2}               # synthesis workers
 STEPS=${STEPS:-"setup vanilla bench"}
 CUZK=${CUZK:-python3 -m cuzk.cli.main}
-KEYS=$WORK/keys SHAPES=$WORK/shapes
+KEYS=$WORK/keys SHAPES=${SHAPES:-$WORK/shapes}  # SHAPES=/dev/shm/… when the disk is short
 mkdir -p "$OUT" "$KEYS" "$SHAPES"
 log() { echo "== $(date +%T) $*"; }
 case $CIRCUIT in
@@ -42,7 +44,7 @@ for step in $STEPS; do
     bench)
       log "bench $CIRCUIT × $PROOFS"
       $CUZK bench --backend "$BACKEND" --circuit "$CIRCUIT" --vanilla "$VANILLA" \
-        --param-dir "$KEYS" --shape-cache "$SHAPES" --proofs "$PROOFS" --concurrency "$CONC" \
+        --param-dir "$KEYS" --shape-cache "$SHAPES" --proofs "$PROOFS" --concurrency "$CONC" --workers-per-device "$WPD" --synthesis-workers "$SW" \
         --synthesis-processes "$SYNTH" --json "$OUT/bench_$CIRCUIT.json" \
         --timeline "$OUT/timeline_$CIRCUIT.png" 2>&1 | tee "$OUT/bench_$CIRCUIT.log" | tail -40 ;;
   esac
