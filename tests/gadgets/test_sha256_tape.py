@@ -165,7 +165,8 @@ def test_first_use_verification_rejects_a_wrong_tape(
 
     def broken(pattern: bytes) -> sha256_tape.Tape:
         tape = real(pattern)
-        tape.ops[tape.ops[:, 0] == sha256_tape._XOR, 0] = sha256_tape._AND
+        ops = tape.program.ops
+        ops[ops[:, 0] == sha256_tape._XOR, 0] = sha256_tape._AND
         return tape
 
     monkeypatch.setattr(sha256_tape, "record", broken)

@@ -21,6 +21,7 @@ from cuzk.errors import BadInput
 from cuzk.field import fr
 from cuzk.poly import Domain
 from cuzk.r1cs import R1CSShape
+from cuzk.r1cs.deferred import DeferredAux
 
 Group = Literal["g1", "g2"]
 
@@ -112,6 +113,14 @@ class Backend(Protocol):
 
     def memory(self) -> MemoryInfo | None:
         """Device memory (None for host-only backends); ask at start-up, not between kernels."""
+
+    def upload_witness(self, inputs: fr.FrVec, aux: DeferredAux) -> Vec:
+        """z = inputs ‖ aux as a handle, the deferred runs made where the kernels read z (on a
+        GPU their values never exist on the host)."""
+
+    def take(self, v: Vec, rows: np.ndarray) -> Vec:
+        """``v[rows]`` as a new handle; ``rows`` sorted unsigned indices (a shape's, made once,
+        so a backend may keep its copy of them)."""
 
     # -- polynomials -------------------------------------------------------------------------
     def ntt(self, v: Vec, domain: Domain) -> Vec: ...

@@ -32,6 +32,7 @@ from cuzk.field import fr
 from cuzk.poly import Domain, coset_intt, coset_ntt, h_quotient, intt, ntt
 from cuzk.poly.snarkjs_h import snarkjs_h
 from cuzk.r1cs import R1CSShape
+from cuzk.r1cs.deferred import DeferredAux
 
 log = logging.getLogger(__name__)
 
@@ -89,6 +90,17 @@ class CpuBackend:
 
     def host_vector(self, n: int) -> fr.FrVec:
         return np.empty((n, 4), dtype=np.uint64)
+
+    def upload_witness(self, inputs: fr.FrVec, aux: DeferredAux) -> Vec:
+        check_fr_vec(inputs, "inputs")
+        z = np.empty((len(inputs) + len(aux), 4), dtype=np.uint64)
+        z[: len(inputs)] = inputs
+        aux.expand(out=z[len(inputs) :])
+        return z
+
+    def take(self, v: Vec, rows: np.ndarray) -> Vec:
+        check_fr_vec(v)
+        return fr.take_into(v, rows, np.empty((len(rows), 4), dtype=np.uint64))
 
     def memory(self) -> MemoryInfo | None:
         return None

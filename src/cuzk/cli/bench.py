@@ -229,6 +229,10 @@ def _run_jobs(engine: Any, args: argparse.Namespace) -> tuple[list[Outcome], flo
                     state = "cancelled" if type(e).__name__ == "JobCancelled" else "failed"
                     outcomes[i] = Outcome(i, job_id, state, str(e), None, None)
                 bar.advance(task)
+                if not err.is_terminal:  # logs of long runs: a line per proof as it ends
+                    done = outcomes[i]
+                    err.print(f"bench: proof {i} {done.state if done else '?'} at "
+                              f"{time.perf_counter() - t0:.1f} s")  # fmt: skip
 
         t0 = time.perf_counter()
         clients = [

@@ -109,6 +109,9 @@ class EngineConfig:
     memory_margin: int = DEFAULT_MARGIN
     shape_cache: Path | None = None  # pre-compiled circuit directory; None: shapes in memory
     staging: bool = True  # stage inputs under a second per-device lock (cuzk.engine.staging)
+    # Leave SHA-256 compressions' inner bits to the backend (cuzk.r1cs.deferred): on a GPU
+    # they are made on the device, on the CPU by the numba executor at staging.
+    defer_witness: bool = True
     staging_budget: int | None = None  # bytes per device for staged partitions; None: auto
     pinned_pool_bytes: int = 2 << 30  # idle pinned host buffers kept per device
     max_partitions: int = 64  # per request

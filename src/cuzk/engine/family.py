@@ -39,7 +39,7 @@ from cuzk.errors import BadInput, InternalError
 from cuzk.field import fr
 from cuzk.groth16 import prover
 from cuzk.groth16.keys import Parameters
-from cuzk.r1cs import BulkWitness, Circuit, R1CSShape
+from cuzk.r1cs import BulkWitness, Circuit, R1CSShape, SynthesisOptions
 from cuzk.r1cs.blocks import BlockCircuit
 
 if TYPE_CHECKING:
@@ -70,10 +70,11 @@ class ProverFamily:
         raise NotImplementedError
 
     def synthesize(
-        self, part: Partition, pool: SynthesisPool | None = None
+        self, part: Partition, pool: SynthesisPool | None = None, defer: bool = False
     ) -> tuple[Circuit | None, prover.Assignment]:
         """(circuit, assignment) of a partition; BadInput if the witness is not acceptable.
-        The circuit, when there is one, names a violated constraint if the kernels find one."""
+        The circuit, when there is one, names a violated constraint if the kernels find one.
+        ``defer``: leave bit-program values to the backend (:mod:`cuzk.r1cs.deferred`)."""
         raise NotImplementedError
 
     def unverified(self, index: int) -> Exception:
@@ -102,16 +103,17 @@ class BellpersonFamily(ProverFamily):
         return srs.load(info)
 
     def synthesize(
-        self, part: Partition, pool: SynthesisPool | None = None
+        self, part: Partition, pool: SynthesisPool | None = None, defer: bool = False
     ) -> tuple[Circuit | None, prover.Assignment]:
         statement = part.job.statement
         circuit = statement.circuit(part.index)
         if pool is None or isinstance(circuit, BulkWitness):
-            assignment = prover.synthesize(circuit, part.timings)
+            options = SynthesisOptions(defer_bit_programs=defer)
+            assignment = prover.synthesize(circuit, part.timings, options)
         else:  # Python gadget code: build the witness in a worker process, off this GIL
             t0 = time.perf_counter()
             req = part.job.request
-            args = (req.circuit_id, req.seeds, req.payload, part.index)
+            args = (req.circuit_id, req.seeds, req.payload, part.index, defer)
             if isinstance(circuit, BlockCircuit) and circuit.block_count() > 1:
                 inputs, aux = pool.synthesize_blocks(*args, circuit.block_count())
             else:
@@ -212,7 +214,7 @@ class SnarkjsFamily(ProverFamily):
         return key.params, key.shape
 
     def synthesize(
-        self, part: Partition, pool: SynthesisPool | None = None
+        self, part: Partition, pool: SynthesisPool | None = None, defer: bool = False
     ) -> tuple[Circuit | None, prover.Assignment]:
         assignment = part.job.statement.circuit(part.index)  # an Assignment for this family
         assert isinstance(assignment, prover.Assignment)

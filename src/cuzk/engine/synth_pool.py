@@ -32,6 +32,7 @@ import numpy as np
 from cuzk.circuits.statement import Statement
 from cuzk.errors import InternalError
 from cuzk.r1cs.blocks import BlockCircuit, assemble, groups
+from cuzk.r1cs.deferred import DeferredAux, RunGroup
 
 _STATEMENTS: OrderedDict[str, Statement] = OrderedDict()  # worker side: digest → Statement
 _KEEP_STATEMENTS = 4
@@ -53,22 +54,30 @@ class SynthesisPool:
         )
 
     def synthesize(
-        self, circuit_id: str, seeds: Sequence[int], payload: bytes, index: int
-    ) -> tuple[list[int], np.ndarray]:
+        self, circuit_id: str, seeds: Sequence[int], payload: bytes, index: int, defer: bool
+    ) -> tuple[list[int], np.ndarray | DeferredAux]:
         """Partition ``index``'s witness: (inputs with ONE first, canonical ints; aux as a
-        Montgomery (n, 4) vector). Raises what the worker raised (BadInput for a witness the
+        Montgomery (n, 4) vector, or deferred with ``defer``: see
+        :mod:`cuzk.r1cs.deferred`). Raises what the worker raised (BadInput for a witness the
         payload cannot give); InternalError if the worker process died."""
-        future = self._pool.submit(_remote, circuit_id, tuple(seeds), payload, index)
-        inputs, name, rows = _result(future)
-        return inputs, _take(name, rows)
+        future = self._pool.submit(_remote, circuit_id, tuple(seeds), payload, index, defer)
+        inputs, name, rows, runs = _result(future)
+        return inputs, _with_runs(_take(name, rows), runs)
 
     def synthesize_blocks(
-        self, circuit_id: str, seeds: Sequence[int], payload: bytes, index: int, blocks: int
-    ) -> tuple[list[int], np.ndarray]:
+        self,
+        circuit_id: str,
+        seeds: Sequence[int],
+        payload: bytes,
+        index: int,
+        defer: bool,
+        blocks: int,
+    ) -> tuple[list[int], np.ndarray | DeferredAux]:
         """The same witness for a block circuit of ``blocks`` blocks, one task per view."""
         views: list[tuple[int, ...]] = [(), *groups(blocks, TASKS_PER_PROCESS * self.processes)]
         futures = [
-            self._pool.submit(_remote, circuit_id, tuple(seeds), payload, index, v) for v in views
+            self._pool.submit(_remote, circuit_id, tuple(seeds), payload, index, defer, v)
+            for v in views
         ]
         results = []
         try:
@@ -81,11 +90,11 @@ class SynthesisPool:
                 if not f.cancelled() and f.exception() is None:
                     _free(f.result()[1])
             raise
-        segments = [shared_memory.SharedMemory(name=name) for _, name, _ in results]
+        segments = [shared_memory.SharedMemory(name=name) for _, name, _, _ in results]
         try:
             pieces = [
-                (inputs, np.ndarray((rows, 4), dtype=np.uint64, buffer=shm.buf))
-                for (inputs, _, rows), shm in zip(results, segments, strict=True)
+                (inputs, _with_runs(np.ndarray((rows, 4), dtype=np.uint64, buffer=shm.buf), runs))
+                for (inputs, _, rows, runs), shm in zip(results, segments, strict=True)
             ]
             witness = assemble(pieces[0], pieces[1:])
             del pieces  # the views into the segments, before they close
@@ -99,7 +108,14 @@ class SynthesisPool:
         self._pool.shutdown(wait=True, cancel_futures=True)
 
 
-def _result(future: cf.Future) -> tuple[list[int], str, int]:
+Runs = tuple[int, tuple[RunGroup, ...]] | None  # a deferred aux's length and runs
+
+
+def _with_runs(host: np.ndarray, runs: Runs) -> np.ndarray | DeferredAux:
+    return host if runs is None else DeferredAux(runs[0], host, runs[1])
+
+
+def _result(future: cf.Future) -> tuple[list[int], str, int, Runs]:
     try:
         return future.result()
     except cf.process.BrokenProcessPool as e:
@@ -134,14 +150,14 @@ def _remote(
     seeds: tuple[int, ...],
     payload: bytes,
     index: int,
+    defer: bool,
     blocks: tuple[int, ...] | None = None,
-) -> tuple[list[int], str, int]:
+) -> tuple[list[int], str, int, Runs]:
     """Partition ``index``'s witness (with ``blocks``: of its view on those blocks), its aux
-    vector left in a shared-memory segment for the parent."""
+    vector (a deferred one's host values) left in a shared-memory segment for the parent."""
     from cuzk.circuits import open_statement
     from cuzk.circuits.statement import payload_digest
-    from cuzk.field import fr
-    from cuzk.r1cs import BulkWitness, synthesize_witness
+    from cuzk.r1cs import BulkWitness, SynthesisOptions, synthesize_witness
 
     digest = payload_digest(circuit_id, seeds, payload)
     statement = _STATEMENTS.pop(digest, None) or open_statement(circuit_id, seeds, payload)
@@ -153,17 +169,20 @@ def _remote(
         if not isinstance(circuit, BlockCircuit):
             raise InternalError(f"{circuit_id} is not a block circuit; it has no views")
         circuit = circuit.view(blocks)
+    runs: Runs = None
     if isinstance(circuit, BulkWitness):
         inputs, aux = circuit.assignment()
     else:
-        cs = synthesize_witness(circuit)
-        inputs, aux = cs.inputs, fr.from_ints(cs.aux)
+        cs = synthesize_witness(circuit, SynthesisOptions(defer_bit_programs=defer))
+        inputs, aux = cs.inputs, cs.aux_vector()
+        if isinstance(aux, DeferredAux):
+            aux, runs = aux.host, (aux.n, aux.groups)
     shm = shared_memory.SharedMemory(create=True, size=max(1, aux.nbytes))
     try:
         np.ndarray(aux.shape, dtype=np.uint64, buffer=shm.buf)[:] = aux
         # The parent unlinks it; stop this process's tracker from "cleaning up" after us.
         resource_tracker.unregister(shm._name, "shared_memory")  # type: ignore[attr-defined]
-        return list(inputs), shm.name, len(aux)
+        return list(inputs), shm.name, len(aux), runs
     except BaseException:
         shm.unlink()
         raise

@@ -157,7 +157,10 @@ class SynthesisWorker(Worker):
                 return True
             if self.core.fault("synthesis", part):
                 raise InternalError("injected fault: synthesis failed")
-            circuit, assignment = family_of(part.job.info).synthesize(part, self.core.synth_pool)
+            family = family_of(part.job.info)
+            circuit, assignment = family.synthesize(
+                part, self.core.synth_pool, self.core.config.defer_witness
+            )
             part.circuit = circuit
         except Exception as e:  # noqa: BLE001 - isolated to this job
             self.core.fail(part, e, stage)

@@ -42,7 +42,7 @@ def _witness_only(cs: ConstraintSystem, value: bool | None) -> bool:
 def _push_bit(cs: ConstraintSystem, value: bool) -> Variable:
     aux = cs.aux  # type: ignore[attr-defined]
     aux.append(1 if value else 0)
-    return Variable(len(aux) - 1)
+    return Variable(len(aux) - 1 + cs.gap)  # type: ignore[attr-defined]
 
 
 class AllocatedBit:

@@ -39,6 +39,7 @@ from cuzk.gadgets.boolean import FALSE, TRUE, AllocatedBit, Boolean
 from cuzk.gadgets.sha256_constants import ROUND_CONSTANTS
 from cuzk.gadgets.uint32 import UInt32
 from cuzk.r1cs import Variable, WitnessCS
+from cuzk.r1cs.bitprog import ADD, AND, CH, MAJ, XOR, BitProgram
 
 log = logging.getLogger(__name__)
 
@@ -63,22 +64,26 @@ def input_groups(
         yield word, word.bits, _BIT_WEIGHTS
 
 
-# Opcodes. Bit ops append one value; _ADD appends ``z`` bits of a sum of ``y`` words whose
-# literals start at ``x`` in the tape's word-literal array.
-_XOR, _AND, _CH, _MAJ, _ADD = 0, 1, 2, 3, 4
+# Opcodes (:mod:`cuzk.r1cs.bitprog`). Bit ops append one value; _ADD appends ``z`` bits of a
+# sum of ``y`` words whose literals start at ``x`` in the tape's word-literal array.
+_XOR, _AND, _CH, _MAJ, _ADD = XOR, AND, CH, MAJ, ADD
 
 Word = list[int]  # 32 literals, least significant first
 
 
 @dataclass
 class Tape:
-    """One pattern's recorded compression."""
+    """One pattern's recorded compression: the bit program of its appended values and where
+    its output bits are."""
 
-    ops: np.ndarray  # (n, 4) int32: opcode, operands
-    words: np.ndarray  # int32 literals of the addends of _ADD ops
+    program: BitProgram
     out: np.ndarray  # (256,) int32 literals of the output words, word-major, LSB first
-    n_aux: int  # values appended per compression
     out_spec: list[tuple[int, bool]]  # (node, negated) per output literal, for the Python loop
+
+    @property
+    def n_aux(self) -> int:
+        """Values appended per compression."""
+        return self.program.n_aux
 
 
 class _Tracer:
@@ -219,13 +224,18 @@ class _Tracer:
             self.addmany([state[7], h]),
         ]
 
-    def tape(self, out: list[Word]) -> Tape:
+    def tape(self, pattern: bytes, out: list[Word]) -> Tape:
         lits = [lit for w in out for lit in w]
-        return Tape(
+        program = BitProgram(
+            key=b"sha256:" + pattern,
             ops=np.array(self.ops, dtype=np.int32).reshape(-1, 4),
             words=np.array(self.words, dtype=np.int32),
-            out=np.array(lits, dtype=np.int32),
+            n_in=_N_IN,
             n_aux=self.n_nodes - 1 - _N_IN,
+        )
+        return Tape(
+            program=program,
+            out=np.array(lits, dtype=np.int32),
             out_spec=[(lit >> 1, bool(lit & 1)) for lit in lits],
         )
 
@@ -254,52 +264,26 @@ def record(pattern: bytes) -> Tape:
     lits = [code if code < 2 else ((1 + i) << 1) | (code & 1) for i, code in enumerate(pattern)]
     tr = _Tracer()
     out = tr.compression(lits[:512], [lits[512 + 32 * j : 544 + 32 * j] for j in range(8)])
-    return tr.tape(out)
+    return tr.tape(pattern, out)
 
 
 @njit(cache=True, nogil=True)
-def _replay(ops, words, out, n_aux, inputs):
-    """The appended values, the 256 output literals' values and the output words' values."""
-    n_in = inputs.shape[0]
-    v = np.empty(1 + n_in + n_aux, dtype=np.uint8)
-    v[0] = 0
-    v[1 : 1 + n_in] = inputs
-    k = 1 + n_in
-    for i in range(ops.shape[0]):
-        op = ops[i, 0]
-        x = ops[i, 1]
-        y = ops[i, 2]
-        if op == 4:  # _ADD
-            total = np.int64(0)
-            for j in range(32 * y):
-                lit = words[x + j]
-                total += np.int64(v[lit >> 1] ^ (lit & 1)) << (j & 31)
-            for j in range(ops[i, 3]):
-                v[k] = (total >> j) & 1
-                k += 1
-            continue
-        xv = v[x >> 1] ^ (x & 1)
-        yv = v[y >> 1] ^ (y & 1)
-        if op == 0:
-            r = xv ^ yv
-        elif op == 1:
-            r = xv & yv
-        else:
-            z = ops[i, 3]
-            zv = v[z >> 1] ^ (z & 1)
-            if op == 2:
-                r = (xv & yv) ^ ((xv ^ 1) & zv)
-            else:
-                r = (xv & yv) ^ (xv & zv) ^ (yv & zv)
-        v[k] = r
-        k += 1
+def _outputs_of(v, out):
+    """The 256 output literals' values and the eight output words' values from node values."""
     outv = np.empty(out.shape[0], dtype=np.uint8)
     words = np.zeros(out.shape[0] // 32, dtype=np.int64)
     for j in range(out.shape[0]):
         lit = out[j]
         outv[j] = v[lit >> 1] ^ (lit & 1)
         words[j >> 5] |= np.int64(outv[j]) << (j & 31)
-    return v[1 + n_in :], outv, words
+    return outv, words
+
+
+def _replay(tape: Tape, inputs: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The appended values, the 256 output literals' values and the output words' values."""
+    v = tape.program.run(inputs)
+    outv, words = _outputs_of(v, tape.out)
+    return v[1 + _N_IN :], outv, words
 
 
 _tapes: dict[bytes, Tape | None] = {}  # None: the tape disagreed with the gadget; never replay
@@ -412,15 +396,17 @@ def compress_witness(
             verify = False
     assert isinstance(tape, Tape)
     aux = cs.aux
-    base = len(aux)
-    appended, outv, words = _replay(
-        tape.ops, tape.words, tape.out, tape.n_aux, np.frombuffer(vals, dtype=np.uint8)
-    )
+    base = cs.num_aux
+    appended, outv, words = _replay(tape, np.frombuffer(vals, dtype=np.uint8))
     if not verify:
-        aux.extend(appended.tolist())
+        if options.defer_bit_programs:
+            cs.defer(tape.program, bytes(vals))
+        else:
+            aux.extend(appended.tolist())
         return _outputs(tape, outv, words, base, inputs)
+    local = len(aux)
     ref = python()
-    ok = aux[base:] == appended.tolist() and _same_words(
+    ok = aux[local:] == appended.tolist() and _same_words(
         ref, _outputs(tape, outv, words, base, inputs)
     )
     if ok:

@@ -47,7 +47,16 @@ from cuzk.groth16.keys import Parameters
 from cuzk.groth16.proof import Proof
 from cuzk.groth16.verifier import verify
 from cuzk.poly import Domain
-from cuzk.r1cs import BulkWitness, Circuit, R1CSShape, check_circuit, synthesize_witness
+from cuzk.r1cs import (
+    DEFAULT_OPTIONS,
+    BulkWitness,
+    Circuit,
+    R1CSShape,
+    SynthesisOptions,
+    check_circuit,
+    synthesize_witness,
+)
+from cuzk.r1cs.deferred import DeferredAux
 
 
 @dataclass
@@ -68,12 +77,13 @@ class Assignment:
     """A satisfying assignment: public inputs (ONE first) and aux values, Montgomery form."""
 
     inputs: fr.FrVec
-    aux: fr.FrVec
+    aux: fr.FrVec | DeferredAux  # deferred: its bit-program runs are made by the backend
     public_inputs: tuple[int, ...]  # canonical values without ONE: the statement
 
     @property
     def z(self) -> fr.FrVec:
-        return np.concatenate([self.inputs, self.aux])
+        aux = self.aux.expand() if isinstance(self.aux, DeferredAux) else self.aux
+        return np.concatenate([self.inputs, aux])
 
     @classmethod
     def split(cls, z: fr.FrVec, num_inputs: int, public_inputs: tuple[int, ...]) -> Assignment:
@@ -81,15 +91,20 @@ class Assignment:
         return cls(z[:num_inputs], z[num_inputs:], public_inputs)
 
 
-def synthesize(circuit: Circuit, timings: Timings | None = None) -> Assignment:
-    """Stage 1: the witness, converted to field vectors in bulk."""
+def synthesize(
+    circuit: Circuit,
+    timings: Timings | None = None,
+    options: SynthesisOptions = DEFAULT_OPTIONS,
+) -> Assignment:
+    """Stage 1: the witness, converted to field vectors in bulk (with
+    ``options.defer_bit_programs``, its SHA-256 bulk left to the backend at staging)."""
     t0 = time.perf_counter()
     if isinstance(circuit, BulkWitness):
         inputs, aux = circuit.assignment()
         assignment = Assignment(fr.from_ints(inputs), aux, tuple(inputs[1:]))
     else:
-        cs = synthesize_witness(circuit)
-        assignment = Assignment(fr.from_ints(cs.inputs), fr.from_ints(cs.aux), tuple(cs.inputs[1:]))
+        cs = synthesize_witness(circuit, options)
+        assignment = Assignment(fr.from_ints(cs.inputs), cs.aux_vector(), tuple(cs.inputs[1:]))
     if timings is not None:
         timings.record("synthesis", time.perf_counter() - t0)
     return assignment
@@ -191,6 +206,8 @@ def stage(
             f"assignment has {len(inputs) + len(aux)} values, circuit {shape.circuit_id!r} "
             f"has {shape.num_variables} variables"
         )
+    if isinstance(aux, DeferredAux):
+        return _stage_deferred(assignment, shape, backend, t0, timings)
     buffers = []
 
     def gather(parts: list[tuple[fr.FrVec, np.ndarray | None]]) -> fr.FrVec:
@@ -223,6 +240,30 @@ def stage(
         b_scalars,
         assignment.public_inputs,
         tuple(buffers),
+    )
+    if timings is not None:
+        timings.record("stage", time.perf_counter() - t0)
+    return staged
+
+
+def _stage_deferred(
+    assignment: Assignment,
+    shape: R1CSShape,
+    backend: Backend,
+    t0: float,
+    timings: Timings | None,
+) -> StagedInputs:
+    """Staging for a deferred aux: the backend makes z (on a GPU, there) and the MSM scalars
+    are gathered from it where it lives, by the shape's row lists."""
+    assert isinstance(assignment.aux, DeferredAux)
+    z = backend.upload_witness(assignment.inputs, assignment.aux)
+    staged = StagedInputs(
+        z,
+        z[len(assignment.inputs) :],
+        backend.take(z, shape.a_z_rows),
+        backend.take(z, shape.b_z_rows),
+        assignment.public_inputs,
+        (),
     )
     if timings is not None:
         timings.record("stage", time.perf_counter() - t0)

@@ -23,10 +23,18 @@ import numpy as np
 
 from cuzk.errors import InternalError
 from cuzk.field import fr
-from cuzk.r1cs.system import Circuit, ConstraintSystem, synthesize_witness
+from cuzk.r1cs.deferred import DeferredAux, concat
+from cuzk.r1cs.system import (
+    DEFAULT_OPTIONS,
+    Circuit,
+    ConstraintSystem,
+    SynthesisOptions,
+    synthesize_witness,
+)
 
-#: A view's witness: (inputs with ONE first, as canonical ints; aux as a Montgomery FrVec).
-Piece = tuple[list[int], fr.FrVec]
+#: A view's witness: (inputs with ONE first, as canonical ints; aux as a Montgomery FrVec, or
+#: deferred when the view was synthesized with ``defer_bit_programs``).
+Piece = tuple[list[int], fr.FrVec | DeferredAux]
 
 
 @runtime_checkable
@@ -46,10 +54,12 @@ class BlockCircuit(Protocol):
         ...
 
 
-def view_witness(circuit: BlockCircuit, blocks: Sequence[int]) -> Piece:
+def view_witness(
+    circuit: BlockCircuit, blocks: Sequence[int], options: SynthesisOptions = DEFAULT_OPTIONS
+) -> Piece:
     """The witness of ``circuit.view(blocks)`` (what one worker process computes)."""
-    cs = synthesize_witness(circuit.view(blocks))
-    return cs.inputs, fr.from_ints(cs.aux)
+    cs = synthesize_witness(circuit.view(blocks), options)
+    return cs.inputs, cs.aux_vector()
 
 
 def groups(count: int, pieces: int) -> list[tuple[int, ...]]:
@@ -69,26 +79,26 @@ def assemble(header: Piece, parts: Sequence[Piece]) -> Piece:
             made from these pieces.
     """
     h_inputs, h_aux = header
+    if isinstance(h_aux, DeferredAux):
+        h_aux = h_aux.expand()  # a header is short; its values compare as plain ones
     n_in, n_aux = len(h_inputs), len(h_aux)
     inputs = list(h_inputs)
+    tails: list[fr.FrVec | DeferredAux] = [h_aux]
     for k, (p_inputs, p_aux) in enumerate(parts):
-        if p_inputs[:n_in] != h_inputs or not np.array_equal(p_aux[:n_aux], h_aux):
+        tail = p_aux.tail(n_aux) if isinstance(p_aux, DeferredAux) else p_aux[n_aux:]
+        head = p_aux.host[:n_aux] if isinstance(p_aux, DeferredAux) else p_aux[:n_aux]
+        if p_inputs[:n_in] != h_inputs or not np.array_equal(head, h_aux):
             raise InternalError(f"block view {k} does not reproduce the circuit's header")
         inputs.extend(p_inputs[n_in:])
-    total = n_aux + sum(len(p_aux) - n_aux for _, p_aux in parts)
-    aux = np.empty((total, 4), dtype=np.uint64)
-    aux[:n_aux] = h_aux
-    at = n_aux
-    for _, p_aux in parts:
-        n = len(p_aux) - n_aux
-        aux[at : at + n] = p_aux[n_aux:]
-        at += n
-    return inputs, aux
+        tails.append(tail)
+    return inputs, concat(tails)
 
 
-def witness_in_blocks(circuit: BlockCircuit, pieces: int = 1) -> Piece:
+def witness_in_blocks(
+    circuit: BlockCircuit, pieces: int = 1, options: SynthesisOptions = DEFAULT_OPTIONS
+) -> Piece:
     """The whole witness, built view by view in this process (the reference for the parallel
     path, and what a caller without a process pool uses)."""
-    header = view_witness(circuit, ())
-    parts = [view_witness(circuit, g) for g in groups(circuit.block_count(), pieces)]
+    header = view_witness(circuit, (), options)
+    parts = [view_witness(circuit, g, options) for g in groups(circuit.block_count(), pieces)]
     return assemble(header, parts)

@@ -226,6 +226,21 @@ class R1CSShape:
     def b_aux_rows(self) -> np.ndarray:
         return _kept(self, "_b_aux_rows", lambda: self._rows(self.b_aux_density))
 
+    # The A and B MSM scalars as rows of the whole z (inputs then aux): the gathers a backend
+    # makes when z exists only on its side (a deferred witness, :mod:`cuzk.r1cs.deferred`).
+    @property
+    def a_z_rows(self) -> np.ndarray:
+        return _kept(self, "_a_z_rows", lambda: self._z_rows(None, self.a_aux_rows))
+
+    @property
+    def b_z_rows(self) -> np.ndarray:
+        return _kept(self, "_b_z_rows", lambda: self._z_rows(self.b_input_rows, self.b_aux_rows))
+
+    def _z_rows(self, inputs: np.ndarray | None, aux: np.ndarray) -> np.ndarray:
+        dtype = index_dtype(self.num_variables)
+        head = np.arange(self.num_inputs, dtype=dtype) if inputs is None else inputs.astype(dtype)
+        return np.concatenate([head, aux.astype(dtype) + dtype.type(self.num_inputs)])
+
     def evaluate(self, z: fr.FrVec) -> tuple[fr.FrVec, fr.FrVec, fr.FrVec]:
         """a = A·z, b = B·z, c = C·z for a full assignment z = inputs ‖ aux."""
         if z.shape != (self.num_variables, 4):

@@ -24,7 +24,10 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 
 from cuzk.errors import BadInput
+from cuzk.field import fr
 from cuzk.field.constants import R
+from cuzk.r1cs.bitprog import BitProgram
+from cuzk.r1cs.deferred import DeferredAux, group_runs
 from cuzk.r1cs.lc import LcSpec, LinearCombination, Variable, resolve
 from cuzk.r1cs.names import NameBuilder, PrefixedNames
 from cuzk.r1cs.rows import MatrixBuilder, Rows
@@ -97,6 +100,9 @@ class SynthesisOptions:
     verify_first_use: bool = True
     #: Shape mode: repeated blocks replayed by offset after three (:mod:`cuzk.r1cs.repeat`).
     replay_blocks: bool = True
+    #: Witness mode: leave the values of replayed bit programs (SHA-256 compressions) to the
+    #: backend, recording only where they go and their inputs (:mod:`cuzk.r1cs.deferred`).
+    defer_bit_programs: bool = False
 
 
 #: Every native path on, first uses verified: what production synthesis runs.
@@ -158,16 +164,41 @@ def _value(name: NameSpec, value: ValueSpec) -> int:
 
 
 class WitnessCS(ConstraintSystem):
-    """Values only: the proving-time mode."""
+    """Values only: the proving-time mode.
+
+    ``aux`` holds the values computed here, in order. With ``options.defer_bit_programs`` some
+    runs of values are only recorded (:meth:`defer`), so aux variable k is ``aux[k - gap]``
+    where ``gap`` counts the deferred values before it; :attr:`num_aux` is the next index and
+    :meth:`aux_vector` the result either way.
+    """
 
     def __init__(self, options: SynthesisOptions = DEFAULT_OPTIONS) -> None:
         super().__init__(options)
         self.inputs: list[int] = [1]
         self.aux: list[int] = []
+        self.gap = 0
+        self._runs: list[tuple[BitProgram, int, bytes]] = []
+
+    @property
+    def num_aux(self) -> int:
+        return len(self.aux) + self.gap
 
     def alloc(self, name: NameSpec, value: ValueSpec) -> Variable:
         self.aux.append(_value(name, value))
-        return Variable(len(self.aux) - 1)
+        return Variable(len(self.aux) - 1 + self.gap)
+
+    def defer(self, program: BitProgram, inputs: bytes) -> int:
+        """Reserve ``program.n_aux`` variables whose values the program makes from ``inputs``
+        later; returns the first one's index."""
+        start = self.num_aux
+        self.gap += program.n_aux
+        self._runs.append((program, start, inputs))
+        return start
+
+    def aux_vector(self) -> fr.FrVec | DeferredAux:
+        """The aux values as a Montgomery vector, or with the deferred runs still to make."""
+        host = fr.from_ints(self.aux)
+        return group_runs(self.num_aux, host, self._runs) if self._runs else host
 
     def alloc_input(self, name: NameSpec, value: ValueSpec) -> Variable:
         self.inputs.append(_value(name, value))

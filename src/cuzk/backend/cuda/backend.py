@@ -28,11 +28,13 @@ from cuzk.backend.cuda.abc import GpuAbc
 from cuzk.backend.cuda.device import Gpu
 from cuzk.backend.cuda.msm import GpuMsm
 from cuzk.backend.cuda.ntt import GpuNtt
+from cuzk.backend.cuda.witness import GpuWitness
 from cuzk.errors import BadInput
 from cuzk.field import fr
 from cuzk.poly import Domain
 from cuzk.poly.snarkjs_h import snarkjs_odd_shift, snarkjs_order
 from cuzk.r1cs import R1CSShape
+from cuzk.r1cs.deferred import DeferredAux
 
 
 class CudaBackend:
@@ -46,6 +48,7 @@ class CudaBackend:
         self.fr = GpuNtt(self.gpu)
         self.abc = GpuAbc(self.gpu)
         self.msms = GpuMsm(self.gpu)
+        self.witness = GpuWitness(self.gpu)
         self._fixed_lock = threading.Lock()
         self._fixed: Any = None
         self._perms: dict[int, Any] = {}
@@ -67,6 +70,14 @@ class CudaBackend:
     def memory(self) -> MemoryInfo | None:
         free, total = self.gpu.memory()
         return MemoryInfo(free, total)
+
+    def upload_witness(self, inputs: fr.FrVec, aux: DeferredAux) -> Vec:
+        """z on this device: the host's values placed, every bit-program run made here."""
+        check_fr_vec(inputs, "inputs")
+        return self.witness.assemble(inputs, aux)
+
+    def take(self, v: Vec, rows: np.ndarray) -> Vec:
+        return self.witness.take(self._handle(v), rows)
 
     def _handle(self, v: Any, name: str = "vector") -> Any:
         """``v`` if it is a device Fr vector (BadInput naming it otherwise)."""

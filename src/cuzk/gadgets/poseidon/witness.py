@@ -56,7 +56,7 @@ def hash_witness(
     if options.verify_first_use and key not in _checked:
         base = len(cs.aux)
         digest = gadget()
-        if cs.aux[base:] == appended and digest.variable.key == len(cs.aux) - 1:
+        if cs.aux[base:] == appended and digest.variable.key == cs.num_aux - 1:
             _checked.add(key)
         else:
             _refused.add(key)
@@ -65,7 +65,7 @@ def hash_witness(
             )
         return digest
     cs.aux.extend(appended)
-    return AllocatedNum(Variable(len(cs.aux) - 1), appended[-1])
+    return AllocatedNum(Variable(cs.num_aux - 1), appended[-1])
 
 
 def _values(preimage: list[int], tag: int, strength: Strength) -> list[int]:

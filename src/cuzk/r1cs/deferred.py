@@ -1,0 +1,138 @@
+"""An aux vector whose bulk is still to be computed: host values plus bit-program runs.
+
+In a 32 GiB PoRep partition ~95 % of the 130M witness values are the inner bits of SHA-256
+compressions. Making them on the host as Python ints (then converting to field elements) is
+most of the proof's CPU time, and the vector (4 GB) then crosses PCIe. With
+``SynthesisOptions.defer_bit_programs`` the witness system records, for each compression it
+would have replayed, only *where* the values go and the instance's 768 input bits; the host
+keeps computing everything else (and the compressions' outputs, which later gadgets read). The
+result is a :class:`DeferredAux`: the host values in order, and the runs that fill the gaps.
+A backend turns it into the full vector where the kernels read it — the CUDA backend on the
+device (the values never exist on the host), the CPU backend with :func:`expand` (the same
+numba executor the tapes use).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from cuzk.errors import InternalError
+from cuzk.field import fr
+from cuzk.r1cs.bitprog import BitProgram, expand_runs
+
+_ONE = fr.ones(1)[0]
+
+
+@dataclass(frozen=True, eq=False)
+class RunGroup:
+    """The runs of one program: instance i's values go to aux ``starts[i]`` onwards."""
+
+    program: BitProgram
+    starts: np.ndarray  # (m,) int64, global aux indices
+    inputs: np.ndarray  # (m, n_in) uint8 input bits
+
+    @property
+    def values(self) -> int:
+        return len(self.starts) * self.program.n_aux
+
+
+@dataclass(frozen=True, eq=False)
+class DeferredAux:
+    """``n`` aux values: ``host`` (Montgomery, in order) fills every position no run covers."""
+
+    n: int
+    host: fr.FrVec
+    groups: tuple[RunGroup, ...]
+
+    def __len__(self) -> int:
+        return self.n
+
+    @property
+    def deferred(self) -> int:
+        """Values the runs make (``n − len(host)``)."""
+        return sum(g.values for g in self.groups)
+
+    def segments(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(dst, src, length) int64 arrays: host[src:src+length] goes to aux[dst:dst+length]."""
+        starts = np.concatenate([g.starts for g in self.groups]) if self.groups else np.zeros(0)
+        lengths = (
+            np.concatenate([np.full(len(g.starts), g.program.n_aux, np.int64) for g in self.groups])
+            if self.groups
+            else np.zeros(0, np.int64)
+        )
+        order = np.argsort(starts, kind="stable")
+        starts = starts[order].astype(np.int64)
+        lengths = lengths[order]
+        ends = starts + lengths
+        gap_dst = np.concatenate([[0], ends])
+        gap_len = np.concatenate([starts, [self.n]]) - gap_dst
+        if np.any(gap_len < 0):
+            raise InternalError("deferred runs overlap")
+        src = np.concatenate([[0], np.cumsum(gap_len)[:-1]]).astype(np.int64)
+        if src[-1] + gap_len[-1] != len(self.host):
+            raise InternalError(
+                f"deferred aux of {self.n} values: {len(self.host)} host values, "
+                f"{int(lengths.sum())} deferred"
+            )
+        keep = gap_len > 0
+        return gap_dst[keep].astype(np.int64), src[keep], gap_len[keep].astype(np.int64)
+
+    def expand(self, out: fr.FrVec | None = None) -> fr.FrVec:
+        """The whole aux vector on the host (the CPU model of the device expansion)."""
+        out = np.empty((self.n, 4), dtype=np.uint64) if out is None else out
+        for dst, src, length in zip(*self.segments(), strict=True):
+            out[dst : dst + length] = self.host[src : src + length]
+        for g in self.groups:
+            p = g.program
+            expand_runs(p.ops, p.words, p.n_aux, g.inputs, g.starts, _ONE, out)
+        return out
+
+    def tail(self, offset: int) -> DeferredAux:
+        """Positions ``offset`` onwards (a block view without its header), renumbered from 0;
+        the header must hold no runs and ``offset`` host values."""
+        groups = []
+        for g in self.groups:
+            if len(g.starts) and int(g.starts.min()) < offset:
+                raise InternalError("a block view's header holds deferred values")
+            groups.append(RunGroup(g.program, g.starts - offset, g.inputs))
+        return DeferredAux(self.n - offset, self.host[offset:], tuple(groups))
+
+
+def concat(parts: Sequence[fr.FrVec | DeferredAux]) -> fr.FrVec | DeferredAux:
+    """Aux vectors one after the other (plain vectors when none has runs)."""
+    if not any(isinstance(p, DeferredAux) for p in parts):
+        return np.concatenate(parts) if parts else np.zeros((0, 4), np.uint64)
+    hosts, runs = [], {}
+    at = 0
+    for p in parts:
+        if isinstance(p, DeferredAux):
+            hosts.append(p.host)
+            for g in p.groups:
+                runs.setdefault(g.program.key, (g.program, []))[1].append((g.starts + at, g.inputs))
+        else:
+            hosts.append(p)
+        at += len(p)
+    groups = tuple(
+        RunGroup(prog, np.concatenate([s for s, _ in rs]), np.concatenate([i for _, i in rs]))
+        for prog, rs in runs.values()
+    )
+    return DeferredAux(at, np.concatenate(hosts), groups)
+
+
+def group_runs(
+    n: int, host: fr.FrVec, runs: Sequence[tuple[BitProgram, int, bytes | np.ndarray]]
+) -> DeferredAux:
+    """A DeferredAux from runs in the order they were recorded: (program, start, inputs)."""
+    by_key: dict[bytes, tuple[BitProgram, list[int], list]] = {}
+    for program, start, inputs in runs:
+        entry = by_key.setdefault(program.key, (program, [], []))
+        entry[1].append(start)
+        entry[2].append(np.frombuffer(inputs, np.uint8) if isinstance(inputs, bytes) else inputs)
+    groups = tuple(
+        RunGroup(p, np.array(starts, dtype=np.int64), np.stack(inputs).astype(np.uint8))
+        for p, starts, inputs in by_key.values()
+    )
+    return DeferredAux(n, host, groups)
