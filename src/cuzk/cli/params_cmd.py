@@ -63,13 +63,17 @@ class _Progress:
         if total < PROGRESS_MIN_BYTES:
             return
         now = time.monotonic()
-        start = self.started.setdefault(name, now)
-        if done < total and now - self.last < PROGRESS_EVERY_S:
+        if name not in self.started:  # the first chunk: the clock starts
+            self.started[name] = self.last = now
+            if done < total:
+                return
+        elif done < total and now - self.last < PROGRESS_EVERY_S:
             return
         self.last = now
-        rate = done / max(now - start, 1e-9) / 1e6
+        elapsed = now - self.started[name]
+        rate = f", {done / elapsed / 1e6:.0f} MB/s" if elapsed > 0.1 else ""
         line = f"hashing {name}: {done / 1e9:.1f} / {total / 1e9:.1f} GB"
-        print(f"{line} ({100 * done / total:.0f}%, {rate:.0f} MB/s)", file=self.out, flush=True)
+        print(f"{line} ({100 * done / total:.0f}%{rate})", file=self.out, flush=True)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -101,8 +105,10 @@ def _print_table(statuses: list[Any]) -> None:
             detail = str(s.params.path) + " (+ .vk)"
         else:
             bad = [f for f in (s.params, s.vk) if f.state != "ok"]
-            detail = "; ".join(f"{Path(f.name).suffix} {f.state} ({f.detail})" for f in bad)
+            detail = "; ".join(f"{Path(f.name).suffix} {f.state}: {f.detail}" for f in bad)
         print(f"{s.circuit_id:<13} {s.state:<8} {detail}")
     counts = Counter(s.state for s in statuses)
+    if counts["corrupt"]:
+        print("corrupt: damaged, or not the official file (a test key from cuzk setup?)")
     print(", ".join(f"{counts[k]} {k}" for k in ("ready", "missing", "corrupt", "unlisted")
                     if counts[k]) + " (full file names: --json)")  # fmt: skip

@@ -10,7 +10,7 @@ output is a different function: the output length is part of its parameter block
 A circuit is *ready* when its ``.params`` is found where the daemon would load it
 (:mod:`cuzk.groth16.locate`), the ``.vk`` beside it exists, and both digests match. Official
 files are tens of GB; hashing streams them in fixed-size chunks (O(1) memory) and reports
-progress, since a 32 GiB PoRep key takes about a minute to read.
+progress, since a 32 GiB PoRep key (~47 GB) takes minutes to read.
 """
 
 from __future__ import annotations
@@ -157,8 +157,7 @@ def _check_file(
         return FileStatus(name, None, "missing", f"IPFS cid {entry.cid}")
     got = digest_of(path)
     if got != entry.digest:
-        return FileStatus(name, path, "corrupt", f"digest {got}, the manifest says "
-                          f"{entry.digest} (damaged, or not the official file)")  # fmt: skip
+        return FileStatus(name, path, "corrupt", f"digest {got}, the manifest says {entry.digest}")
     return FileStatus(name, path, "ok", "")
 
 
