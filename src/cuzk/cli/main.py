@@ -1,5 +1,5 @@
 """The ``cuzk`` command line: setup, prove, verify, info, the demo, the engine bench, the daemon
-(``serve``) and its client.
+(``serve``) and its client, and the official parameters check (``params check``).
 
 Exit codes: 0 success (for ``verify``: the proof is valid), 1 ``verify`` found the proof
 invalid, 2 unusable input (one line on stderr says why), 3 an internal fault, 130 interrupted.
@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from cuzk import safejson
-from cuzk.cli import client_cmd, filecoin_cmd, serve_cmd, snarkjs_cmd
+from cuzk.cli import client_cmd, filecoin_cmd, params_cmd, serve_cmd, snarkjs_cmd
 from cuzk.cli.bench import add_parser as _add_bench_parser
 from cuzk.cli.bench import cmd_bench
 from cuzk.cli.inputs import read_input
@@ -84,6 +84,7 @@ def _build_parser() -> argparse.ArgumentParser:
     serve_cmd.add_parser(sub)
     client_cmd.add_parser(sub)
     snarkjs_cmd.add_parser(sub)
+    params_cmd.add_parser(sub)
     filecoin_cmd.add_parsers(sub)
     return p
 
@@ -273,6 +274,7 @@ _COMMANDS = {
     "serve": serve_cmd.run,
     "client": client_cmd.run,
     "snarkjs": snarkjs_cmd.run,
+    "params": params_cmd.run,
     **filecoin_cmd.COMMANDS,
 }
 

@@ -4,6 +4,7 @@ Filecoin file names (``v28-…``), the places Filecoin's own tools keep paramete
 A storage provider already has the official files where ``paramfetch`` put them:
 ``$FIL_PROOFS_PARAMETER_CACHE`` when set, else ``/var/tmp/filecoin-proof-parameters``. Keys
 in cuzk's own directory win, so a test key made with ``cuzk setup`` is used where one exists.
+A ``.vk`` is always the one beside the ``.params`` in use (results name it to clients).
 """
 
 from __future__ import annotations
@@ -23,15 +24,23 @@ def filecoin_param_dirs() -> list[Path]:
     return dirs if FIL_DEFAULT_CACHE in dirs else [*dirs, FIL_DEFAULT_CACHE]
 
 
-def locate_params(directory: Path, stem: str) -> Path:
-    """``directory/stem.params`` when it exists or ``stem`` is not an official name; else the
-    first Filecoin parameter directory holding the file; else ``directory/stem.params`` (where
-    ``cuzk setup`` would write it, which is what a "missing key" error should name)."""
-    own = directory / f"{stem}.params"
-    if own.exists() or not stem.startswith(OFFICIAL_PREFIX):
-        return own
-    for d in filecoin_param_dirs():
-        candidate = d / f"{stem}.params"
+def search_dirs(directory: Path | None, stem: str) -> list[Path]:
+    """Where keys named ``stem`` are looked for, in order: ``directory`` (cuzk's own, when
+    given), then Filecoin's directories if ``stem`` is an official name."""
+    own = [directory] if directory is not None else []
+    return own + (filecoin_param_dirs() if stem.startswith(OFFICIAL_PREFIX) else [])
+
+
+def find_key(directory: Path | None, stem: str, suffix: str = ".params") -> Path | None:
+    """The first ``stem + suffix`` that is a file in :func:`search_dirs`, or None."""
+    for d in search_dirs(directory, stem):
+        candidate = d / f"{stem}{suffix}"
         if candidate.is_file():
             return candidate
-    return own
+    return None
+
+
+def locate_params(directory: Path, stem: str) -> Path:
+    """The ``.params`` file :func:`find_key` finds; else ``directory/stem.params`` (where
+    ``cuzk setup`` would write it, which is what a "missing key" error should name)."""
+    return find_key(directory, stem) or directory / f"{stem}.params"
