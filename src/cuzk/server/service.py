@@ -19,6 +19,13 @@ everywhere: the engine runs it under that id, so status, timelines and logs show
 holds. The engine calls :meth:`ProvingService.job_ended` once per job as it ends (on its one
 delivery thread, no thread per job), which journals the outcome; AwaitProof waits for that
 write, so what a client is told is always what a restarted daemon would tell it too.
+
+Request ids are the client's, reused across retries (Curio resends under the same id): the
+daemon, not the engine, decides what a reused id means (:func:`request_id_rule`), from the
+journal's row for the id and the job's state in memory, under one lock with the insert. Prove
+is SubmitProof plus a wait that gRPC cancels when the caller's deadline passes or the caller
+goes away; the job is then cancelled (:meth:`ProvingService.leave`) unless someone else still
+waits for it.
 """
 
 from __future__ import annotations
