@@ -115,4 +115,11 @@ def test_a_new_job_takes_a_request_id_over_in_one_transaction(tmp_path, rng):
     j.close()
     j = Journal(path, retention_s=3600)
     assert j.by_request_id(rid).id == second.id and j.get(second.id).seeds == seeds[1]
+    # a pending job replaced by another payload is cancelled with it, so never resumed
+    fourth = _entry(j, rid, seeds[2], now + 3)
+    j.add(fourth, replaces=second.id, superseded="superseded by the fourth")
+    old = j.get(second.id)
+    assert (old.state, old.error, old.request_id, old.payload) == (
+        "cancelled", "superseded by the fourth", None, b"")  # fmt: skip
+    assert [e.id for e in j.pending()] == [fourth.id]
     j.close()

@@ -116,13 +116,17 @@ class Journal:
     def new_id() -> str:
         return f"job-{secrets.token_hex(8)}"
 
-    def add(self, entry: JournalEntry, *, replaces: str | None = None) -> None:
+    def add(
+        self, entry: JournalEntry, *, replaces: str | None = None, superseded: str | None = None
+    ) -> None:
         """Insert an accepted request; sqlite3.IntegrityError if its request id is taken.
 
         ``replaces`` names the job that held the request id until now (the service decided
         the id may be used again, see ``ProvingService.submit``): in the same transaction that
         job gives the id up, so a request id always names the latest job submitted under it
-        and a crash never leaves two rows, or none, holding it."""
+        and a crash never leaves two rows, or none, holding it. With ``superseded`` (the
+        error to record), that job, if still pending, is cancelled in the same transaction:
+        a restart never resumes a job a newer request replaced."""
         with self._lock:
             self._db.execute("PRAGMA synchronous=FULL")
             self._db.execute("BEGIN IMMEDIATE")
@@ -131,6 +135,12 @@ class Journal:
                     self._db.execute(
                         "UPDATE jobs SET request_id = NULL WHERE id = ? AND request_id = ?",
                         (replaces, entry.request_id),
+                    )
+                if replaces is not None and superseded is not None:
+                    self._db.execute(
+                        "UPDATE jobs SET state = 'cancelled', finished_at = ?, error = ?, "
+                        "payload = X'' WHERE id = ? AND state = 'pending'",
+                        (time.time(), superseded, replaces),
                     )
                 self._insert(entry)
             except BaseException:

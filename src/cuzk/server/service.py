@@ -320,8 +320,15 @@ class ProvingService:
                 None,
                 None,
             )
+            superseded = (
+                f"superseded by {job_id}: request_id reused for another payload"
+                if action == "supersede"
+                else None
+            )
             try:
-                self.journal.add(entry, replaces=None if prior is None else prior.id)
+                self.journal.add(
+                    entry, replaces=None if prior is None else prior.id, superseded=superseded
+                )
             except Exception as e:  # noqa: BLE001 - disk full, I/O error: refuse, report
                 self._forget(job_id)
                 self.engine.cancel(job_id)
@@ -338,9 +345,8 @@ class ProvingService:
             job_id, req.circuit_id, req.priority.name.lower(), _rid(req.request_id),
             "" if prior is None else f" (was {prior.id}, {action})",
         )  # fmt: skip
-        if action == "supersede" and prior is not None:
-            self._cancel_live(prior.id, f"superseded by {job_id}: request_id reused for "
-                              "another payload")  # fmt: skip
+        if superseded is not None and prior is not None:
+            self._cancel_live(prior.id, superseded)
         return pb.SubmitProofResponse(job_id=job_id, queue_position=ahead)
 
     def _held_state(self, prior: JournalEntry, join: bool, prove: bool) -> str:
