@@ -400,6 +400,9 @@ class ProvingService:
             return self.engine.cancel(job_id)
         except BadInput:
             return False  # the engine already forgot it (it finished)
+        except Exception:  # noqa: BLE001 - (a stopping engine) the caller is not to blame
+            log.exception("cancelling %s", job_id)
+            return False
 
     # -- a job's life in the daemon: begun, journalled, ended ---------------------------------
 
