@@ -235,3 +235,32 @@ def test_fuzz_decoding_never_raises_anything_but_bad_input(raw):
         assert str(e)  # a message for the client
         return
     assert conv.request.circuit_id  # decoded into a well-formed engine request
+
+
+def test_a_string_that_is_not_utf8_is_named(rng):
+    """protobuf's own error does not say which field; the client is told."""
+    bad = bytes([0xFF]) + bytes(rng.integers(0, 256, size=5, dtype="uint8"))
+    good = pb.SubmitProofRequest(circuit_id="synthetic:512", seeds=[3], request_id="x")
+    good = good.SerializeToString()
+    for number, name in ((1, "request_id"), (40, "circuit_id")):
+        field = _length_delimited(number, bad)
+        with pytest.raises(BadInput, match=f"^SubmitProof: {name}: not valid UTF-8"):
+            convert.submit_from_bytes(good + field)
+        wrapped = _length_delimited(1, good + field)
+        with pytest.raises(BadInput, match=f"^Prove: submit.{name}: not valid UTF-8"):
+            convert.decode(pb.ProveRequest, wrapped, "Prove")
+    # bytes fields may hold anything
+    vanilla = good + _length_delimited(10, bad)
+    assert convert.decode(pb.SubmitProofRequest, vanilla, "SubmitProof").vanilla_proof == bad
+
+
+def _length_delimited(number: int, value: bytes) -> bytes:
+    return _varint((number << 3) | 2) + _varint(len(value)) + value
+
+
+def _varint(n: int) -> bytes:
+    out = bytearray()
+    while n >= 0x80:
+        out.append(n & 0x7F | 0x80)
+        n >>= 7
+    return bytes([*out, n])

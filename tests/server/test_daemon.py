@@ -1,6 +1,6 @@
-"""The daemon in-process, through a real gRPC client: every RPC, duplicate request ids, bad
-requests answered with INVALID_ARGUMENT while the daemon keeps serving, results served from
-the journal after a restart, and bearer-token protection."""
+"""The daemon in-process, through a real gRPC client: every RPC, bad requests answered with
+INVALID_ARGUMENT while the daemon keeps serving, results served from the journal after a
+restart, and bearer-token protection (request ids: test_request_ids.py)."""
 
 from __future__ import annotations
 
@@ -92,18 +92,6 @@ def test_cancel_and_await_timeout(make_daemon):
         outcome = c.await_proof(job, timeout_s=30)
         assert outcome.status == "cancelled" and not outcome.proof
         assert not c.cancel(job)
-
-
-def test_duplicate_request_ids(make_daemon):
-    d = make_daemon()
-    with Client(d.address) as c:
-        first = c.submit_circuit(CIRCUIT, [7], request_id="dup")
-        assert c.submit_circuit(CIRCUIT, [7], request_id="dup") == first
-        assert c.submit_circuit(CIRCUIT, [7], request_id="dup", priority=pb.LOW) == first
-        with pytest.raises(BadInput, match="another payload"):
-            c.submit_circuit(CIRCUIT, [8], request_id="dup")
-        _check_valid(c.await_proof(first))
-        assert c.submit_circuit(CIRCUIT, [7], request_id="dup") == first  # also once finished
 
 
 def test_bad_requests_get_invalid_argument_and_the_daemon_survives(make_daemon):

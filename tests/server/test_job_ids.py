@@ -52,11 +52,11 @@ def test_an_end_before_the_journal_row_is_recorded(make_daemon, monkeypatch):
     journal, engine = d.service.journal, d.engine
     real_add = journal.add
 
-    def slow_add(entry):  # noqa: ANN001, ANN202 - the journal write, after the job ended
+    def slow_add(entry, **kw):  # noqa: ANN001, ANN003, ANN202 - written after the job ended
         _wait(lambda: any(j.job_id == entry.id and j.state is JobState.FAILED
                           for j in engine.status().jobs))  # fmt: skip
         time.sleep(0.2)  # the outcome reaches the service first
-        return real_add(entry)
+        return real_add(entry, **kw)
 
     monkeypatch.setattr(journal, "add", slow_add)
     with Client(d.address) as c:

@@ -1,5 +1,5 @@
-"""The SQLite journal on its own: what is pending, finishing once, request-id uniqueness and
-retention."""
+"""The SQLite journal on its own: what is pending, finishing once, request ids (unique, taken
+over by a new job) and retention."""
 
 from __future__ import annotations
 
@@ -92,3 +92,34 @@ def test_unusable_path_is_bad_input(tmp_path):
     (tmp_path / "file").write_text("x")
     with pytest.raises(BadInput, match="journal"):
         Journal(tmp_path / "file" / "j.sqlite3", 60)
+
+
+def test_a_new_job_takes_a_request_id_over_in_one_transaction(tmp_path, rng):
+    path = tmp_path / "j.sqlite3"
+    j = Journal(path, retention_s=3600)
+    now = time.time()
+    rid = "wdpost-1000-0-[12 34 56]"
+    seeds = [(int(x),) for x in rng.integers(1 << 62, size=3)]
+    first = _entry(j, rid, seeds[0], now)
+    j.add(first)
+    j.finish(first.id, "failed", error="boom")
+    second = _entry(j, rid, seeds[1], now + 1)
+    j.add(second, replaces=first.id)
+    assert j.by_request_id(rid).id == second.id
+    assert j.get(first.id).request_id is None and j.get(first.id).error == "boom"
+    # naming a job that does not hold the id changes nothing and the insert fails whole
+    third = _entry(j, rid, seeds[2], now + 2)
+    with pytest.raises(sqlite3.IntegrityError):
+        j.add(third, replaces=first.id)
+    assert j.get(third.id) is None and j.by_request_id(rid).id == second.id
+    j.close()
+    j = Journal(path, retention_s=3600)
+    assert j.by_request_id(rid).id == second.id and j.get(second.id).seeds == seeds[1]
+    # a pending job replaced by another payload is cancelled with it, so never resumed
+    fourth = _entry(j, rid, seeds[2], now + 3)
+    j.add(fourth, replaces=second.id, superseded="superseded by the fourth")
+    old = j.get(second.id)
+    assert (old.state, old.error, old.request_id, old.payload) == (
+        "cancelled", "superseded by the fourth", None, b"")  # fmt: skip
+    assert [e.id for e in j.pending()] == [fourth.id]
+    j.close()

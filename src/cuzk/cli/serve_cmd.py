@@ -39,6 +39,13 @@ def add_parser(sub: Any) -> None:
     s.add_argument("--journal", type=Path, help="SQLite journal file")
     s.add_argument("--backend", choices=["cpu", "cuda"])
     s.add_argument(
+        "--allow-unauthenticated",
+        action="store_true",
+        help="serve a listener reachable from other hosts without token or TLS (what Curio's "
+        "client needs); only on a trusted private network: anyone reaching it may submit and "
+        "cancel proofs (auth.allow_unauthenticated)",
+    )
+    s.add_argument(
         "--set",
         action="append",
         default=[],
@@ -63,6 +70,7 @@ def overrides(args: argparse.Namespace) -> dict[str, object]:
             "engine.param_dir": None if args.param_cache is None else str(args.param_cache),
             "journal.path": None if args.journal is None else str(args.journal),
             "engine.backend": args.backend,
+            "auth.allow_unauthenticated": True if args.allow_unauthenticated else None,
         }
     )
     return out

@@ -148,8 +148,10 @@ class Client:
         )
         return ProofOutcome.of(r)  # type: ignore[arg-type]
 
-    def prove(self, request: pb.SubmitProofRequest) -> ProofOutcome:
-        r = self._call("Prove", pb.ProveRequest(submit=request))
+    def prove(self, request: pb.SubmitProofRequest, timeout_s: float | None = None) -> ProofOutcome:
+        """Prove; ``timeout_s`` is the call's deadline (the daemon cancels the job when it
+        passes: DaemonUnavailable with DEADLINE_EXCEEDED here)."""
+        r = self._call("Prove", pb.ProveRequest(submit=request), timeout=timeout_s)
         return ProofOutcome.of(r.result)  # type: ignore[attr-defined]
 
     def cancel(self, job_id: str) -> bool:

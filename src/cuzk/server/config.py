@@ -12,7 +12,8 @@ it and this module in step.
 
 Conventions in the file: ``""`` means "none" for optional paths and the token, ``0`` or
 ``"auto"`` means "let the engine decide" for optional counts and the memory budget, sizes are
-bytes or a string with a unit (``"512MiB"``, ``"64GiB"``), paths may start with ``~``.
+bytes or a string with a unit (``"512MiB"``, ``"64GiB"``), paths may start with ``~`` and are
+made absolute (against the working directory) when read.
 """
 
 from __future__ import annotations
@@ -151,11 +152,11 @@ def _path(optional: bool = False) -> Converter:
     def conv(v: Any) -> Path | None:
         if optional and (v is None or v == ""):
             return None
-        if isinstance(v, Path):
-            return v.expanduser()
-        if not isinstance(v, str) or not v:
+        if not isinstance(v, str | Path) or not v:
             raise _Expected(what)
-        return Path(v).expanduser()
+        # absolute now: what the daemon reports (vk_path in results) means the same file to
+        # a client whatever the daemon's working directory
+        return Path(v).expanduser().absolute()
 
     return conv
 
@@ -433,6 +434,9 @@ class AuthSection(_Section):
     )
     tls_cert: Path | None = _setting(None, _path(optional=True), "PEM certificate chain")
     tls_key: Path | None = _setting(None, _path(optional=True), "PEM private key")
+    allow_unauthenticated: bool = _setting(
+        False, _boolean, "serve remote listeners without token or TLS (trusted network only)"
+    )
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -447,12 +451,21 @@ class AuthSection(_Section):
         token = None if self.token is None else "***"
         return (
             f"AuthSection(token={token}, token_file={self.token_file}, "
-            f"tls_cert={self.tls_cert}, tls_key={self.tls_key})"
+            f"tls_cert={self.tls_cert}, tls_key={self.tls_key}, "
+            f"allow_unauthenticated={self.allow_unauthenticated})"
         )
 
     @property
     def tls(self) -> bool:
         return self.tls_cert is not None
+
+    def grpc_mode(self, loopback: bool) -> str:
+        """How the gRPC listener admits callers: "token", "tls", "tls+token", "local" (no
+        credentials, reachable from this machine only) or "unauthenticated" (reachable from
+        other hosts without credentials: ``allow_unauthenticated``)."""
+        if self.tls or self.token is not None:
+            return "+".join(m for m, on in (("tls", self.tls), ("token", self.token)) if on)
+        return "local" if loopback else "unauthenticated"
 
 
 @dataclass(frozen=True)
@@ -484,17 +497,32 @@ class DaemonConfig:
     log: LogSection = field(default_factory=LogSection)
 
     def __post_init__(self) -> None:
-        if not self.server.address.loopback and self.auth.token is None and not self.auth.tls:
+        if self.grpc_mode == "unauthenticated" and not self.auth.allow_unauthenticated:
             raise BadInput(
                 f"server.listen: {shown(self.server.listen)} is reachable from other hosts; "
                 "set auth.token or auth.tls_cert/auth.tls_key, or listen on a unix socket "
-                "or loopback"
+                "or loopback, or (on a trusted network only) auth.allow_unauthenticated"
             )
-        if self.http.enabled and not is_loopback_host(self.http.host) and self.auth.token is None:
+        if self.http_mode == "unauthenticated" and not self.auth.allow_unauthenticated:
             raise BadInput(
                 f"http.listen: {shown(self.http.listen)} is reachable from other hosts; "
-                "set auth.token or listen on loopback"
+                "set auth.token or listen on loopback, or (on a trusted network only) "
+                "auth.allow_unauthenticated"
             )
+
+    @property
+    def grpc_mode(self) -> str:
+        """How the gRPC listener admits callers (:meth:`AuthSection.grpc_mode`)."""
+        return self.auth.grpc_mode(self.server.address.loopback)
+
+    @property
+    def http_mode(self) -> str:
+        """The same for HTTP ("off" when disabled; TLS is gRPC's only)."""
+        if not self.http.enabled:
+            return "off"
+        if self.auth.token is not None:
+            return "token"
+        return "local" if is_loopback_host(self.http.host) else "unauthenticated"
 
     def engine_config(self) -> EngineConfig:
         return self.engine.engine_config()

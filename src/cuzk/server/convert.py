@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from google.protobuf.message import DecodeError, Message
 
@@ -67,7 +67,52 @@ def decode(message_type: type[M], raw: bytes, what: str) -> M:
         msg.ParseFromString(raw)
         return msg
     except (DecodeError, ValueError, TypeError, RecursionError) as e:
+        field = _bad_text_field(message_type.DESCRIPTOR, raw)
+        if field is not None:
+            raise BadInput(f"{what}: {field}: not valid UTF-8 (a string field)") from None
         raise BadInput(f"{what}: not a valid {message_type.__name__} ({e})") from None
+
+
+def _bad_text_field(descriptor: Any, raw: bytes, depth: int = 0) -> str | None:
+    """The dotted name of the first string field in ``raw`` that is not UTF-8 (protobuf's own
+    error does not name it), or None; walks the wire format, entering message fields."""
+    pos, fields = 0, descriptor.fields_by_number
+    try:
+        while pos < len(raw):
+            key, pos = _varint(raw, pos)
+            number, wire = key >> 3, key & 7
+            if wire == 0:
+                _, pos = _varint(raw, pos)
+            elif wire in (1, 5):
+                pos += 8 if wire == 1 else 4
+            elif wire == 2:
+                size, pos = _varint(raw, pos)
+                value, pos = raw[pos : pos + size], pos + size
+                f = fields.get(number)
+                if f is not None and f.type == f.TYPE_STRING:
+                    value.decode("utf-8")
+                elif f is not None and f.type == f.TYPE_MESSAGE and depth < 8:
+                    inner = _bad_text_field(f.message_type, value, depth + 1)
+                    if inner is not None:
+                        return f"{f.name}.{inner}"
+            else:
+                return None
+    except UnicodeDecodeError:
+        return f.name
+    except IndexError:
+        return None
+    return None
+
+
+def _varint(raw: bytes, pos: int) -> tuple[int, int]:
+    value = shift = 0
+    while True:
+        byte = raw[pos]
+        pos += 1
+        value |= (byte & 0x7F) << shift
+        if byte < 0x80 or shift > 63:
+            return value, pos
+        shift += 7
 
 
 def submit_from_bytes(raw: bytes) -> Converted:

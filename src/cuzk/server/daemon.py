@@ -10,7 +10,10 @@ trigger that stop in :meth:`serve_forever`.
 
 Security: a gRPC address other than a unix socket or loopback needs a bearer token or TLS;
 :class:`~cuzk.server.config.DaemonConfig` refuses such a config, and :meth:`start` checks again
-so a hand-built config cannot slip past.
+so a hand-built config cannot slip past. The one exception is ``auth.allow_unauthenticated``
+(``cuzk serve --allow-unauthenticated``), for a GPU box on a trusted network serving Curio,
+whose client sends no token and uses no TLS: it is logged as a warning at every start and
+shown in /status and GetStatus (``listener``).
 """
 
 from __future__ import annotations
@@ -72,7 +75,7 @@ class Daemon:
     def start(self) -> None:
         cfg = self.config
         addr = cfg.server.address
-        _check_exposure(addr, cfg)
+        _check_exposure(cfg)
         _raise_fd_limit()
         try:
             self.journal = Journal(cfg.journal.path, cfg.journal.retention_hours * 3600)
@@ -80,7 +83,8 @@ class Daemon:
             if purged:
                 log.info("journal: dropped %d result(s) past retention", purged)
             self.engine = Engine(self.engine_config)
-            metrics, status_doc = _metrics_and_status(self.engine)
+            metrics, engine_doc = _metrics_and_status(self.engine)
+            status_doc = None if engine_doc is None else self._grpc_status_doc(engine_doc)
             self.service = ProvingService(
                 self.engine,
                 self.journal,
@@ -103,6 +107,7 @@ class Daemon:
             self.stop(graceful=False)
             raise
         log.info("cuzk daemon listening on %s", self.address)
+        _warn_unauthenticated(cfg, self.address, self.http_port)
 
     def _listen(self, addr: ListenAddress) -> None:
         cfg = self.config
@@ -179,11 +184,33 @@ class Daemon:
     def http_port(self) -> int | None:
         return None if self.http is None else self.http.port
 
+    def listener(self) -> dict:
+        """Who may call the daemon, for /status and GetStatus: each listener's address and how
+        it admits callers ("local", "token", "tls", "tls+token", "unauthenticated")."""
+        cfg = self.config
+        return {
+            "grpc": {"address": self._address or cfg.server.listen, "auth": cfg.grpc_mode},
+            "http": {
+                "address": None if self.http_port is None else f"{cfg.http.host}:{self.http_port}",
+                "auth": cfg.http_mode,
+            },
+            "allow_unauthenticated": cfg.auth.allow_unauthenticated,
+        }
+
+    def _grpc_status_doc(self, engine_doc: Any) -> Any:
+        """GetStatus's document: the engine's, and the listener."""
+
+        def doc(status: Any) -> dict:
+            return {**engine_doc(status), "listener": self.listener()}
+
+        return doc
+
     def _status_doc(self) -> dict:
         assert self.engine is not None and self.service is not None
         from cuzk.server.http import status_json
 
         doc = status_json(self.engine.status())
+        doc["listener"] = self.listener()
         doc["daemon"] = {
             "grpc": self._address,
             "journal": str(self.config.journal.path),
@@ -268,12 +295,29 @@ class Daemon:
         self.stop(graceful=exc_type is None)
 
 
-def _check_exposure(addr: ListenAddress, cfg: DaemonConfig) -> None:
-    if not addr.loopback and not cfg.auth.token and not cfg.auth.tls:
+def _check_exposure(cfg: DaemonConfig) -> None:
+    if cfg.grpc_mode == "unauthenticated" and not cfg.auth.allow_unauthenticated:
         raise BadInput(
             f"server.listen: {cfg.server.listen} is reachable from other hosts; "
-            "refusing to serve it without auth.token or TLS (auth.tls_cert/tls_key)"
+            "refusing to serve it without auth.token or TLS (auth.tls_cert/tls_key) unless "
+            "auth.allow_unauthenticated is set (a trusted network only)"
         )
+
+
+def _warn_unauthenticated(cfg: DaemonConfig, grpc_address: str, http_port: int | None) -> None:
+    """Say loudly, at every start, which listeners anyone on the network may use."""
+    open_ = [f"gRPC {grpc_address}"] if cfg.grpc_mode == "unauthenticated" else []
+    if cfg.http_mode == "unauthenticated":
+        open_.append(f"HTTP {cfg.http.host}:{http_port}")
+    if open_:
+        log.warning(
+            "UNAUTHENTICATED LISTENER (auth.allow_unauthenticated): %s accept(s) calls from any "
+            "host that can reach it, with no token and no TLS; anyone there may submit, cancel "
+            "and read proofs. Use this on a trusted private network only.",
+            " and ".join(open_),
+        )
+    elif cfg.auth.allow_unauthenticated:
+        log.info("auth.allow_unauthenticated is set but every listener is local or protected")
 
 
 def _server_paths(param_dir: Path, journal: Path) -> list[tuple[str, str]]:

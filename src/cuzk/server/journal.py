@@ -116,26 +116,56 @@ class Journal:
     def new_id() -> str:
         return f"job-{secrets.token_hex(8)}"
 
-    def add(self, entry: JournalEntry) -> None:
-        """Insert an accepted request; sqlite3.IntegrityError if its request id is taken."""
+    def add(
+        self, entry: JournalEntry, *, replaces: str | None = None, superseded: str | None = None
+    ) -> None:
+        """Insert an accepted request; sqlite3.IntegrityError if its request id is taken.
+
+        ``replaces`` names the job that held the request id until now (the service decided
+        the id may be used again, see ``ProvingService.submit``): in the same transaction that
+        job gives the id up, so a request id always names the latest job submitted under it
+        and a crash never leaves two rows, or none, holding it. With ``superseded`` (the
+        error to record), that job, if still pending, is cancelled in the same transaction:
+        a restart never resumes a job a newer request replaced."""
         with self._lock:
             self._db.execute("PRAGMA synchronous=FULL")
-            self._db.execute(
-                "INSERT INTO jobs (id, request_id, digest, kind, circuit_id, seeds, payload, "
-                "priority, state, submitted_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    entry.id,
-                    entry.request_id,
-                    entry.digest,
-                    entry.kind,
-                    entry.circuit_id,
-                    json.dumps(list(entry.seeds)),
-                    entry.payload,
-                    entry.priority,
-                    entry.state,
-                    entry.submitted_at,
-                ),
-            )
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                if replaces is not None:
+                    self._db.execute(
+                        "UPDATE jobs SET request_id = NULL WHERE id = ? AND request_id = ?",
+                        (replaces, entry.request_id),
+                    )
+                if replaces is not None and superseded is not None:
+                    self._db.execute(
+                        "UPDATE jobs SET state = 'cancelled', finished_at = ?, error = ?, "
+                        "payload = X'' WHERE id = ? AND state = 'pending'",
+                        (time.time(), superseded, replaces),
+                    )
+                self._insert(entry)
+            except BaseException:
+                if self._db.in_transaction:  # (SQLite may have rolled back already)
+                    self._db.execute("ROLLBACK")
+                raise
+            self._db.execute("COMMIT")
+
+    def _insert(self, entry: JournalEntry) -> None:
+        self._db.execute(
+            "INSERT INTO jobs (id, request_id, digest, kind, circuit_id, seeds, payload, "
+            "priority, state, submitted_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                entry.id,
+                entry.request_id,
+                entry.digest,
+                entry.kind,
+                entry.circuit_id,
+                json.dumps(list(entry.seeds)),
+                entry.payload,
+                entry.priority,
+                entry.state,
+                entry.submitted_at,
+            ),
+        )
 
     def finish(
         self,

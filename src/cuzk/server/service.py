@@ -19,6 +19,13 @@ everywhere: the engine runs it under that id, so status, timelines and logs show
 holds. The engine calls :meth:`ProvingService.job_ended` once per job as it ends (on its one
 delivery thread, no thread per job), which journals the outcome; AwaitProof waits for that
 write, so what a client is told is always what a restarted daemon would tell it too.
+
+Request ids are the client's, reused across retries (Curio resends under the same id): the
+daemon, not the engine, decides what a reused id means (:func:`request_id_rule`), from the
+journal's row for the id and the job's state in memory, under one lock with the insert. Prove
+is SubmitProof plus a wait that gRPC cancels when the caller's deadline passes or the caller
+goes away; the job is then cancelled (:meth:`ProvingService.leave`) unless someone else still
+waits for it.
 """
 
 from __future__ import annotations
@@ -37,7 +44,7 @@ from typing import Any
 
 import grpc
 
-from cuzk.engine import Engine, Priority
+from cuzk.engine import Engine, Priority, ProofRequest
 from cuzk.engine.request import (
     EngineStatus,
     JobOutcome,
@@ -119,14 +126,41 @@ def _wake(future: asyncio.Future[None]) -> None:
 
 @dataclass(eq=False)
 class _Live:
-    """A job the engine runs for this daemon, from its submission until its end is journalled."""
+    """A job the engine runs for this daemon, from its submission until its end is journalled.
+
+    Who waits for it decides whether it outlives a client: a job only Prove calls wait for
+    (``callers``) is cancelled when the last of them gives up; one whose id a client holds
+    (SubmitProof, or resumed after a restart) is ``detached`` and runs to its end."""
 
     circuit_id: str
+    request_id: str | None
     submitted_at: float  # unix seconds
     done: _Done = field(default_factory=_Done)  # set once journalled
     journalled: bool = False  # its row exists, so its end can be written
     early: JobOutcome | None = None  # an end that came before the row was written
-    client_cancelled: bool = False
+    ended: JobState | None = None  # how the engine ended it (before its end is journalled)
+    cancel_reason: str | None = None  # why this daemon cancelled it (the client, a new request)
+    callers: int = 0  # Prove calls waiting for it
+    detached: bool = True  # a client holds its id: never cancelled when a Prove caller leaves
+
+
+def request_id_rule(held_by: str | None, same_payload: bool) -> str:
+    """What a request under a request id that a job already holds does, by that job's state
+    (None: no job holds it, or its result is past retention) and whether the payload digest
+    is the same. Curio retries under the same id, so an id is reused, never refused:
+
+    * ``"join"``: the same payload is in flight or was proved: that job answers (a retry is
+      never proved twice, and never handed a failure it did not wait for);
+    * ``"supersede"``: another payload while the first is in flight (a WindowPoSt retry that
+      skips a newly faulty sector): a new job, and the first is cancelled;
+    * ``"new"``: anything else (no job, or it failed, was cancelled or expired, or another
+      payload after a proof): a new job, which takes the id over.
+    """
+    if held_by in ("pending", "succeeded") and same_payload:
+        return "join"
+    if held_by == "pending":
+        return "supersede"
+    return "new"
 
 
 class ProvingService:
@@ -191,7 +225,7 @@ class ProvingService:
                 self.journal.quarantine(entry.id, f"not a request ({type(e).__name__}: {e})")
                 log.error("journalled job %s is damaged and was set aside: %s", entry.id, e)
                 continue
-            live = self._begin(entry.id, entry.circuit_id, entry.submitted_at)
+            live = self._begin(entry.id, request, entry.submitted_at)
             try:
                 self.engine.submit(request, entry.id)
             except CuzkError as e:
@@ -233,7 +267,10 @@ class ProvingService:
 
     # -- the work behind the RPCs -------------------------------------------------------------
 
-    def submit(self, conv: convert.Converted) -> pb.SubmitProofResponse:
+    def submit(self, conv: convert.Converted, *, prove: bool = False) -> pb.SubmitProofResponse:
+        """Accept a request (journalled before this returns). ``prove``: for a Prove call,
+        which waits for the job and lets go of it when its client gives up (see
+        :meth:`leave`). A request id already held is reused by :func:`request_id_rule`."""
         if not self._accepting:
             raise _Abort(grpc.StatusCode.UNAVAILABLE, "the daemon is shutting down")
         req = conv.request
@@ -241,20 +278,22 @@ class ProvingService:
         digest = req.payload_digest()
         guard = self._submit_lock if req.request_id else contextlib.nullcontext()
         with guard:
+            prior, action = None, "new"
             if req.request_id is not None:
                 prior = self.journal.by_request_id(req.request_id)
                 if prior is not None:
-                    if prior.digest != digest:
-                        raise BadInput(
-                            f"request_id {shown(req.request_id)} was already used for another "
-                            "payload"
-                        )
-                    return pb.SubmitProofResponse(job_id=prior.id)
+                    same = prior.digest == digest and prior.kind == conv.kind
+                    action = request_id_rule(self._held_state(prior, same, prove), same)
+                    if action == "join":
+                        log.info("request_id %s: joins %s", _rid(req.request_id), prior.id)
+                        return pb.SubmitProofResponse(job_id=prior.id)
             job_id = self.journal.new_id()
             submitted_at = time.time()
             with self._lock:
                 ahead = len(self._live)
-            live = self._begin(job_id, req.circuit_id, submitted_at)
+            live = self._begin(job_id, req, submitted_at)
+            if prove:
+                live.detached, live.callers = False, 1
             try:
                 self.engine.submit(req, job_id)
             except BadPayload as e:  # say which field of the message held those bytes
@@ -281,8 +320,15 @@ class ProvingService:
                 None,
                 None,
             )
+            superseded = (
+                f"superseded by {job_id}: request_id reused for another payload"
+                if action == "supersede"
+                else None
+            )
             try:
-                self.journal.add(entry)
+                self.journal.add(
+                    entry, replaces=None if prior is None else prior.id, superseded=superseded
+                )
             except Exception as e:  # noqa: BLE001 - disk full, I/O error: refuse, report
                 self._forget(job_id)
                 self.engine.cancel(job_id)
@@ -294,13 +340,75 @@ class ProvingService:
                 ) from None
             self.results.wrote()
             self._journalled(live)
+        log.info(
+            "accepted %s: %s, %s priority, request_id %s%s",
+            job_id, req.circuit_id, req.priority.name.lower(), _rid(req.request_id),
+            "" if prior is None else f" (was {prior.id}, {action})",
+        )  # fmt: skip
+        if superseded is not None and prior is not None:
+            self._cancel_live(prior.id, superseded)
         return pb.SubmitProofResponse(job_id=job_id, queue_position=ahead)
+
+    def _held_state(self, prior: JournalEntry, join: bool, prove: bool) -> str:
+        """The state of the job holding a request id as it is now: "pending" while the
+        engine has not ended it (then, when ``join``, the new caller is attached to it under
+        the same lock), else how it ended ("failed" for one pending but not running)."""
+        with self._lock:
+            live = self._live.get(prior.id)
+            if live is not None and live.ended is None and live.cancel_reason is None:
+                if join:
+                    if prove:
+                        live.callers += 1
+                    else:
+                        live.detached = True
+                return "pending"
+            ended = None if live is None else live.ended
+        if ended is JobState.SUCCEEDED:
+            return "succeeded"
+        if live is not None:
+            return "failed"  # ended (or being cancelled); its end is being journalled
+        current = self.results.unwritten(prior.id) or self.journal.get(prior.id) or prior
+        return current.state if current.terminal else "failed"
+
+    def leave(self, job_id: str) -> None:
+        """A Prove call stopped waiting for ``job_id`` without its answer (its deadline
+        passed, or the client cancelled or went away). When nobody else waits for the job and
+        no client holds its id, it is cancelled: its queued partitions never run and the
+        device is free once the partition in its kernels now (if any) ends."""
+        with self._lock:
+            live = self._live.get(job_id)
+            if live is None:
+                return
+            live.callers -= 1
+            if live.callers > 0 or live.detached or live.cancel_reason is not None:
+                return
+        log.warning(
+            "%s (request_id %s): the Prove caller gave up (deadline or disconnect); cancelling",
+            job_id, _rid(live.request_id),
+        )  # fmt: skip
+        self._cancel_live(job_id, "the Prove call ended before the proof (client deadline, "
+                          "cancellation or disconnect)")  # fmt: skip
+
+    def _cancel_live(self, job_id: str, reason: str) -> bool:
+        """Cancel a job the engine runs, recording ``reason`` as its error."""
+        with self._lock:
+            live = self._live.get(job_id)
+            if live is None or live.cancel_reason is not None:
+                return False
+            live.cancel_reason = reason
+        try:
+            return self.engine.cancel(job_id)
+        except BadInput:
+            return False  # the engine already forgot it (it finished)
+        except Exception:  # noqa: BLE001 - (a stopping engine) the caller is not to blame
+            log.exception("cancelling %s", job_id)
+            return False
 
     # -- a job's life in the daemon: begun, journalled, ended ---------------------------------
 
-    def _begin(self, job_id: str, circuit_id: str, submitted_at: float) -> _Live:
+    def _begin(self, job_id: str, request: ProofRequest, submitted_at: float) -> _Live:
         """Track a job before the engine gets it: its end may come at any moment after."""
-        live = _Live(circuit_id, submitted_at)
+        live = _Live(request.circuit_id, request.request_id, submitted_at)
         with self._lock:
             self._live[job_id] = live
         return live
@@ -329,6 +437,7 @@ class ProvingService:
             live = self._live.get(job_id)
             if live is None:
                 return  # not ours any more (its row could not be written)
+            live.ended = outcome.state
             if not live.journalled:
                 live.early = outcome  # the submitting thread records it after the row
                 return
@@ -350,9 +459,9 @@ class ProvingService:
                     timings=timings,
                 )
             elif outcome.state is JobState.CANCELLED:
-                if live.client_cancelled:
+                if live.cancel_reason is not None:
                     state = "cancelled"
-                    self.results.finish(job_id, state, error="cancelled by the client")
+                    self.results.finish(job_id, state, error=live.cancel_reason)
                 # else a shutdown cancelled it: it stays pending and resumes after a restart
             elif not self._accepting and not isinstance(outcome.error, BadInput):
                 # The daemon is stopping: a failure now is the shutdown's doing (pools closed
@@ -424,15 +533,7 @@ class ProvingService:
         entry = self._entry(job_id)
         if entry.terminal:
             return False
-        with self._lock:
-            live = self._live.get(job_id)
-            if live is None:
-                return False
-            live.client_cancelled = True
-        try:
-            return self.engine.cancel(job_id)
-        except BadInput:
-            return False  # the engine already forgot it (it finished)
+        return self._cancel_live(job_id, "cancelled by the client")
 
     def status(self) -> pb.GetStatusResponse:
         st = self.engine.status()
@@ -527,7 +628,7 @@ class ProvingService:
         rpcs: dict[str, tuple[type, Callable[[Any], Awaitable[Any]]]] = {
             "SubmitProof": (pb.SubmitProofRequest, lambda r: run("submit", self._submit_msg, r)),
             "AwaitProof": (pb.AwaitProofRequest, lambda r: self.await_(r.job_id, r.timeout_ms)),
-            "Prove": (pb.ProveRequest, lambda r: run("submit", self._submit_msg, r.submit)),
+            "Prove": (pb.ProveRequest, lambda r: self._accept_prove(r.submit)),
             "CancelProof": (pb.CancelProofRequest, lambda r: run("control", self._cancel_msg, r)),
             "GetStatus": (pb.GetStatusRequest, lambda r: run("control", self.status)),
             "GetMetrics": (pb.GetMetricsRequest, lambda r: run("control", self._metrics_msg)),
@@ -551,8 +652,43 @@ class ProvingService:
             text = text.replace(path, placeholder)
         return text
 
-    def _submit_msg(self, msg: pb.SubmitProofRequest) -> pb.SubmitProofResponse:
-        return self.submit(convert.to_engine(msg))
+    def _submit_msg(
+        self, msg: pb.SubmitProofRequest, prove: bool = False
+    ) -> pb.SubmitProofResponse:
+        return self.submit(convert.to_engine(msg), prove=prove)
+
+    async def _accept_prove(self, msg: pb.SubmitProofRequest) -> pb.SubmitProofResponse:
+        """Prove's submission. If the client gives up while it is being accepted (its thread
+        carries on), the job it makes is let go of as soon as it exists."""
+        task = asyncio.ensure_future(self._blocking("submit", self._submit_msg, msg, True))
+        try:
+            return await asyncio.shield(task)
+        except asyncio.CancelledError:
+            task.add_done_callback(self._accepted_unwanted)
+            raise
+
+    def _accepted_unwanted(self, task: asyncio.Future[pb.SubmitProofResponse]) -> None:
+        if not task.cancelled() and task.exception() is None:
+            self._leave_soon(task.result().job_id)
+
+    async def _prove_wait(self, job_id: str) -> pb.ProveResponse:
+        """Prove's wait for its job. gRPC cancels it when the caller's deadline passes or the
+        caller cancels or disconnects; the job is then let go of (:meth:`leave`)."""
+        answered = False
+        try:
+            response = pb.ProveResponse(result=await self.await_(job_id, 0))
+            answered = True
+            return response
+        finally:
+            if not answered:
+                self._leave_soon(job_id)
+
+    def _leave_soon(self, job_id: str) -> None:
+        """:meth:`leave` off the event loop (it takes the engine's lock)."""
+        try:
+            self._pool("control").submit(self.leave, job_id)
+        except RuntimeError:  # the pools are closing: the daemon is stopping anyway
+            self.leave(job_id)
 
     def _cancel_msg(self, msg: pb.CancelProofRequest) -> pb.CancelProofResponse:
         return pb.CancelProofResponse(was_running=self.cancel(msg.job_id))
@@ -590,7 +726,7 @@ class ProvingService:
                     answer = await fn(request)
                     del request
                 if name == "Prove":
-                    return pb.ProveResponse(result=await self.await_(answer.job_id, 0))
+                    return await self._prove_wait(answer.job_id)
                 return answer
             except _Abort as e:
                 code, message = e.code, str(e)
@@ -614,6 +750,12 @@ class ProvingService:
 
 
 _LARGE_RPCS = frozenset({"SubmitProof", "Prove"})  # the requests that carry vanilla proofs
+
+
+def _rid(request_id: str | None) -> str:
+    """A client's request id as the log shows it: quoted and escaped (Curio's ids hold spaces
+    and brackets; a hostile one may hold newlines)."""
+    return "none" if request_id is None else shown(request_id, 300)
 
 
 def _serialize(message: Any) -> bytes:

@@ -83,6 +83,8 @@ class ProvingEngineServicer:
 
     def SubmitProof(self, request, context):
         """Accept a request (journalled before this returns) and answer with its job id at once.
+        The job runs to its end whoever waits for it (see SubmitProofRequest.request_id for
+        what a request under a request id already used does).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -97,6 +99,11 @@ class ProvingEngineServicer:
 
     def Prove(self, request, context):
         """SubmitProof followed by AwaitProof without a timeout, for clients that block anyway.
+        The call's deadline and cancellation are honoured: when the caller gives up (deadline
+        exceeded, cancelled, disconnected) its job is cancelled, its queued partitions never run
+        and its memory and device are released, unless another Prove call still waits for the
+        same job or it was submitted with SubmitProof. Its record then says "cancelled" (and a
+        retry under the same request_id runs it again).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
