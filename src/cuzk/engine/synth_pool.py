@@ -174,9 +174,11 @@ def _remote(
         inputs, aux = circuit.assignment()
     else:
         cs = synthesize_witness(circuit, SynthesisOptions(defer_bit_programs=defer))
-        inputs, aux = cs.inputs, cs.aux_vector()
-        if isinstance(aux, DeferredAux):
-            aux, runs = aux.host, (aux.n, aux.groups)
+        inputs, made = cs.inputs, cs.aux_vector()
+        if isinstance(made, DeferredAux):
+            aux, runs = made.host, (made.n, made.groups)
+        else:
+            aux = made
     shm = shared_memory.SharedMemory(create=True, size=max(1, aux.nbytes))
     try:
         np.ndarray(aux.shape, dtype=np.uint64, buffer=shm.buf)[:] = aux

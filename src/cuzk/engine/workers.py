@@ -54,6 +54,7 @@ from typing import TYPE_CHECKING, Protocol
 from cuzk.backend.base import Backend
 from cuzk.engine.assembler import PartitionProof
 from cuzk.engine.budget import KERNEL_BYTES_PER_DOMAIN
+from cuzk.engine.config import EngineConfig
 from cuzk.engine.family import family_of
 from cuzk.engine.staging import PinnedPool, StagingArea
 from cuzk.errors import DeviceFault, InternalError
@@ -95,6 +96,7 @@ class Pipeline(Protocol):
     """What workers ask of the core; each call takes the engine lock briefly."""
 
     synth_pool: SynthesisPool | None
+    config: EngineConfig
 
     def next_synthesis(self, worker: Worker) -> tuple[Partition, Resident | None] | None: ...
     def load_circuit(self, entry: Resident) -> None: ...

@@ -103,9 +103,11 @@ class DeferredAux:
 
 def concat(parts: Sequence[fr.FrVec | DeferredAux]) -> fr.FrVec | DeferredAux:
     """Aux vectors one after the other (plain vectors when none has runs)."""
-    if not any(isinstance(p, DeferredAux) for p in parts):
-        return np.concatenate(parts) if parts else np.zeros((0, 4), np.uint64)
-    hosts, runs = [], {}
+    plain = [p for p in parts if not isinstance(p, DeferredAux)]
+    if len(plain) == len(parts):
+        return np.concatenate(plain) if plain else np.zeros((0, 4), np.uint64)
+    hosts: list[fr.FrVec] = []
+    runs: dict[bytes, tuple[BitProgram, list[tuple[np.ndarray, np.ndarray]]]] = {}
     at = 0
     for p in parts:
         if isinstance(p, DeferredAux):

@@ -396,6 +396,7 @@ class EngineSection(_Section):
     memory_margin: int = _setting(DEFAULT_MARGIN, _size(), "kept free when the budget is auto")
     shape_cache: Path | None = _setting(None, _path(optional=True), "None: shapes in memory")
     staging: bool = _setting(True, _boolean, "second per-device lock for uploads")
+    defer_witness: bool = _setting(True, _boolean, "SHA-256 witness bits made by the backend")
     staging_budget: int | None = _setting(None, _size(auto=True), "None: half the GPU memory")
     pinned_pool_bytes: int = _setting(2 << 30, _size(), "idle pinned buffers kept per device")
     max_partitions: int = _setting(64, _integer(1, 4096), "per request")
