@@ -351,3 +351,26 @@ def test_seeded_circuit(seed: int) -> None:
     assert inputs == SeededSnapCircuit(p, seed).with_witness()[1]
     assert inputs[3] != SeededSnapCircuit(p, seed + 1).with_witness()[1][3]
     assert inputs == read_update(generate_update(2 * KIB, seed)).public_inputs(0)
+
+
+def test_partition_witness_from_challenge_views(seed: int) -> None:
+    """A SnapDeals partition is a header and one block per challenge: its witness built view
+    by view (and with deferred SHA-256 runs) is the whole circuit's, value for value."""
+    import numpy as np
+
+    from cuzk.circuits import open_statement
+    from cuzk.circuits.filecoin.snap_vanilla import generate_update
+    from cuzk.field import fr
+    from cuzk.r1cs import SynthesisOptions
+    from cuzk.r1cs.blocks import BlockCircuit, witness_in_blocks
+
+    payload = generate_update(2048, seed % 2**32).encode()
+    circuit = open_statement("snap-2k", payload=payload).circuit(0)
+    assert isinstance(circuit, BlockCircuit) and circuit.block_count() > 1
+    whole = synthesize_witness(circuit)
+    inputs, aux = witness_in_blocks(circuit, 3)
+    assert inputs == whole.inputs and np.array_equal(aux, fr.from_ints(whole.aux))
+    options = SynthesisOptions(defer_bit_programs=True)
+    inputs, deferred = witness_in_blocks(circuit, 2, options)
+    assert inputs == whole.inputs
+    assert np.array_equal(deferred.expand(), fr.from_ints(whole.aux))

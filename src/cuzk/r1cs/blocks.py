@@ -80,13 +80,13 @@ def assemble(header: Piece, parts: Sequence[Piece]) -> Piece:
     """
     h_inputs, h_aux = header
     if isinstance(h_aux, DeferredAux):
-        h_aux = h_aux.expand()  # a header is short; its values compare as plain ones
+        h_aux = h_aux.expand()  # a header is short: its values compare (and travel) as plain
     n_in, n_aux = len(h_inputs), len(h_aux)
     inputs = list(h_inputs)
     tails: list[fr.FrVec | DeferredAux] = [h_aux]
     for k, (p_inputs, p_aux) in enumerate(parts):
         tail = p_aux.tail(n_aux) if isinstance(p_aux, DeferredAux) else p_aux[n_aux:]
-        head = p_aux.host[:n_aux] if isinstance(p_aux, DeferredAux) else p_aux[:n_aux]
+        head = p_aux.head(n_aux).expand() if isinstance(p_aux, DeferredAux) else p_aux[:n_aux]
         if p_inputs[:n_in] != h_inputs or not np.array_equal(head, h_aux):
             raise InternalError(f"block view {k} does not reproduce the circuit's header")
         inputs.extend(p_inputs[n_in:])

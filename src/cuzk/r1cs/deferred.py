@@ -90,15 +90,33 @@ class DeferredAux:
             expand_runs(p.ops, p.words, p.n_aux, g.inputs, g.starts, _ONE, out)
         return out
 
-    def tail(self, offset: int) -> DeferredAux:
-        """Positions ``offset`` onwards (a block view without its header), renumbered from 0;
-        the header must hold no runs and ``offset`` host values."""
-        groups = []
+    def _split(self, offset: int) -> tuple[int, list[RunGroup], list[RunGroup]]:
+        """(host values before ``offset``, runs before it, runs from it on); no run may
+        straddle ``offset``."""
+        before, after = [], []
+        deferred_before = 0
         for g in self.groups:
-            if len(g.starts) and int(g.starts.min()) < offset:
-                raise InternalError("a block view's header holds deferred values")
-            groups.append(RunGroup(g.program, g.starts - offset, g.inputs))
-        return DeferredAux(self.n - offset, self.host[offset:], tuple(groups))
+            first = g.starts < offset
+            if np.any(first & (g.starts + g.program.n_aux > offset)):
+                raise InternalError(f"a deferred run straddles aux {offset}")
+            before.append(RunGroup(g.program, g.starts[first], g.inputs[first]))
+            after.append(RunGroup(g.program, g.starts[~first], g.inputs[~first]))
+            deferred_before += int(first.sum()) * g.program.n_aux
+        return offset - deferred_before, before, after
+
+    def head(self, offset: int) -> DeferredAux:
+        """Positions before ``offset`` (a block view's header)."""
+        hosts, before, _ = self._split(offset)
+        groups = tuple(g for g in before if len(g.starts))
+        return DeferredAux(offset, self.host[:hosts], groups)
+
+    def tail(self, offset: int) -> DeferredAux:
+        """Positions ``offset`` onwards (a block view without its header), renumbered from 0."""
+        hosts, _, after = self._split(offset)
+        groups = tuple(
+            RunGroup(g.program, g.starts - offset, g.inputs) for g in after if len(g.starts)
+        )
+        return DeferredAux(self.n - offset, self.host[hosts:], groups)
 
 
 def concat(parts: Sequence[fr.FrVec | DeferredAux]) -> fr.FrVec | DeferredAux:

@@ -24,6 +24,7 @@ and extrapolates; :func:`shape_counts` is the full shape, used to cross-check on
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -240,12 +241,16 @@ def _v(w: T | None, get: Callable[[T], U]) -> U | None:
 class SnapCircuit:
     """One SnapDeals partition; ``witness`` None is the blank circuit (shape mode).
 
-    ``challenge_limit`` (counting only) synthesises just the first blocks of challenges.
+    ``challenge_limit`` (counting only) synthesises just the first blocks of challenges;
+    ``blocks`` (a view, :mod:`cuzk.r1cs.blocks`) just the challenges it names, in its order.
+    The challenge blocks read only the header's variables (phi, the roots, the apex leaves and
+    the generated challenge bits), so a partition's witness is built view by view in parallel.
     """
 
     params: SnapParams
     witness: PartitionWitness | None = None
     challenge_limit: int | None = None
+    blocks: tuple[int, ...] | None = None
 
     @property
     def circuit_id(self) -> str:
@@ -267,7 +272,15 @@ class SnapCircuit:
                 raise BadInput(f"challenge {i}: partition path differs from challenge 0's")
 
     def synthesize(self, cs: ConstraintSystem) -> None:
-        synthesize_snap(cs, self.params, self.witness, self.challenge_limit)
+        synthesize_snap(cs, self.params, self.witness, self.challenge_limit, blocks=self.blocks)
+
+    def block_count(self) -> int:
+        """One block per challenge after the header."""
+        return self.params.challenge_count
+
+    def view(self, blocks: Sequence[int]) -> SnapCircuit:
+        """The header and the challenges ``blocks`` alone, in that order."""
+        return dataclasses.replace(self, blocks=tuple(blocks))
 
 
 def blank_circuit(circuit_id: str) -> SnapCircuit:
@@ -478,16 +491,18 @@ def synthesize_snap(
     w: PartitionWitness | None,
     challenge_limit: int | None = None,
     on_challenge: Callable[[int], None] | None = None,
+    blocks: Sequence[int] | None = None,
 ) -> None:
     """``EmptySectorUpdateCircuit::synthesize`` (``w`` None in shape mode). ``on_challenge``
-    (counting) is called before each challenge block and once after the last."""
+    (counting) is called before each challenge block and once after the last; ``blocks``
+    synthesizes only those challenge blocks (a view)."""
     phi, root_r_old, root_r_new, apex_leafs, partition_bits, h_select_bits, generated = _header(
         cs, p, w
     )
     arities = p.tree.arities
     to_apex = p.apex_height
     count = len(generated) if challenge_limit is None else min(challenge_limit, len(generated))
-    for ci in range(count):
+    for ci in range(count) if blocks is None else blocks:
         if on_challenge is not None:
             on_challenge(ci)
         cw = None if w is None else w.challenges[ci]
