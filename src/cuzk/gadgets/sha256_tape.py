@@ -79,6 +79,9 @@ class Tape:
     program: BitProgram
     out: np.ndarray  # (256,) int32 literals of the output words, word-major, LSB first
     out_spec: list[tuple[int, bool]]  # (node, negated) per output literal, for the Python loop
+    #: When every output literal is a distinct appended value, not negated (the usual case:
+    #: the final additions' sum bits), their offsets from the first appended value.
+    plain_out: list[int] | None = None
 
     @property
     def n_aux(self) -> int:
@@ -237,7 +240,15 @@ class _Tracer:
             program=program,
             out=np.array(lits, dtype=np.int32),
             out_spec=[(lit >> 1, bool(lit & 1)) for lit in lits],
+            plain_out=_plain_offsets(lits),
         )
+
+
+def _plain_offsets(lits: list[int]) -> list[int] | None:
+    nodes = [lit >> 1 for lit in lits]
+    if any(lit & 1 or lit >> 1 <= _N_IN for lit in lits) or len(set(nodes)) != len(nodes):
+        return None
+    return [n - 1 - _N_IN for n in nodes]
 
 
 def _rotr(x: Word, by: int) -> Word:
@@ -333,8 +344,14 @@ def _outputs(
 ) -> list[UInt32]:
     """The eight output words: Booleans over the appended values (aux ``base`` on), the input
     bits, or constants, as the gadget returns them."""
+    if tape.plain_out is not None:  # fast path: fresh bits, no constants, no aliasing
+        bits = [
+            Boolean(AllocatedBit(Variable(base + o), v == 1))
+            for o, v in zip(tape.plain_out, outv.tolist(), strict=True)
+        ]
+        return [UInt32(bits[32 * j : 32 * j + 32], v) for j, v in enumerate(words.tolist())]
     made: dict[int, AllocatedBit] = {}
-    bits: list[Boolean] = []
+    bits = []
     append = bits.append
     for (node, neg), bv in zip(tape.out_spec, outv.tolist(), strict=True):
         if node == 0:
