@@ -151,7 +151,6 @@ def _miner_id(seed: int) -> int:
 def _gen_sealed(args: argparse.Namespace, seed: int) -> int:
     """``gen-vanilla porep|snap``: a C1 output of a freshly sealed random sector, or a SnapDeals
     update request; the document is read back through the engine's parser before it is kept."""
-    from cuzk.circuits import open_statement
 
     if args.sectors is not None or args.partition:
         raise BadInput(f"--sectors and --partition are PoSt options, not {args.post}'s")
@@ -169,20 +168,28 @@ def _gen_sealed(args: argparse.Namespace, seed: int) -> int:
         from cuzk.circuits.filecoin.snap_vanilla import generate_update
 
         text = generate_update(size, seed)
-    if args.curio:
-        _write_curio_sealed(args.out, args.post, text, size, miner, sector)
-        partitions = _check_curio(args.out)
-    else:
-        partitions = open_statement(circuit_id, payload=text.encode()).partitions
-        args.out.write_text(text + "\n")
+    partitions = _keep_sealed(args, circuit_id, text, miner, sector)
     print(f"wrote {args.out}: {circuit_id}, {partitions} partition(s) "
           f"({time.perf_counter() - t:.2f} s)")  # fmt: skip
     return 0
 
 
+def _keep_sealed(args: argparse.Namespace, circuit_id: str, text: str, miner: int,
+                 sector: int) -> int:  # fmt: skip
+    """Write a PoRep C1 or SnapDeals document (``--curio``: as Curio sends it) once the
+    engine's parser has read it back; its partition count."""
+    from cuzk.circuits import open_statement
+
+    if args.curio:
+        _write_curio_sealed(args.out, args.post, text, SIZES[args.sector_size][0], miner, sector)
+        return _check_curio(args.out)
+    partitions = open_statement(circuit_id, payload=text.encode()).partitions
+    args.out.write_text(text + "\n")
+    return partitions
+
+
 def _gen_virtual(args: argparse.Namespace, seed: int) -> int:
     """``gen-vanilla --virtual``: the same documents for a virtual sector of any size."""
-    from cuzk.circuits import open_statement
     from cuzk.circuits.filecoin.seal import virtual
 
     size, suffix = SIZES[args.sector_size]
@@ -202,12 +209,7 @@ def _gen_virtual(args: argparse.Namespace, seed: int) -> int:
     text = json.dumps(doc, separators=(",", ":"))
     del doc  # the parser below builds its own objects; do not hold both
     circuit_id = f"{args.post}-{suffix}"
-    if args.curio:
-        _write_curio_sealed(args.out, args.post, text, size, miner, sector)
-        partitions = _check_curio(args.out)
-    else:
-        partitions = open_statement(circuit_id, payload=text.encode()).partitions
-        args.out.write_text(text + "\n")
+    partitions = _keep_sealed(args, circuit_id, text, miner, sector)
     print(f"wrote {args.out}: virtual {circuit_id}, {partitions} partition(s), "
           f"{len(text) / 1e6:.1f} MB of JSON, checked by its parser "
           f"({time.perf_counter() - t:.1f} s)")  # fmt: skip
