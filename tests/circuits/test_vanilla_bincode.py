@@ -27,6 +27,17 @@ def _path(path: dict) -> bytes:
     return out
 
 
+def encode_merkle(m: dict) -> bytes:
+    """An independent bincode encoder of a MerkleProof's serde layout."""
+    ((kind, body),) = m["data"].items()
+    out = ["Single", "Sub", "Top"].index(kind).to_bytes(4, "little")
+    if kind == "Single":
+        return out + bytes(body["root"]) + bytes(body["leaf"]) + _path(body["path"])
+    for part in ("base_proof", "sub_proof", "top_proof")[: 2 if kind == "Sub" else 3]:
+        out += _path(body[part])
+    return out + bytes(body["root"]) + bytes(body["leaf"])
+
+
 def encode(doc: dict) -> bytes:
     """An independent bincode encoder of a FallbackPoStSectorProof's serde layout."""
     out = doc["sector_id"].to_bytes(8, "little") + bytes(doc["comm_r"])
@@ -34,15 +45,7 @@ def encode(doc: dict) -> bytes:
     out += len(sectors).to_bytes(8, "little")
     for s in sectors:
         out += len(s["inclusion_proofs"]).to_bytes(8, "little")
-        for m in s["inclusion_proofs"]:
-            ((kind, body),) = m["data"].items()
-            out += ["Single", "Sub", "Top"].index(kind).to_bytes(4, "little")
-            if kind == "Single":
-                out += bytes(body["root"]) + bytes(body["leaf"]) + _path(body["path"])
-            else:
-                for part in ("base_proof", "sub_proof", "top_proof")[: 2 if kind == "Sub" else 3]:
-                    out += _path(body[part])
-                out += bytes(body["root"]) + bytes(body["leaf"])
+        out += b"".join(encode_merkle(m) for m in s["inclusion_proofs"])
         out += bytes(s["comm_c"]) + bytes(s["comm_r_last"])
     return out
 

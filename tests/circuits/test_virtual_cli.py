@@ -1,6 +1,6 @@
 """``cuzk gen-vanilla --virtual``: every kind writes a file the engine's parsers open, the
-bincode directories go through the gRPC request converter as filecoin-ffi's bytes would, and
-bad combinations are refused with exit status 2."""
+``--curio`` directories go through the gRPC request converter as Curio's bytes would, and bad
+combinations are refused with exit status 2."""
 
 from __future__ import annotations
 
@@ -12,7 +12,9 @@ from cuzk.circuits import open_statement
 from cuzk.circuits.filecoin.bincode_write import snap_partition_proof
 from cuzk.circuits.filecoin.seal.virtual import virtual_update
 from cuzk.circuits.filecoin.vanilla_json import read_request
+from cuzk.cli.filecoin_cmd import curio_message
 from cuzk.cli.main import main
+from cuzk.server.proto import proving_pb2 as pb
 
 
 def _gen(*argv: str) -> int:
@@ -48,48 +50,45 @@ def test_post_json_reads_back(kind, size, tmp_path, seed, capsys) -> None:
     assert "checked by the parser" in capsys.readouterr().out
 
 
-def test_window_post_bincode_through_the_converter(tmp_path, seed) -> None:
-    """The .vproof files and request.json are what ``cuzk client prove --kind wpost`` sends;
-    the server's converter turns them into the payload the engine proves."""
+def test_window_post_curio_through_the_converter(tmp_path, seed) -> None:
+    """The .vproof files and request.json are the SubmitProofRequest Curio sends; the server's
+    converter turns it into the payload the engine proves."""
     from cuzk.server.convert import to_engine
-    from cuzk.server.proto import proving_pb2 as pb
 
     out = tmp_path / "wpost"
-    assert _gen("window-post", "--virtual", "--sector-size", "32GiB", "--sectors", "3",
-                "--partition", "1", "--seed", str(seed), "--format", "bincode", "--out",
-                str(out)) == 0  # fmt: skip
-    meta = json.loads((out / "request.json").read_text())
-    assert meta["registered_proof"] == 13 and len(meta["vanilla_proofs"]) == 3
-    msg = pb.SubmitProofRequest(
-        proof_kind=pb.WINDOW_POST_PARTITION, registered_proof=meta["registered_proof"],
-        sector_size=meta["sector_size"], miner_id=meta["miner_id"],
-        randomness=bytes.fromhex(meta["randomness"]), partition_index=meta["partition_index"],
-        vanilla_proofs=[(out / n).read_bytes() for n in meta["vanilla_proofs"]],
-    )  # fmt: skip
+    assert _gen("window-post", "--virtual", "--curio", "--sector-size", "32GiB", "--sectors",
+                "3", "--partition", "1", "--seed", str(seed), "--out", str(out)) == 0  # fmt: skip
+    msg = curio_message(out)
+    assert msg.registered_proof == 13 and len(msg.vanilla_proofs) == 3
+    assert msg.priority == pb.HIGH and msg.partition_index == 1
+    ids = " ".join(n.split("-")[-1].split(".")[0] for n in
+                   json.loads((out / "request.json").read_text())["vanilla_proofs"])  # fmt: skip
+    assert msg.request_id == f"wdpost-{msg.miner_id}-1-[{ids}]"
     conv = to_engine(msg)
     assert conv.request.circuit_id == "wpost-32g"
     cid, _, inputs = read_request(conv.request.payload)
     assert cid == "wpost-32g" and len(inputs) == 2349 * 11  # short partition: last repeated
 
 
-def test_snap_bincode_files(tmp_path, seed) -> None:
+def test_snap_curio_files(tmp_path, seed) -> None:
     out = tmp_path / "snap"
-    assert _gen("snap", "--virtual", "--sector-size", "8MiB", "--seed", str(seed), "--format",
-                "bincode", "--out", str(out)) == 0  # fmt: skip
-    meta = json.loads((out / "request.json").read_text())
+    assert _gen("snap", "--virtual", "--sector-size", "8MiB", "--seed", str(seed), "--curio",
+                "--out", str(out)) == 0  # fmt: skip
+    msg = curio_message(out)
     doc = virtual_update(8 << 20, seed).document()
-    assert meta["comm_r_new"] == bytes(doc["comm_r_new"]).hex() and meta["h"] == doc["h"]
-    for k, name in enumerate(meta["vanilla_proofs"]):
-        assert (out / name).read_bytes() == snap_partition_proof(doc["partition_proofs"][k])
+    assert msg.comm_r_new == bytes(doc["comm_r_new"]) and msg.comm_d_new == bytes(doc["comm_d_new"])
+    assert msg.proof_kind == pb.SNAP_DEALS_UPDATE and msg.registered_proof == 1
+    assert msg.request_id == f"snap-{msg.miner_id}-{msg.sector_number}"
+    for k, raw in enumerate(msg.vanilla_proofs):
+        assert raw == snap_partition_proof(doc["partition_proofs"][k])
 
 
 @pytest.mark.parametrize(
     "argv",
     [
-        ["porep", "--virtual", "--format", "bincode"],  # a C1 output is JSON
         ["porep", "--sector-size", "32GiB"],  # 32 GiB is never sealed for real
         ["snap", "--virtual", "--sectors", "2"],  # a PoSt option
-        ["window-post", "--format", "bincode"],  # bincode only for virtual sectors
+        ["window-post", "--curio", "--sector-size", "512MiB"],  # only virtual at 512 MiB
         ["window-post", "--virtual", "--sectors", "3"],  # a 2 KiB partition holds 2
         ["winning-post", "--virtual", "--partition", "1"],
         ["porep", "--virtual", "--api", "1.0.0", "--sector-size", "2KiB", "--sectors", "1"],

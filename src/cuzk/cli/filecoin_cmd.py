@@ -16,11 +16,13 @@ envelope with the randomness, prover id, partition and circuit id
 
 ``--virtual`` makes the same files for any sector size (32 GiB included) without building the
 sector (:mod:`cuzk.circuits.filecoin.seal.virtual`): real challenges and parents, sparse trees,
-megabytes and seconds. ``--format bincode`` writes PoSt and SnapDeals vanilla proofs as
-filecoin-ffi returns them instead — a directory of ``.vproof`` files (one per sector or
-partition, in order) and ``request.json`` with what ``cuzk client prove`` needs besides.
-Every file is read back through the engine's parsers before the command succeeds (for PoSt
-partitions over :data:`POST_CHECK_ALL` sectors, a sample of that many sectors).
+megabytes and seconds. ``--curio`` (any kind, real or virtual) writes the bytes Curio sends
+instead: a directory of the vanilla proof files (the compact C1 wrapper; bincode PoSt and
+SnapDeals proofs, one per sector or partition, in order) and ``request.json`` with the rest of
+the SubmitProofRequest (:func:`curio_message` rebuilds it), so anyone can replay a Curio
+request. Every file is read back through the engine's parsers (``--curio``: through the
+daemon's converter first) before the command succeeds (for PoSt partitions over
+:data:`POST_CHECK_ALL` sectors, a sample of that many sectors).
 
 Hook into ``cli/main.py``: ``filecoin_cmd.add_parsers(sub)`` in the parser builder and
 ``**filecoin_cmd.COMMANDS`` in its command table.
@@ -87,10 +89,11 @@ def add_parsers(sub: Any) -> None:
                    help="virtual sector: real challenges and parents, random labels and leaves "
                    "where nothing checks them, sparse trees (any size, seconds)")  # fmt: skip
     g.add_argument(
-        "--format",
-        choices=["json", "bincode"],
-        default="json",
-        help="bincode (--virtual PoSt/snap): --out is a directory of .vproof files",
+        "--curio",
+        action="store_true",
+        help="--out is a directory of the bytes Curio sends: the vanilla proof files (compact "
+        "C1 wrapper; bincode PoSt and SnapDeals proofs) and request.json (the rest of the "
+        "SubmitProofRequest, proto3 JSON)",
     )
     g.add_argument("--sectors", type=int, help="WindowPoSt sectors (default: a full partition; "
                    f"--virtual: at most {VIRTUAL_SECTORS})")  # fmt: skip
@@ -100,16 +103,17 @@ def add_parsers(sub: Any) -> None:
 
 
 def cmd_gen_vanilla(args: argparse.Namespace) -> int:
-    import numpy as np
+    import secrets
 
+    seed = args.seed if args.seed is not None else secrets.randbits(63)
     if args.virtual:
-        return _gen_virtual(args)
-    if args.format != "json":
-        raise BadInput("--format bincode is written for --virtual sectors")
+        return _gen_virtual(args, seed)
     if SIZES[args.sector_size][0] > SEALED_MAX:
         raise BadInput(f"{args.sector_size} sectors are not built here; add --virtual")
     if args.post in ("porep", "snap"):
-        return _gen_sealed(args)
+        return _gen_sealed(args, seed)
+
+    import numpy as np
 
     from cuzk.circuits.filecoin.post import post_params
     from cuzk.circuits.filecoin.vanilla_json import random_request
@@ -117,11 +121,15 @@ def cmd_gen_vanilla(args: argparse.Namespace) -> int:
     suffix = SIZES[args.sector_size][1]
     params = post_params(f"{'winning' if args.post == 'winning-post' else 'wpost'}-{suffix}")
     t = time.perf_counter()
-    text, vanilla = random_request(params, np.random.default_rng(args.seed), args.sectors,
+    text, vanilla = random_request(params, np.random.default_rng(seed), args.sectors,
                                    args.partition)  # fmt: skip
-    count = len(vanilla)
-    args.out.write_text(text + "\n")
-    print(f"wrote {args.out}: {params.circuit_id}, {count} sector(s), "
+    if args.curio:
+        randomness = int.from_bytes(bytes(json.loads(text)["randomness"]), "little")
+        _write_curio_post(args.out, params, vanilla, randomness, _miner_id(seed), args.partition)
+        _check_curio(args.out)
+    else:
+        args.out.write_text(text + "\n")
+    print(f"wrote {args.out}: {params.circuit_id}, {len(vanilla)} sector(s), "
           f"{sum(len(v.proof.inclusion_proofs) for v in vanilla)} inclusion proofs "
           f"({time.perf_counter() - t:.2f} s)")  # fmt: skip
     return 0
@@ -133,68 +141,79 @@ SIZES = {"2KiB": (2 << 10, "2k"), "8MiB": (8 << 20, "8m"), "512MiB": (512 << 20,
 SEALED_MAX = 8 << 20  # largest sector gen-vanilla builds for real
 
 
-def _gen_sealed(args: argparse.Namespace) -> int:
+def _miner_id(seed: int) -> int:
+    """A 40-bit actor id drawn from ``seed`` (the miner a --curio request names)."""
+    from cuzk.circuits.filecoin.seal.virtual import Draws
+
+    return Draws(seed).fe("miner id") >> 214
+
+
+def _gen_sealed(args: argparse.Namespace, seed: int) -> int:
     """``gen-vanilla porep|snap``: a C1 output of a freshly sealed random sector, or a SnapDeals
     update request; the document is read back through the engine's parser before it is kept."""
-    import secrets
-
-    from cuzk.circuits import open_statement
 
     if args.sectors is not None or args.partition:
         raise BadInput(f"--sectors and --partition are PoSt options, not {args.post}'s")
-    seed = args.seed if args.seed is not None else secrets.randbits(63)
     size, suffix = SIZES[args.sector_size]
     circuit_id = f"{args.post}-{suffix}"
     t = time.perf_counter()
+    miner, sector = _miner_id(seed), seed % (1 << 32)
     if args.post == "porep":
         from cuzk.circuits.filecoin.seal import generate_c1
+        from cuzk.circuits.filecoin.wire import prover_id
 
-        text = generate_c1(size, seed, api=args.api)
+        ids = (prover_id(miner), sector) if args.curio else None
+        text = generate_c1(size, seed, api=args.api, ids=ids)
     else:
         from cuzk.circuits.filecoin.snap_vanilla import generate_update
 
         text = generate_update(size, seed)
-    statement = open_statement(circuit_id, payload=text.encode())
-    args.out.write_text(text + "\n")
-    print(f"wrote {args.out}: {circuit_id}, {statement.partitions} partition(s) "
+    partitions = _keep_sealed(args, circuit_id, text, miner, sector)
+    print(f"wrote {args.out}: {circuit_id}, {partitions} partition(s) "
           f"({time.perf_counter() - t:.2f} s)")  # fmt: skip
     return 0
 
 
-def _gen_virtual(args: argparse.Namespace) -> int:
-    """``gen-vanilla --virtual``: the same documents for a virtual sector of any size."""
-    import secrets
-
+def _keep_sealed(args: argparse.Namespace, circuit_id: str, text: str, miner: int,
+                 sector: int) -> int:  # fmt: skip
+    """Write a PoRep C1 or SnapDeals document (``--curio``: as Curio sends it) once the
+    engine's parser has read it back; its partition count."""
     from cuzk.circuits import open_statement
+
+    if args.curio:
+        _write_curio_sealed(args.out, args.post, text, SIZES[args.sector_size][0], miner, sector)
+        return _check_curio(args.out)
+    partitions = open_statement(circuit_id, payload=text.encode()).partitions
+    args.out.write_text(text + "\n")
+    return partitions
+
+
+def _gen_virtual(args: argparse.Namespace, seed: int) -> int:
+    """``gen-vanilla --virtual``: the same documents for a virtual sector of any size."""
     from cuzk.circuits.filecoin.seal import virtual
 
-    seed = args.seed if args.seed is not None else secrets.randbits(63)
     size, suffix = SIZES[args.sector_size]
     t = time.perf_counter()
-    if args.post in ("porep", "snap"):
-        if args.sectors is not None or args.partition:
-            raise BadInput(f"--sectors and --partition are PoSt options, not {args.post}'s")
-        if args.post == "porep":
-            if args.format != "json":
-                raise BadInput("a C1 output is JSON (upstream's SealCommitPhase1Output)")
-            doc = virtual.virtual_seal(size, seed, api=args.api).c1_document()
-            text = json.dumps(doc, separators=(",", ":"))
-        else:
-            update = virtual.virtual_update(size, seed)
-            doc = update.document()
-            text = json.dumps(doc)
-            if args.format == "bincode":
-                _write_snap_bincode(args.out, doc, update)
-        del doc  # the parser below builds its own objects; do not hold both
-        circuit_id = f"{args.post}-{suffix}"
-        statement = open_statement(circuit_id, payload=text.encode())
-        if args.format == "json":
-            args.out.write_text(text + "\n")
-        print(f"wrote {args.out}: virtual {circuit_id}, {statement.partitions} partition(s), "
-              f"{len(text) / 1e6:.1f} MB of JSON, checked by its parser "
-              f"({time.perf_counter() - t:.1f} s)")  # fmt: skip
-        return 0
-    return _gen_virtual_post(args, size, suffix, seed, t)
+    if args.post not in ("porep", "snap"):
+        return _gen_virtual_post(args, size, suffix, seed, t)
+    if args.sectors is not None or args.partition:
+        raise BadInput(f"--sectors and --partition are PoSt options, not {args.post}'s")
+    miner, sector = _miner_id(seed), seed % (1 << 32)
+    if args.post == "porep":
+        from cuzk.circuits.filecoin.wire import prover_id
+
+        ids = (prover_id(miner).to_bytes(32, "little"), sector) if args.curio else None
+        doc = virtual.virtual_seal(size, seed, api=args.api, ids=ids).c1_document()
+    else:
+        doc = virtual.virtual_update(size, seed).document()
+    text = json.dumps(doc, separators=(",", ":"))
+    del doc  # the parser below builds its own objects; do not hold both
+    circuit_id = f"{args.post}-{suffix}"
+    partitions = _keep_sealed(args, circuit_id, text, miner, sector)
+    print(f"wrote {args.out}: virtual {circuit_id}, {partitions} partition(s), "
+          f"{len(text) / 1e6:.1f} MB of JSON, checked by its parser "
+          f"({time.perf_counter() - t:.1f} s)")  # fmt: skip
+    return 0
 
 
 def _gen_virtual_post(args: argparse.Namespace, size: int, suffix: str, seed: int,
@@ -203,31 +222,19 @@ def _gen_virtual_post(args: argparse.Namespace, size: int, suffix: str, seed: in
     from cuzk.circuits.filecoin.seal import virtual
     from cuzk.circuits.filecoin.vanilla_json import sector_vanilla_json, write_request
     from cuzk.circuits.filecoin.wire import prover_id
-    from cuzk.server.convert import SECTOR_SIZES
 
     params = post_params(f"{'winning' if args.post == 'winning-post' else 'wpost'}-{suffix}")
     sectors = args.sectors
     if sectors is None and params.kind == "window":
         sectors = min(params.sector_count, VIRTUAL_SECTORS)
     vanilla, randomness = virtual.virtual_post(params, seed, sectors, args.partition)
-    miner_id = virtual.Draws(seed).fe("miner id") >> 214  # a 40-bit actor id
+    miner_id = _miner_id(seed)
     n = len(vanilla)
     picks = sorted({0, n - 1, *range(0, n, max(1, n // (POST_CHECK_ALL - 2)))})[:POST_CHECK_ALL]
-    if args.format == "bincode":
-        from cuzk.circuits.filecoin.bincode_write import post_sector_proof
+    if args.curio:
         from cuzk.circuits.filecoin.vanilla_bincode import sector_proof_from_bincode
 
-        args.out.mkdir(parents=True, exist_ok=True)
-        names = [f"sector-{i:04d}-{sv.sector_id}.vproof" for i, sv in enumerate(vanilla)]
-        for name, sv in zip(names, vanilla, strict=True):
-            (args.out / name).write_bytes(post_sector_proof(sector_vanilla_json(sv, params)))
-        index = SECTOR_SIZES.index(size) + (0 if params.kind == "winning" else 10)
-        _write_meta(args.out, {
-            "kind": params.kind if params.kind == "winning" else "wpost",
-            "registered_proof": index, "sector_size": size, "miner_id": miner_id,
-            "randomness": randomness.to_bytes(32, "little").hex(),
-            "partition_index": args.partition, "vanilla_proofs": names,
-        })  # fmt: skip
+        names = _write_curio_post(args.out, params, vanilla, randomness, miner_id, args.partition)
         docs = {i: sector_proof_from_bincode((args.out / names[i]).read_bytes(), names[i])
                 for i in picks}  # fmt: skip
     else:
@@ -266,25 +273,115 @@ def _check_post(params: Any, docs: dict[int, dict[str, Any]], sector_ids: list[i
                            f"challenges are {want[i]} of sector {sector_ids[i]}")  # fmt: skip
 
 
-def _write_snap_bincode(out: Path, doc: dict[str, Any], update: Any) -> None:
-    from cuzk.circuits.filecoin.bincode_write import snap_partition_proof
+# -- --curio: the bytes Curio sends ----------------------------------------------------------
+#
+# A directory: the vanilla proof files exactly as Curio puts them in the request (PoRep: the
+# compact C1 wrapper; PoSt: one bincode FallbackPoStSectorProof per sector; SnapDeals: one
+# bincode PartitionProof per partition) and request.json, holding the rest of Curio's
+# SubmitProofRequest in proto3 JSON ("message": field names as in the .proto, bytes base64,
+# uint64 as strings) and the files' names in request order ("vanilla_proof" or
+# "vanilla_proofs"). :func:`curio_message` rebuilds the message; any gRPC client can.
+
+CURIO_REQUEST = "request.json"
+
+
+def curio_message(out: Path) -> Any:
+    """The SubmitProofRequest a ``--curio`` directory holds (BadInput if it is malformed)."""
+    from google.protobuf import json_format
+
+    from cuzk import safejson
+    from cuzk.cli.inputs import read_input
+    from cuzk.server.proto import proving_pb2 as pb
+
+    meta = safejson.loads(read_input(out / CURIO_REQUEST), str(out / CURIO_REQUEST))
+    if not isinstance(meta, dict) or not isinstance(meta.get("message"), dict):
+        raise BadInput(f"{out / CURIO_REQUEST}: expected an object with a 'message' object")
+    try:
+        msg = json_format.ParseDict(meta["message"], pb.SubmitProofRequest())
+    except json_format.ParseError as e:
+        raise BadInput(f"{out / CURIO_REQUEST}: {e}") from None
+    if isinstance(meta.get("vanilla_proof"), str):
+        msg.vanilla_proof = read_input(out / meta["vanilla_proof"])
+    msg.vanilla_proofs.extend(read_input(out / n) for n in meta.get("vanilla_proofs", []))
+    return msg
+
+
+def _write_curio(out: Path, fields: dict[str, Any], files: dict[str, Any]) -> None:
+    from google.protobuf import json_format
+
+    from cuzk.server.proto import proving_pb2 as pb
+
+    msg = json_format.MessageToDict(pb.SubmitProofRequest(**fields),
+                                    preserving_proto_field_name=True)  # fmt: skip
+    (out / CURIO_REQUEST).write_text(json.dumps({"message": msg, **files}, indent=1) + "\n")
+
+
+def _write_curio_post(out: Path, params: Any, vanilla: list[Any], randomness: int, miner: int,
+                      partition: int) -> list[str]:  # fmt: skip
+    """PoSt as Curio sends it: HIGH (WindowPoSt) or CRITICAL (WinningPoSt), Go abi number,
+    one bincode proof per sector; partition 0 is absent on the wire (proto3's default)."""
+    from cuzk.circuits.filecoin.bincode_write import post_sector_proof
+    from cuzk.circuits.filecoin.vanilla_json import sector_vanilla_json
     from cuzk.server.convert import SECTOR_SIZES
 
     out.mkdir(parents=True, exist_ok=True)
-    names = []
-    for k, part in enumerate(doc["partition_proofs"]):
-        names.append(f"partition-{k:02d}.vproof")
-        (out / names[-1]).write_bytes(snap_partition_proof(part))
-    size = update.params.sector_size
-    meta: dict[str, Any] = {"kind": "snap", "registered_proof": SECTOR_SIZES.index(size),
-                            "sector_size": size, "h": update.h}  # fmt: skip
-    for name in ("comm_r_old", "comm_d_new", "comm_r_new"):
-        meta[name] = getattr(update, name).to_bytes(32, "little").hex()
-    _write_meta(out, {**meta, "vanilla_proofs": names})
+    names = [f"sector-{i:04d}-{sv.sector_id}.vproof" for i, sv in enumerate(vanilla)]
+    for name, sv in zip(names, vanilla, strict=True):
+        (out / name).write_bytes(post_sector_proof(sector_vanilla_json(sv, params)))
+    rand = randomness.to_bytes(32, "little")
+    winning = params.kind == "winning"
+    ids = " ".join(str(sv.sector_id) for sv in vanilla)
+    _write_curio(out, {
+        "request_id": f"winpost-{miner}-{rand.hex()}" if winning
+        else f"wdpost-{miner}-{partition}-[{ids}]",
+        "proof_kind": "WINNING_POST" if winning else "WINDOW_POST_PARTITION",
+        "registered_proof": SECTOR_SIZES.index(params.sector_size) + (0 if winning else 10),
+        "sector_size": params.sector_size, "priority": "CRITICAL" if winning else "HIGH",
+        "miner_id": miner, "randomness": rand, "partition_index": partition,
+    }, {"vanilla_proofs": names})  # fmt: skip
+    return names
 
 
-def _write_meta(out: Path, meta: dict[str, Any]) -> None:
-    (out / "request.json").write_text(json.dumps(meta, indent=1) + "\n")
+def _write_curio_sealed(out: Path, kind: str, text: str, size: int, miner: int,
+                        sector: int) -> None:  # fmt: skip
+    """PoRep (the C1 output in Curio's compact wrapper) or SnapDeals (bincode partition
+    proofs and the raw commitments) as Curio sends them, at NORMAL."""
+    from cuzk.server.convert import SECTOR_SIZES
+
+    out.mkdir(parents=True, exist_ok=True)
+    fields: dict[str, Any] = {
+        "request_id": f"{kind}-{miner}-{sector}", "sector_size": size, "priority": "NORMAL",
+        "sector_number": sector, "miner_id": miner,
+    }  # fmt: skip
+    if kind == "porep":
+        from cuzk.circuits.filecoin.porep_c1 import registered_porep, wrap_for_curio
+
+        seal = registered_porep(json.loads(text)["registered_proof"])
+        (out / "c1-wrapper.json").write_text(wrap_for_curio(text, sector, size))
+        # filecoin-proofs-api's registry id is Go's abi.RegisteredSealProof number
+        fields.update(proof_kind="POREP_SEAL_COMMIT", registered_proof=seal.registry_id)
+        _write_curio(out, fields, {"vanilla_proof": "c1-wrapper.json"})
+        return
+    from cuzk.circuits.filecoin.bincode_write import snap_partition_proof
+
+    doc = json.loads(text)
+    names = [f"partition-{k:02d}.vproof" for k in range(len(doc["partition_proofs"]))]
+    for name, part in zip(names, doc["partition_proofs"], strict=True):
+        (out / name).write_bytes(snap_partition_proof(part))
+    for c in ("comm_r_old", "comm_r_new", "comm_d_new"):
+        fields[c] = bytes(doc[c])
+    fields.update(proof_kind="SNAP_DEALS_UPDATE", registered_proof=SECTOR_SIZES.index(size))
+    _write_curio(out, fields, {"vanilla_proofs": names})
+
+
+def _check_curio(out: Path) -> int:
+    """Read a ``--curio`` directory back the way the daemon reads a request (the converter,
+    then the kind's parser, every partition checked); its partition count."""
+    from cuzk.circuits import open_statement
+    from cuzk.server.convert import to_engine
+
+    request = to_engine(curio_message(out)).request
+    return open_statement(request.circuit_id, payload=request.payload).partitions
 
 
 def circuit_info(circuit_id: str, method: str = "auto") -> dict[str, Any]:

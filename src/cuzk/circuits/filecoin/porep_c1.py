@@ -712,7 +712,8 @@ def c1_json(
 
 
 def wrap_for_curio(c1_text: str | bytes, sector_num: int, sector_size: int) -> str:
-    """Curio's wrapper around a C1 JSON (Go's ``[]byte`` → base64)."""
+    """Curio's wrapper around a C1 JSON byte for byte: Go's ``json.Marshal`` of
+    ``{SectorNum, Phase1Out []byte, SectorSize}`` (no spaces; ``[]byte`` as standard base64)."""
     raw = c1_text.encode() if isinstance(c1_text, str) else c1_text
     return json.dumps({"SectorNum": sector_num, "Phase1Out": base64.b64encode(raw).decode(),
-                       "SectorSize": sector_size})  # fmt: skip
+                       "SectorSize": sector_size}, separators=(",", ":"))  # fmt: skip

@@ -1,9 +1,11 @@
-"""PoSt vanilla proofs as filecoin-ffi hands them out: bincode ``FallbackPoStSectorProof``s.
+"""Vanilla proofs as filecoin-ffi hands them out: bincode ``FallbackPoStSectorProof``s (PoSt)
+and SnapDeals ``PartitionProof``s.
 
-``GenerateSingleVanillaProof`` returns one sector's proof bincode-encoded (what the reference's
-Go client forwards); :mod:`.vanilla_json` reads the same structure in serde's JSON layout. This
-module decodes bincode into exactly the dict that JSON would parse to, so one reader
-(:func:`.vanilla_json.loads`) checks both.
+``GenerateSingleVanillaProof`` returns one sector's proof bincode-encoded and
+``GenerateUpdateVanillaProofs`` one ``PartitionProof`` per partition (what Curio forwards);
+:mod:`.vanilla_json` and :mod:`.snap_vanilla` read the same structures in serde's JSON layout.
+This module decodes bincode into exactly the dict that JSON would parse to, so one reader per
+kind (:func:`.vanilla_json.loads`, :func:`.snap_vanilla.read_update`) checks both.
 
 bincode 1.x with its default options: integers little-endian and fixed width, sequence lengths
 and usize as u64, enum variants as a u32 index, a 32-byte domain element as its 32 raw bytes,
@@ -76,26 +78,59 @@ class _Reader:
             "comm_r_last": self.domain(),
         }
 
+    def challenge(self) -> dict[str, Any]:
+        names = ("proof_r_old", "proof_d_new", "proof_r_new")
+        return {name: self.merkle_proof() for name in names}
+
+    def whole(self, read: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+        """``read()`` over all of the data: bytes left over are an error, not ignored."""
+        out = read()
+        if self.pos != len(self.data):
+            raise BadInput(
+                f"{self.what}: {len(self.data) - self.pos} bytes left over after the bincode proof"
+            )
+        return out
+
 
 def sector_proof_from_bincode(data: bytes, what: str) -> dict[str, Any]:
     """A bincode ``FallbackPoStSectorProof`` as the dict its serde JSON would parse to."""
     r = _Reader(data, what)
-    out = {
+    return r.whole(lambda: {
         "sector_id": r.u64(),
         "comm_r": r.domain(),
         "vanilla_proof": {"sectors": r.seq(r.sector, 72)},
-    }
-    if r.pos != len(data):
-        raise BadInput(f"{what}: {len(data) - r.pos} bytes left over after the bincode proof")
-    return out
+    })  # fmt: skip
+
+
+def partition_proof_from_bincode(data: bytes, what: str) -> dict[str, Any]:
+    """A bincode SnapDeals ``PartitionProof`` (comm_c, apex_leafs, challenge_proofs of three
+    Merkle proofs each) as the dict its serde JSON would parse to."""
+    r = _Reader(data, what)
+    return r.whole(lambda: {
+        "comm_c": r.domain(),
+        "apex_leafs": r.seq(r.domain, 32),
+        "challenge_proofs": r.seq(r.challenge, 12),
+    })  # fmt: skip
 
 
 def read_sector_proof(raw: bytes, what: str) -> dict[str, Any]:
-    """One ``FallbackPoStSectorProof`` in either encoding, as its serde JSON dict.
+    """One ``FallbackPoStSectorProof`` in either encoding, as its serde JSON dict."""
+    return read_either(raw, what, sector_proof_from_bincode)
 
-    Text starting with "{" is tried as JSON first; a bincode proof can start with that byte
-    too (sector id 123 mod 256), so on a JSON error it is read as bincode before being refused.
-    The dict is checked later, with the rest of the request (:func:`.vanilla_json.loads`).
+
+def read_partition_proof(raw: bytes, what: str) -> dict[str, Any]:
+    """One SnapDeals ``PartitionProof`` in either encoding, as its serde JSON dict."""
+    return read_either(raw, what, partition_proof_from_bincode)
+
+
+def read_either(
+    raw: bytes, what: str, from_bincode: Callable[[bytes, str], dict[str, Any]]
+) -> dict[str, Any]:
+    """A vanilla proof as serde JSON text or bincode, as its serde JSON dict.
+
+    Text starting with "{" is tried as JSON first; bincode can start with that byte too (a
+    sector id or comm_c whose low byte is 123), so on a JSON error it is read as bincode before
+    being refused. The dict is checked later, with the rest of the request.
     """
     json_error = None
     if raw.lstrip()[:1] == b"{":
@@ -103,7 +138,7 @@ def read_sector_proof(raw: bytes, what: str) -> dict[str, Any]:
         if json_error is None:
             return doc
     try:
-        return sector_proof_from_bincode(bytes(raw), what)
+        return from_bincode(bytes(raw), what)
     except BadInput as e:
         if json_error is not None:
             raise BadInput(f"{what}: neither JSON ({json_error}) nor bincode ({e})") from None

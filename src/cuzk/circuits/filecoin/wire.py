@@ -10,14 +10,13 @@ that kind does not take. They know nothing of protobuf: the daemon fills a
 
 from __future__ import annotations
 
-import base64
 import json
 from dataclasses import dataclass
 
 from cuzk.circuits.filecoin.post import post_params
 from cuzk.circuits.filecoin.snap import snap_params
-from cuzk.circuits.filecoin.snap_vanilla import registered_update_proof
-from cuzk.circuits.filecoin.vanilla_bincode import read_sector_proof
+from cuzk.circuits.filecoin.snap_vanilla import request_document
+from cuzk.circuits.filecoin.vanilla_bincode import read_partition_proof, read_sector_proof
 from cuzk.circuits.filecoin.vanilla_json import registered_proof
 from cuzk.errors import BadInput
 from cuzk.field.constants import R
@@ -88,23 +87,54 @@ def post_payload(circuit_id: str, parts: ClientParts) -> bytes:
 
 
 def snap_payload(circuit_id: str, parts: ClientParts) -> bytes:
-    """SnapDeals: the partition proofs (base64) and the three commitments in one document.
+    """SnapDeals: the request document :func:`.snap_vanilla.read_update` takes, around the
+    partition proofs (each bincode, as ``GenerateUpdateVanillaProofs`` returns it, or serde
+    JSON; :func:`.vanilla_bincode.read_partition_proof`) and the three commitments.
 
-    This is not yet the document :func:`.snap_vanilla.read_update` takes (that one carries the
-    partition proofs in serde's JSON layout; filecoin-ffi sends bincode, which nothing here
-    reads yet), so such requests are refused at submit with the reader's reason.
+    ``h`` is not on the wire: filecoin-proofs proves every update of a size with that size's
+    default (:attr:`.snap.SnapParams.h_default`), so a Curio request is read with it.
     """
     params = snap_params(circuit_id)
-    if not parts.vanilla_proofs:
-        raise BadInput(f"{circuit_id} needs vanilla_proofs (one per partition)")
-    doc = {
-        "registered_proof": registered_update_proof(params),
-        "comm_r_old": list(_bytes32(parts.comm_r_old, "comm_r_old")),
-        "comm_r_new": list(_bytes32(parts.comm_r_new, "comm_r_new")),
-        "comm_d_new": list(_bytes32(parts.comm_d_new, "comm_d_new")),
-        "vanilla_proofs": [base64.b64encode(p).decode() for p in parts.vanilla_proofs],
-    }
+    if parts.vanilla_proof:
+        raise BadInput(f"{circuit_id} takes vanilla_proofs (one per partition), not vanilla_proof")
+    if len(parts.vanilla_proofs) != params.partition_count:
+        raise BadInput(
+            f"{circuit_id} needs vanilla_proofs: one PartitionProof per partition "
+            f"({params.partition_count}), got {len(parts.vanilla_proofs)}"
+        )
+    old, d_new, new = (
+        int.from_bytes(commitment(raw, name, sealed=name != "comm_d_new"), "little")
+        for raw, name in ((parts.comm_r_old, "comm_r_old"), (parts.comm_d_new, "comm_d_new"),
+                          (parts.comm_r_new, "comm_r_new"))
+    )  # fmt: skip
+    proofs = [
+        read_partition_proof(raw, f"vanilla_proofs[{k}]")
+        for k, raw in enumerate(parts.vanilla_proofs)
+    ]
+    doc = request_document(params, params.h_default, (old, d_new, new), proofs)
     return json.dumps(doc, separators=(",", ":")).encode()
+
+
+# go-fil-commcid's binary CIDs (v1): codec fil-commitment-sealed (0xf102) with multihash
+# poseidon-bls12_381-a2-fc1 (0xb401), or fil-commitment-unsealed (0xf101) with
+# sha2-256-trunc254-padded (0x1012); each as unsigned varints, then the digest's length (32).
+# Curio's ProveUpdateCuzk sends ``cid.Bytes()`` where the reference daemon takes the raw digest.
+_SEALED_CID = bytes.fromhex("0182e20381e80220")
+_UNSEALED_CID = bytes.fromhex("0181e203922020")
+
+
+def commitment(value: bytes, what: str, *, sealed: bool) -> bytes:
+    """A 32-byte commitment sent raw or as its binary CID (the digest is the commitment)."""
+    if len(value) == 32:
+        return bytes(value)
+    prefix, kind = (_SEALED_CID, "sealed") if sealed else (_UNSEALED_CID, "unsealed")
+    if len(value) == len(prefix) + 32 and value.startswith(prefix):
+        return bytes(value[len(prefix) :])
+    raise BadInput(
+        f"{what}: expected the 32-byte commitment or its {kind}-sector CID "
+        f"({len(prefix) + 32} bytes), got {len(value)} bytes"
+        + (" (a CID of another kind)" if value[:1] == b"\x01" else "")
+    )
 
 
 def _bytes32(value: bytes, what: str) -> bytes:

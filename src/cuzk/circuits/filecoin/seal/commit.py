@@ -134,10 +134,13 @@ def c1_json(sealed: SealedSector, seed: bytes) -> str:
     return json.dumps(commit_phase1(sealed, seed), separators=(",", ":"))
 
 
-def generate_c1(sector_size: int, seed: int, api: str = API_V1_1) -> str:
+def generate_c1(
+    sector_size: int, seed: int, api: str = API_V1_1, ids: tuple[int, int] | None = None
+) -> str:
     """Seal a sector of random data chosen by ``seed`` and return its C1 JSON: prover_id,
     sector_id, ticket and the interactive seed are drawn from the same generator (ticket and
-    seed with their top two bits clear, as chain randomness is)."""
+    seed with their top two bits clear, as chain randomness is). ``ids`` = (prover id, sector
+    id) replaces the drawn pair (a client's request names the miner and sector it seals)."""
     seal_proof(sector_size, api)  # validate before drawing anything
     rng = np.random.default_rng(seed)
 
@@ -149,6 +152,8 @@ def generate_c1(sector_size: int, seed: int, api: str = API_V1_1) -> str:
     prover_id = int(rng.integers(1, 1 << 20))
     sector_id = int(rng.integers(0, 1 << 32))
     ticket, interactive_seed = rand32(), rand32()
+    if ids is not None:
+        prover_id, sector_id = ids
     sealed = seal_sector(sector_size, prover_id=prover_id, sector_id=sector_id, ticket=ticket,
                          api=api, rng=rng)  # fmt: skip
     return c1_json(sealed, interactive_seed)

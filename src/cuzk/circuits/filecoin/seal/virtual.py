@@ -278,16 +278,21 @@ def label_sector(
 
 
 def virtual_seal(sector_size: int, seed: int, api: str = API_V1_1,
-                 block_nodes: int = DATA_BLOCK_NODES) -> VirtualSeal:  # fmt: skip
+                 block_nodes: int = DATA_BLOCK_NODES,
+                 ids: tuple[bytes, int] | None = None) -> VirtualSeal:  # fmt: skip
     """A virtually sealed sector chosen by ``seed``: prover id, sector id, ticket, the
-    interactive seed and the data block all drawn from it."""
+    interactive seed and the data block all drawn from it (``ids`` = (prover id, sector id)
+    replaces the first two)."""
     name = seal_proof_name(sector_size, api)
     draws = Draws(seed)
     n = sector_size // 32
+    prover, sector = draws.bytes32("prover id"), draws.fe("sector id") >> 190
+    if ids is not None:
+        prover, sector = ids
     return label_sector(
         name,
-        prover_id=draws.bytes32("prover id"),
-        sector_id=draws.fe("sector id") >> 190,
+        prover_id=prover,
+        sector_id=sector,
         ticket=draws.bytes32("ticket"),
         seed=draws.bytes32("interactive seed"),
         data_block=draws.block("data", _block_nodes(n, block_nodes)),
