@@ -92,21 +92,24 @@ class FakeSector:
     challenges: list[list[int]]
 
 
-def fake_c1(rng: np.random.Generator, proof_name: str = "StackedDrg2KiBV1_1") -> FakeSector:
+def fake_c1(
+    rng: np.random.Generator, proof_name: str = "StackedDrg2KiBV1_1", graph_parents: bool = True
+) -> FakeSector:
     """A consistent C1 output of a hand-made sector (see the module docstring); interactive
-    challenges only (V1, V1_1). Parents come from the SDR graph where the parser checks them
-    (up to ``GRAPH_MAX_NODES`` nodes), else they are random distinct nodes."""
-    from cuzk.circuits.filecoin.seal.graph import build_graph
+    challenges only (V1, V1_1). Parents come from the SDR graph, as the parser checks them
+    (the whole table up to ``GRAPH_MAX_NODES`` nodes, the challenged rows above)."""
+    from cuzk.circuits.filecoin.seal.graph import ParentRows, build_graph
 
     proof = registered_porep(proof_name)
     p = proof.params
     n = p.nodes
-    graph = build_graph(n, proof.porep_id, proof.api_version) if n <= GRAPH_MAX_NODES else None
+    graph = (build_graph(n, proof.porep_id, proof.api_version) if n <= GRAPH_MAX_NODES
+             else ParentRows(n, proof.porep_id, proof.api_version))  # fmt: skip
 
     def parents_of(c: int) -> list[int]:
-        if graph is not None:
+        if graph_parents:
             return graph.base(c) + graph.expander(c)
-        return [int(x) for x in rng.choice(n, size=14, replace=False)]
+        return [int(x) for x in rng.choice(n, size=14, replace=False)]  # not the SDR graph's
 
     for _ in range(1000):
         replica_id = _fe254(rng)
@@ -386,7 +389,7 @@ def test_large_sector_layouts(rng: np.random.Generator) -> None:
     named."""
     s = fake_c1(rng, "StackedDrg64GiBV1_1")
     c1 = parse_c1(s.text)
-    assert not c1.graph_checked  # too large for the graph module's whole-table build
+    assert c1.graph_checked  # the challenged nodes' rows of the SDR graph, not its whole table
     assert len(c1.witnesses) == 10 and all(len(w.proofs) == 18 for w in c1.witnesses)
     assert list(c1.witnesses) == s.witnesses
     assert len(c1.public_inputs(9)) == 327
@@ -394,3 +397,6 @@ def test_large_sector_layouts(rng: np.random.Generator) -> None:
     top = d["vanilla_proofs"]["StackedDrg64GiBV1"][7][11]["comm_r_last_proof"]["data"]["Top"]
     _bump(top["top_proof"]["path"][0]["hashes"][0])
     _refuse(d, r"partition 7 challenge 11 comm_r_last_proof: path does not hash")
+    # a sector whose parents are not the SDR graph's is refused at this size too
+    with pytest.raises(BadInput, match=r"is not parent \d+ of node \d+ in the SDR graph"):
+        parse_c1(fake_c1(rng, "StackedDrg64GiBV1_1", graph_parents=False).text)

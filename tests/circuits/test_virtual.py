@@ -178,6 +178,20 @@ def test_parents_of_equals_the_table(api: str, seed: int) -> None:
         parents_of([p.nodes], p.nodes, p.porep_id, api)
 
 
+def test_parent_rows_equal_the_table(seed: int) -> None:
+    """The C1 check's rows-on-demand graph (sectors too big to tabulate) gives the table's
+    rows, prefetched or not."""
+    from cuzk.circuits.filecoin.seal.graph import ParentRows
+
+    p = seal_proof(8 * MIB, "1.1.0")
+    g = build_graph(p.nodes, p.porep_id, "1.1.0")
+    rows = ParentRows(p.nodes, p.porep_id, "1.1.0")
+    pick = np.random.default_rng(seed).choice(p.nodes, 40, replace=False)
+    rows.prefetch(pick[:20])
+    for v in pick.tolist():
+        assert rows.base(v) + rows.expander(v) == g.base(v) + g.expander(v)
+
+
 def test_parents_of_32g_versions(seed: int) -> None:
     """At 2^30 nodes api 1.0.0 truncated the permuted expander index to u32 before dividing
     by 8, i.e. its expander parents are 1.1.0's modulo 2^29; the DRG predecessor moves from

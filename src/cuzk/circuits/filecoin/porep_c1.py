@@ -30,8 +30,8 @@ against its root, the roots' agreement (comm_d, one comm_r_last, one comm_c, com
 Poseidon2(comm_c, comm_r_last)), the challenge each path proves, every label recomputed from the
 parent columns, the encoding, the challenges (derived from seed for interactive PoRep, from
 comm_r for non-interactive, by ChaCha20 selection from the synthetic set for synthetic PoRep),
-and the parents against the SDR graph where the graph is affordable (see
-:data:`GRAPH_MAX_NODES`). Failures raise :class:`~cuzk.errors.BadInput` naming partition,
+and the parents against the SDR graph (the whole table up to :data:`GRAPH_MAX_NODES` nodes,
+the challenged nodes' rows above). Failures raise :class:`~cuzk.errors.BadInput` naming partition,
 challenge and field.
 """
 
@@ -79,8 +79,8 @@ from cuzk.gadgets.merkle import MerklePath, TreeShape
 from cuzk.gadgets.poseidon.native import hash_many, hash_one
 from cuzk.gadgets.sha256_node import node_hash
 
-#: Largest sector (in nodes) whose parent graph is built to check parent indices: the graph
-#: module computes whole tables (14 u32 per node), so 512 MiB and up are not checked.
+#: Largest sector (in nodes) whose whole parent table is built to check parent indices (14 u32
+#: per node); larger sectors compute the challenged nodes' rows only.
 GRAPH_MAX_NODES = 1 << 18
 
 SIZE_LABELS = {2 * KIB: "2KiB", 8 * MIB: "8MiB", 512 * MIB: "512MiB", 32 * GIB: "32GiB",
@@ -326,16 +326,25 @@ def synthetic_challenges(
     return out
 
 
-@lru_cache(maxsize=4)
-def _graph(nodes: int, porep_id: bytes, api_version: str) -> Any | None:
-    """The SDR parent table from :mod:`cuzk.circuits.filecoin.seal.graph`, or None where it is
-    missing or too large to build."""
-    if nodes > GRAPH_MAX_NODES:
-        return None
+def _graph(nodes: int, porep_id: bytes, api_version: str, challenged: Sequence[int]) -> Any | None:
+    """The SDR parent graph from :mod:`cuzk.circuits.filecoin.seal.graph`: the whole table for
+    small sectors (kept for the next request), the ``challenged`` nodes' rows otherwise; None
+    where the module is missing."""
     try:
-        from cuzk.circuits.filecoin.seal.graph import build_graph
+        from cuzk.circuits.filecoin.seal.graph import ParentRows
     except ImportError:
         return None
+    if nodes <= GRAPH_MAX_NODES:
+        return _table(nodes, porep_id, api_version)
+    rows = ParentRows(nodes, porep_id, api_version)
+    rows.prefetch(challenged)
+    return rows
+
+
+@lru_cache(maxsize=4)
+def _table(nodes: int, porep_id: bytes, api_version: str) -> Any:
+    from cuzk.circuits.filecoin.seal.graph import build_graph
+
     return build_graph(nodes, porep_id, api_version)
 
 
@@ -444,7 +453,8 @@ def parse_c1(payload: bytes | str, check_graph: bool = True) -> C1Output:
         chs = array(part, p.challenge_count, f"partition {k} challenges")
         raw.append([_read_challenge(c, p, f"partition {k} challenge {j}")
                     for j, c in enumerate(chs)])  # fmt: skip
-    graph = _graph(p.nodes, proof.porep_id, proof.api_version) if check_graph else None
+    challenged = [c.c_x_index for part in raw for c in part]
+    graph = _graph(p.nodes, proof.porep_id, proof.api_version, challenged) if check_graph else None
     witnesses = _verify(proof, raw, comm_r, comm_d, replica_id, seed, graph)
     return C1Output(proof, comm_r, comm_d, replica_id, seed, ticket, witnesses, sector_num,
                     graph is not None)  # fmt: skip

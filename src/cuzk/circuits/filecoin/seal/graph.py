@@ -148,6 +148,35 @@ def parents_of(which: Sequence[int], nodes: int, porep_id: bytes, api_version: s
     return np.concatenate([base, exp], axis=1)
 
 
+class ParentRows:
+    """The parent table's rows for the nodes asked about, computed on first ask
+    (:func:`parents_of`): the :class:`Graph` interface a C1 check needs at sizes whose whole
+    table would not fit in memory."""
+
+    def __init__(self, nodes: int, porep_id: bytes, api_version: str) -> None:
+        _check(nodes, porep_id)
+        self.nodes, self.porep_id, self.api_version = nodes, porep_id, api_version
+        self._rows: dict[int, list[int]] = {}
+
+    def prefetch(self, which: Sequence[int]) -> None:
+        """Compute the rows of ``which`` in one call (nodes out of range are left out)."""
+        todo = sorted({int(v) for v in which if 0 <= v < self.nodes} - set(self._rows))
+        if todo:
+            rows = parents_of(todo, self.nodes, self.porep_id, self.api_version)
+            self._rows.update(zip(todo, rows.tolist(), strict=True))
+
+    def _row(self, v: int) -> list[int]:
+        if v not in self._rows:
+            self.prefetch([v])
+        return self._rows[v]
+
+    def base(self, v: int) -> list[int]:
+        return self._row(v)[:BASE_DEGREE]
+
+    def expander(self, v: int) -> list[int]:
+        return self._row(v)[BASE_DEGREE:]
+
+
 def proof_graph(proof: SealProof) -> Graph:
     """The parent table a registered proof's sectors use."""
     return build_graph(proof.nodes, proof.porep_id, proof.api_version)
