@@ -8,11 +8,23 @@ import pytest
 from cuzk.circuits import open_statement
 from cuzk.circuits.filecoin.post import post_params
 from cuzk.circuits.filecoin.vanilla_json import random_request
+from cuzk.circuits.synthetic import SyntheticCircuit
 from cuzk.engine.synth_pool import SynthesisPool
 from cuzk.errors import BadInput
 from cuzk.field import fr
 from cuzk.r1cs import synthesize_witness
 from cuzk.r1cs.deferred import DeferredAux
+
+
+def _blank(cid: str):
+    """The circuit without a witness: a worker's synthesis fails with BadInput."""
+    if cid.startswith("porep"):
+        from cuzk.circuits.filecoin.porep import blank_circuit
+
+        return blank_circuit(cid)
+    from cuzk.circuits.filecoin.post import FallbackPoStCircuit
+
+    return FallbackPoStCircuit(post_params(cid))
 
 
 @pytest.fixture(scope="module")
@@ -26,19 +38,22 @@ def test_remote_witness_equals_local(synth_pool, seed):
     text, _ = random_request(post_params("wpost-2k"), np.random.default_rng(seed))
     payload = text.encode()
     local = synthesize_witness(open_statement("wpost-2k", payload=payload).circuit(0))
-    inputs, aux = synth_pool.synthesize("wpost-2k", (), payload, 0, False)
+    inputs, aux = synth_pool.synthesize(
+        open_statement("wpost-2k", payload=payload).circuit(0), False
+    )
     assert inputs == local.inputs
     assert fr.to_ints(aux) == local.aux
     # seeded (bulk-witness) circuits take the same path
-    inputs, aux = synth_pool.synthesize("synthetic:1000", (seed % 2**63, 5), b"", 1, False)
+    seeded = open_statement("synthetic:1000", seeds=(seed % 2**63, 5)).circuit(1)
+    inputs, aux = synth_pool.synthesize(seeded, False)
     local = synthesize_witness(open_statement("synthetic:1000", seeds=(seed % 2**63, 5)).circuit(1))
     assert inputs == local.inputs and fr.to_ints(aux) == local.aux
 
 
 def test_worker_errors_come_back_as_they_were_raised(synth_pool):
     with pytest.raises(BadInput):
-        synth_pool.synthesize("wpost-2k", (), b"{not json", 0, False)
-    inputs, _ = synth_pool.synthesize("synthetic:300", (1,), b"", 0, False)  # the worker lives on
+        synth_pool.synthesize(_blank("wpost-2k"), False)  # a witness without values
+    inputs, _ = synth_pool.synthesize(SyntheticCircuit(300, seed=1), False)  # the worker lives on
     assert inputs[0] == 1
 
 
@@ -51,16 +66,16 @@ def test_block_witness_from_views_equals_the_whole(synth_pool):
     circuit = open_statement("porep-2k", payload=payload).circuit(0)
     assert circuit.block_count() == 2
     local = synthesize_witness(circuit)
-    inputs, aux = synth_pool.synthesize_blocks("porep-2k", (), payload, 0, False, 2)
+    inputs, aux = synth_pool.synthesize_blocks(circuit, False)
     assert inputs == local.inputs
     assert np.array_equal(aux, fr.from_ints(local.aux))
     # deferred: the SHA-256 runs come back as runs, and expand to the same vector
-    inputs, deferred = synth_pool.synthesize_blocks("porep-2k", (), payload, 0, True, 2)
+    inputs, deferred = synth_pool.synthesize_blocks(circuit, True)
     assert isinstance(deferred, DeferredAux) and deferred.deferred > len(deferred.host)
     assert inputs == local.inputs
     assert np.array_equal(deferred.expand(), fr.from_ints(local.aux))
     with pytest.raises(BadInput):  # a failing view fails the whole, and frees the others
-        synth_pool.synthesize_blocks("porep-2k", (), b"{not json", 0, False, 2)
+        synth_pool.synthesize_blocks(_blank("porep-2k"), False)
 
 
 def test_post_sectors_are_blocks_too(synth_pool, seed):
@@ -71,6 +86,6 @@ def test_post_sectors_are_blocks_too(synth_pool, seed):
     local = synthesize_witness(circuit)
     count = circuit.block_count()
     assert count == 2
-    inputs, aux = synth_pool.synthesize_blocks("wpost-2k", (), payload, 0, False, count)
+    inputs, aux = synth_pool.synthesize_blocks(circuit, False)
     assert inputs == local.inputs
     assert np.array_equal(aux, fr.from_ints(local.aux))

@@ -112,12 +112,10 @@ class BellpersonFamily(ProverFamily):
             assignment = prover.synthesize(circuit, part.timings, options)
         else:  # Python gadget code: build the witness in a worker process, off this GIL
             t0 = time.perf_counter()
-            req = part.job.request
-            args = (req.circuit_id, req.seeds, req.payload, part.index, defer)
             if isinstance(circuit, BlockCircuit) and circuit.block_count() > 1:
-                inputs, aux = pool.synthesize_blocks(*args, circuit.block_count())
+                inputs, aux = pool.synthesize_blocks(circuit, defer)
             else:
-                inputs, aux = pool.synthesize(*args)
+                inputs, aux = pool.synthesize(circuit, defer)
             assignment = prover.Assignment(fr.from_ints(inputs), aux, tuple(inputs[1:]))
             part.timings.record("synthesis", time.perf_counter() - t0)
         expected = statement.expected(part.index)

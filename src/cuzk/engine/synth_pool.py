@@ -7,11 +7,12 @@ witness comes from gadget code that runs SHA-256 and Poseidon one variable at a 
 code holds the GIL the device workers need for staging and MSM bookkeeping. In processes, the
 partitions of a PoRep job are synthesized side by side on as many cores as the pool has.
 
-Each task carries the request (circuit id, seeds, payload) and a partition index; a worker
-opens the statement (keeping the last few, keyed by payload digest, so the partitions of one
-job parse their payload once per worker), builds the partition's witness, converts it to the
-Montgomery vector and hands it back through shared memory — a 2 KiB PoRep witness is 86 MB,
-a 32 GiB one 4 GB, too much to pickle through a pipe.
+Each task carries the circuit itself, pickled: the engine parsed and checked the request
+once, and a partition's circuit (or a view of it) holds only its own vanilla data — kilobytes
+to a few megabytes — so no worker parses a payload again (a 32 GiB C1 takes ≈ 8 s to check,
+which fourteen workers each paid once per job before). A worker builds the witness, converts it
+to the Montgomery vector (or, deferred, its host values) and hands it back through shared
+memory — a 2 KiB PoRep witness is 86 MB, a 32 GiB one 4 GB, too much to pickle through a pipe.
 
 A partition whose circuit is a header and k independent blocks (:mod:`cuzk.r1cs.blocks`: one
 per PoRep challenge) is itself spread over the pool: one task per block view, reassembled
@@ -23,19 +24,15 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import multiprocessing
-from collections import OrderedDict
-from collections.abc import Sequence
 from multiprocessing import resource_tracker, shared_memory
 
 import numpy as np
 
-from cuzk.circuits.statement import Statement
 from cuzk.errors import InternalError
+from cuzk.r1cs import Circuit
 from cuzk.r1cs.blocks import BlockCircuit, assemble, groups
 from cuzk.r1cs.deferred import DeferredAux, RunGroup
 
-_STATEMENTS: OrderedDict[str, Statement] = OrderedDict()  # worker side: digest → Statement
-_KEEP_STATEMENTS = 4
 #: A block circuit is cut into at most this many views per pool process (one view per block
 #: where there are fewer: a PoRep partition's 18 challenges; groups of sectors for WindowPoSt's
 #: 2,349), so the pool stays busy to the end without a task per tiny block.
@@ -54,31 +51,22 @@ class SynthesisPool:
         )
 
     def synthesize(
-        self, circuit_id: str, seeds: Sequence[int], payload: bytes, index: int, defer: bool
+        self, circuit: Circuit, defer: bool
     ) -> tuple[list[int], np.ndarray | DeferredAux]:
-        """Partition ``index``'s witness: (inputs with ONE first, canonical ints; aux as a
-        Montgomery (n, 4) vector, or deferred with ``defer``: see
-        :mod:`cuzk.r1cs.deferred`). Raises what the worker raised (BadInput for a witness the
-        payload cannot give); InternalError if the worker process died."""
-        future = self._pool.submit(_remote, circuit_id, tuple(seeds), payload, index, defer)
-        inputs, name, rows, runs = _result(future)
+        """``circuit``'s witness: (inputs with ONE first, canonical ints; aux as a Montgomery
+        (n, 4) vector, or deferred with ``defer``: see :mod:`cuzk.r1cs.deferred`). Raises what
+        the worker raised (BadInput for a witness the circuit cannot give); InternalError if
+        the worker process died."""
+        inputs, name, rows, runs = _result(self._pool.submit(_remote, circuit, defer))
         return inputs, _with_runs(_take(name, rows), runs)
 
     def synthesize_blocks(
-        self,
-        circuit_id: str,
-        seeds: Sequence[int],
-        payload: bytes,
-        index: int,
-        defer: bool,
-        blocks: int,
+        self, circuit: BlockCircuit, defer: bool
     ) -> tuple[list[int], np.ndarray | DeferredAux]:
-        """The same witness for a block circuit of ``blocks`` blocks, one task per view."""
-        views: list[tuple[int, ...]] = [(), *groups(blocks, TASKS_PER_PROCESS * self.processes)]
-        futures = [
-            self._pool.submit(_remote, circuit_id, tuple(seeds), payload, index, defer, v)
-            for v in views
-        ]
+        """The same witness for a block circuit, one task per view."""
+        blocks = circuit.block_count()
+        views = [(), *groups(blocks, TASKS_PER_PROCESS * self.processes)]
+        futures = [self._pool.submit(_remote, circuit.view(v), defer) for v in views]
         results = []
         try:
             for f in futures:
@@ -145,30 +133,11 @@ def _init_worker() -> None:
     numba.set_num_threads(1)  # the pool is the parallelism; keep each worker on one core
 
 
-def _remote(
-    circuit_id: str,
-    seeds: tuple[int, ...],
-    payload: bytes,
-    index: int,
-    defer: bool,
-    blocks: tuple[int, ...] | None = None,
-) -> tuple[list[int], str, int, Runs]:
-    """Partition ``index``'s witness (with ``blocks``: of its view on those blocks), its aux
-    vector (a deferred one's host values) left in a shared-memory segment for the parent."""
-    from cuzk.circuits import open_statement
-    from cuzk.circuits.statement import payload_digest
+def _remote(circuit: Circuit, defer: bool) -> tuple[list[int], str, int, Runs]:
+    """``circuit``'s witness, its aux vector (a deferred one's host values) left in a
+    shared-memory segment for the parent."""
     from cuzk.r1cs import BulkWitness, SynthesisOptions, synthesize_witness
 
-    digest = payload_digest(circuit_id, seeds, payload)
-    statement = _STATEMENTS.pop(digest, None) or open_statement(circuit_id, seeds, payload)
-    _STATEMENTS[digest] = statement
-    while len(_STATEMENTS) > _KEEP_STATEMENTS:
-        _STATEMENTS.popitem(last=False)
-    circuit = statement.circuit(index)
-    if blocks is not None:
-        if not isinstance(circuit, BlockCircuit):
-            raise InternalError(f"{circuit_id} is not a block circuit; it has no views")
-        circuit = circuit.view(blocks)
     runs: Runs = None
     if isinstance(circuit, BulkWitness):
         inputs, aux = circuit.assignment()
