@@ -78,6 +78,13 @@ def add_parser(sub: Any, common: Callable[[argparse.ArgumentParser], None]) -> N
         help="stage inputs under a second per-device lock (the default; "
         "--no-staging: everything inside the compute lock)",
     )
+    s.add_argument(
+        "--defer-witness",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="leave SHA-256 compressions' inner bits to the backend (the default; on a GPU "
+        "they are made on the device); --no-defer-witness: the whole witness on the host",
+    )
     s.add_argument("--json", type=Path, help="write per-job results here")
     s.add_argument("--timeline", type=Path, help="draw a Gantt chart (PNG; needs matplotlib)")
     common(s)
@@ -136,6 +143,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         msm_workers=args.workers,
         memory_budget=args.memory_budget,
         staging=args.staging,
+        defer_witness=args.defer_witness,
         shape_cache=args.shape_cache,
         max_partitions=max(64, args.partitions),
         faults=FaultInjection.uniform(args.inject_faults, seed=args.seed)
