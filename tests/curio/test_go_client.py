@@ -165,7 +165,8 @@ def test_porep_and_snap_2k_through_proof_kind(kind, go_client, tmp_path_factory,
                                               seed) -> None:  # fmt: skip
     tmp = tmp_path_factory.mktemp(f"curio-{kind}")
     keys = _keys(tmp / "keys", pool, (f"{kind}-2k",))
-    proc = spawn_daemon(tmp, keys)
+    # a 2 KiB PoRep partition needs ≈ 5 GiB with its key resident (the fixture's 1 GiB suits PoSt)
+    proc = spawn_daemon(tmp, keys, "--set", "engine.memory_budget=8GiB")
     try:
         client = Go(go_client, tmp, tmp)
         d = _curio(kind, tmp / kind, seed)
