@@ -70,11 +70,16 @@ class ProverFamily:
         raise NotImplementedError
 
     def synthesize(
-        self, part: Partition, pool: SynthesisPool | None = None, defer: bool = False
+        self,
+        part: Partition,
+        pool: SynthesisPool | None = None,
+        defer: bool = False,
+        defer_poseidon: bool = False,
     ) -> tuple[Circuit | None, prover.Assignment]:
         """(circuit, assignment) of a partition; BadInput if the witness is not acceptable.
         The circuit, when there is one, names a violated constraint if the kernels find one.
-        ``defer``: leave bit-program values to the backend (:mod:`cuzk.r1cs.deferred`)."""
+        ``defer``: leave bit-program values to the backend (:mod:`cuzk.r1cs.deferred`);
+        ``defer_poseidon``: Poseidon hashes' values too."""
         raise NotImplementedError
 
     def unverified(self, index: int) -> Exception:
@@ -103,21 +108,27 @@ class BellpersonFamily(ProverFamily):
         return srs.load(info)
 
     def synthesize(
-        self, part: Partition, pool: SynthesisPool | None = None, defer: bool = False
+        self,
+        part: Partition,
+        pool: SynthesisPool | None = None,
+        defer: bool = False,
+        defer_poseidon: bool = False,
     ) -> tuple[Circuit | None, prover.Assignment]:
         statement = part.job.statement
         circuit = statement.circuit(part.index)
         if pool is None or isinstance(circuit, BulkWitness):
-            options = SynthesisOptions(defer_bit_programs=defer)
+            options = SynthesisOptions(defer_bit_programs=defer, defer_poseidon=defer_poseidon)
             assignment = prover.synthesize(circuit, part.timings, options)
         else:  # Python gadget code: build the witness in a worker process, off this GIL
             t0 = time.perf_counter()
             req = part.job.request
             args = (req.circuit_id, req.seeds, req.payload, part.index, defer)
             if isinstance(circuit, BlockCircuit) and circuit.block_count() > 1:
-                inputs, aux = pool.synthesize_blocks(*args, circuit.block_count())
+                inputs, aux = pool.synthesize_blocks(
+                    *args, circuit.block_count(), defer_poseidon=defer_poseidon
+                )
             else:
-                inputs, aux = pool.synthesize(*args)
+                inputs, aux = pool.synthesize(*args, defer_poseidon=defer_poseidon)
             assignment = prover.Assignment(fr.from_ints(inputs), aux, tuple(inputs[1:]))
             part.timings.record("synthesis", time.perf_counter() - t0)
         expected = statement.expected(part.index)
@@ -214,7 +225,11 @@ class SnarkjsFamily(ProverFamily):
         return key.params, key.shape
 
     def synthesize(
-        self, part: Partition, pool: SynthesisPool | None = None, defer: bool = False
+        self,
+        part: Partition,
+        pool: SynthesisPool | None = None,
+        defer: bool = False,
+        defer_poseidon: bool = False,
     ) -> tuple[Circuit | None, prover.Assignment]:
         assignment = part.job.statement.circuit(part.index)  # an Assignment for this family
         assert isinstance(assignment, prover.Assignment)

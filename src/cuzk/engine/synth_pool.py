@@ -54,13 +54,23 @@ class SynthesisPool:
         )
 
     def synthesize(
-        self, circuit_id: str, seeds: Sequence[int], payload: bytes, index: int, defer: bool
+        self,
+        circuit_id: str,
+        seeds: Sequence[int],
+        payload: bytes,
+        index: int,
+        defer: bool,
+        *,
+        defer_poseidon: bool = False,
     ) -> tuple[list[int], np.ndarray | DeferredAux]:
         """Partition ``index``'s witness: (inputs with ONE first, canonical ints; aux as a
-        Montgomery (n, 4) vector, or deferred with ``defer``: see
-        :mod:`cuzk.r1cs.deferred`). Raises what the worker raised (BadInput for a witness the
-        payload cannot give); InternalError if the worker process died."""
-        future = self._pool.submit(_remote, circuit_id, tuple(seeds), payload, index, defer)
+        Montgomery (n, 4) vector, or deferred with ``defer`` (bit programs) and/or
+        ``defer_poseidon``: see :mod:`cuzk.r1cs.deferred`). Raises what the worker raised
+        (BadInput for a witness the payload cannot give); InternalError if the worker process
+        died."""
+        future = self._pool.submit(
+            _remote, circuit_id, tuple(seeds), payload, index, defer, None, defer_poseidon
+        )
         inputs, name, rows, runs = _result(future)
         return inputs, _with_runs(_take(name, rows), runs)
 
@@ -72,13 +82,13 @@ class SynthesisPool:
         index: int,
         defer: bool,
         blocks: int,
+        *,
+        defer_poseidon: bool = False,
     ) -> tuple[list[int], np.ndarray | DeferredAux]:
         """The same witness for a block circuit of ``blocks`` blocks, one task per view."""
         views: list[tuple[int, ...]] = [(), *groups(blocks, TASKS_PER_PROCESS * self.processes)]
-        futures = [
-            self._pool.submit(_remote, circuit_id, tuple(seeds), payload, index, defer, v)
-            for v in views
-        ]
+        args = (circuit_id, tuple(seeds), payload, index, defer)
+        futures = [self._pool.submit(_remote, *args, v, defer_poseidon) for v in views]
         results = []
         try:
             for f in futures:
@@ -152,6 +162,7 @@ def _remote(
     index: int,
     defer: bool,
     blocks: tuple[int, ...] | None = None,
+    defer_poseidon: bool = False,
 ) -> tuple[list[int], str, int, Runs]:
     """Partition ``index``'s witness (with ``blocks``: of its view on those blocks), its aux
     vector (a deferred one's host values) left in a shared-memory segment for the parent."""
@@ -173,7 +184,8 @@ def _remote(
     if isinstance(circuit, BulkWitness):
         inputs, aux = circuit.assignment()
     else:
-        cs = synthesize_witness(circuit, SynthesisOptions(defer_bit_programs=defer))
+        options = SynthesisOptions(defer_bit_programs=defer, defer_poseidon=defer_poseidon)
+        cs = synthesize_witness(circuit, options)
         inputs, made = cs.inputs, cs.aux_vector()
         if isinstance(made, DeferredAux):
             aux, runs = made.host, (made.n, made.groups)
