@@ -1,8 +1,11 @@
-"""Host witness time with and without deferred SHA-256 runs, and the backend's assembly of z.
+"""Host witness time with and without deferred runs (SHA-256 bit programs, Poseidon hashes),
+and the backend's assembly of z.
 
-Usage: python bench/bench_device_witness.py [--circuit porep-2k] [--backend cpu|cuda] [--repeat 3]
-Prints per mode the host synthesis seconds (warm: the first, tape-recording run is dropped),
-the share of values deferred, and the seconds the backend takes to make z from the record.
+Usage: python bench/bench_device_witness.py [--circuit porep-2k|snap-2k|wpost-2k|winning-2k]
+       [--backend cpu|cuda] [--repeat 3]
+Prints per mode (nothing deferred; SHA-256; SHA-256 and Poseidon) the host synthesis seconds
+(warm: the first, tape-recording and checking run is dropped), the share of values deferred,
+and the seconds the backend takes to make z from the record.
 """
 
 from __future__ import annotations
@@ -18,6 +21,13 @@ from cuzk.r1cs.deferred import DeferredAux
 
 def _payload(cid: str, seed: int) -> bytes:
     size = {"2k": 2048, "8m": 8 << 20}[cid.split("-")[1]]
+    if cid.startswith(("wpost", "winning")):
+        import numpy as np
+
+        from cuzk.circuits.filecoin.post import post_params
+        from cuzk.circuits.filecoin.vanilla_json import random_request
+
+        return random_request(post_params(cid), np.random.default_rng(seed))[0].encode()
     if cid.startswith("porep"):
         from cuzk.circuits.filecoin.seal import generate_c1
 
@@ -42,8 +52,9 @@ def main() -> None:
         from cuzk.backend.cpu import CpuBackend
 
         backend = CpuBackend(1)
-    for defer in (False, True):
-        options = SynthesisOptions(defer_bit_programs=defer)
+    modes = {"none": (False, False), "sha256": (True, False), "sha256+poseidon": (True, True)}
+    for mode, (bits, poseidon) in modes.items():
+        options = SynthesisOptions(defer_bit_programs=bits, defer_poseidon=poseidon)
         synthesize_witness(circuit, options)  # records and checks the tapes
         best, best_z = float("inf"), float("inf")
         for _ in range(args.repeat):
@@ -60,7 +71,7 @@ def main() -> None:
             backend.download(z[:1])
             best_z = min(best_z, time.perf_counter() - t1)
         share = aux.deferred / len(aux) if isinstance(aux, DeferredAux) else 0.0
-        print(f"{args.circuit} defer={defer}: host witness {best:.3f} s, {len(aux):,} values, "
+        print(f"{args.circuit} defer={mode}: host witness {best:.3f} s, {len(aux):,} values, "
               f"{share:.1%} deferred; z on {args.backend} {best_z:.3f} s")  # fmt: skip
 
 

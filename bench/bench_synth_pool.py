@@ -10,7 +10,7 @@ import time
 from cuzk.circuits import open_statement
 from cuzk.engine.synth_pool import SynthesisPool
 from cuzk.openmp import configure_openmp
-from cuzk.r1cs import synthesize_witness
+from cuzk.r1cs import SynthesisOptions, synthesize_witness
 
 
 def payload(circuit_id: str, seed: int) -> bytes:
@@ -37,11 +37,11 @@ def main() -> None:
     pool = SynthesisPool(args.processes)
     try:
         warm = open_statement(args.circuit, payload=docs[0]).circuit(0)
-        pool.synthesize(warm, False)  # start the workers before timing
+        pool.synthesize(warm, SynthesisOptions())  # start the workers before timing
         t = time.perf_counter()
         circuits = [open_statement(args.circuit, payload=d).circuit(0) for d in docs]
         with cf.ThreadPoolExecutor(args.processes) as ex:
-            list(ex.map(lambda c: pool.synthesize(c, False), circuits))
+            list(ex.map(lambda c: pool.synthesize(c, SynthesisOptions()), circuits))
         pooled = time.perf_counter() - t
     finally:
         pool.close()

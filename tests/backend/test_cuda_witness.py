@@ -1,6 +1,7 @@
 """Deferred witnesses made on the GPU (:mod:`cuzk.backend.cuda.witness`) equal the CPU
-executor's value for value on real Filecoin partitions, satisfy the circuit on the device, and
-a program the device is not trusted with is made on the host instead.
+executor's value for value on real Filecoin partitions — SHA-256 bit programs and Poseidon
+hashes — satisfy the circuit on the device, and a program the device is not trusted with is
+made on the host instead.
 
 Skipped without CuPy or a CUDA device."""
 
@@ -19,6 +20,8 @@ _OK, _WHY = cuda_available()
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not _OK, reason=_WHY)]
 
 DEFER = SynthesisOptions(defer_bit_programs=True)
+#: Both program kinds deferred.
+BOTH = SynthesisOptions(defer_bit_programs=True, defer_poseidon=True)
 
 
 def _payload(cid: str, seed: int) -> bytes:
@@ -31,16 +34,40 @@ def _payload(cid: str, seed: int) -> bytes:
     return generate_update(2048, seed).encode()
 
 
-@pytest.mark.parametrize("cid", ["porep-2k", "snap-2k"])
-def test_device_witness_equals_cpu(cid, cuda_backend, cpu_backend, seed):
-    circuit = open_statement(cid, payload=_payload(cid, seed % 2**32)).circuit(0)
-    cs = synthesize_witness(circuit, DEFER)
+def _circuit(cid: str, seed: int):  # noqa: ANN202 - a Filecoin partition circuit
+    if cid.startswith(("porep", "snap")):
+        return open_statement(cid, payload=_payload(cid, seed % 2**32)).circuit(0)
+    from cuzk.circuits.filecoin.post import post_params
+    from cuzk.circuits.filecoin.vanilla_json import random_request
+
+    text, _ = random_request(post_params(cid), np.random.default_rng(seed))
+    return open_statement(cid, payload=text.encode()).circuit(0)
+
+
+@pytest.mark.parametrize(
+    "cid, options",
+    [
+        ("porep-2k", DEFER),
+        ("snap-2k", DEFER),
+        ("porep-2k", BOTH),
+        ("snap-2k", BOTH),
+        ("wpost-2k", BOTH),
+        ("winning-2k", BOTH),
+    ],
+)
+def test_device_witness_equals_cpu(cid, options, cuda_backend, cpu_backend, seed):
+    circuit = _circuit(cid, seed)
+    cs = synthesize_witness(circuit, options)
     aux = cs.aux_vector()
     assert isinstance(aux, DeferredAux) and aux.deferred > 0
+    if options.defer_poseidon:
+        assert any(g.program.key.startswith(b"poseidon:") for g in aux.groups)
     inputs = fr.from_ints(cs.inputs)
     want = cpu_backend.upload_witness(inputs, aux)
     z = cuda_backend.upload_witness(inputs, aux)
     assert np.array_equal(cuda_backend.download(z), want), f"seed {seed}"
+    # made by the device kernels: no key refused by the first-use check (host fallback)
+    assert not {g.program.key for g in aux.groups} & cuda_backend.witness._refused
     # the witness satisfies the circuit where it lives
     shape = synthesize_shape(circuit, cid)
     a, b, c = cuda_backend.evaluate_abc(shape, z)
@@ -50,11 +77,13 @@ def test_device_witness_equals_cpu(cid, cuda_backend, cpu_backend, seed):
         assert np.array_equal(cuda_backend.download(cuda_backend.take(z, rows)), want[rows])
 
 
-def test_refused_program_is_made_on_the_host(cuda_backend, cpu_backend, seed):
+@pytest.mark.parametrize("cid", ["porep-2k", "wpost-2k"])
+def test_refused_program_is_made_on_the_host(cid, cuda_backend, cpu_backend, seed):
+    """Every key refused (SHA-256 and Poseidon): z made on the host and placed."""
     from cuzk.backend.cuda.backend import CudaBackend
 
-    circuit = open_statement("porep-2k", payload=_payload("porep-2k", seed % 2**32)).circuit(0)
-    cs = synthesize_witness(circuit, DEFER)
+    circuit = _circuit(cid, seed)
+    cs = synthesize_witness(circuit, BOTH)
     aux = cs.aux_vector()
     assert isinstance(aux, DeferredAux)
     inputs = fr.from_ints(cs.inputs)

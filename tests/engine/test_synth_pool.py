@@ -12,7 +12,7 @@ from cuzk.circuits.synthetic import SyntheticCircuit
 from cuzk.engine.synth_pool import SynthesisPool
 from cuzk.errors import BadInput
 from cuzk.field import fr
-from cuzk.r1cs import synthesize_witness
+from cuzk.r1cs import SynthesisOptions, synthesize_witness
 from cuzk.r1cs.deferred import DeferredAux
 
 
@@ -27,6 +27,11 @@ def _blank(cid: str):
     return FallbackPoStCircuit(post_params(cid))
 
 
+PLAIN = SynthesisOptions()
+SHA256 = SynthesisOptions(defer_bit_programs=True)
+POSEIDON = SynthesisOptions(defer_poseidon=True)
+
+
 @pytest.fixture(scope="module")
 def synth_pool():
     pool = SynthesisPool(1)
@@ -39,21 +44,21 @@ def test_remote_witness_equals_local(synth_pool, seed):
     payload = text.encode()
     local = synthesize_witness(open_statement("wpost-2k", payload=payload).circuit(0))
     inputs, aux = synth_pool.synthesize(
-        open_statement("wpost-2k", payload=payload).circuit(0), False
+        open_statement("wpost-2k", payload=payload).circuit(0), PLAIN
     )
     assert inputs == local.inputs
     assert fr.to_ints(aux) == local.aux
     # seeded (bulk-witness) circuits take the same path
     seeded = open_statement("synthetic:1000", seeds=(seed % 2**63, 5)).circuit(1)
-    inputs, aux = synth_pool.synthesize(seeded, False)
+    inputs, aux = synth_pool.synthesize(seeded, PLAIN)
     local = synthesize_witness(open_statement("synthetic:1000", seeds=(seed % 2**63, 5)).circuit(1))
     assert inputs == local.inputs and fr.to_ints(aux) == local.aux
 
 
 def test_worker_errors_come_back_as_they_were_raised(synth_pool):
     with pytest.raises(BadInput):
-        synth_pool.synthesize(_blank("wpost-2k"), False)  # a witness without values
-    inputs, _ = synth_pool.synthesize(SyntheticCircuit(300, seed=1), False)  # the worker lives on
+        synth_pool.synthesize(_blank("wpost-2k"), PLAIN)  # a witness without values
+    inputs, _ = synth_pool.synthesize(SyntheticCircuit(300, seed=1), PLAIN)  # the worker lives on
     assert inputs[0] == 1
 
 
@@ -66,16 +71,16 @@ def test_block_witness_from_views_equals_the_whole(synth_pool):
     circuit = open_statement("porep-2k", payload=payload).circuit(0)
     assert circuit.block_count() == 2
     local = synthesize_witness(circuit)
-    inputs, aux = synth_pool.synthesize_blocks(circuit, False)
+    inputs, aux = synth_pool.synthesize_blocks(circuit, PLAIN)
     assert inputs == local.inputs
     assert np.array_equal(aux, fr.from_ints(local.aux))
     # deferred: the SHA-256 runs come back as runs, and expand to the same vector
-    inputs, deferred = synth_pool.synthesize_blocks(circuit, True)
+    inputs, deferred = synth_pool.synthesize_blocks(circuit, SHA256)
     assert isinstance(deferred, DeferredAux) and deferred.deferred > len(deferred.host)
     assert inputs == local.inputs
     assert np.array_equal(deferred.expand(), fr.from_ints(local.aux))
     with pytest.raises(BadInput):  # a failing view fails the whole, and frees the others
-        synth_pool.synthesize_blocks(_blank("porep-2k"), False)
+        synth_pool.synthesize_blocks(_blank("porep-2k"), PLAIN)
 
 
 def test_post_sectors_are_blocks_too(synth_pool, seed):
@@ -86,6 +91,11 @@ def test_post_sectors_are_blocks_too(synth_pool, seed):
     local = synthesize_witness(circuit)
     count = circuit.block_count()
     assert count == 2
-    inputs, aux = synth_pool.synthesize_blocks(circuit, False)
+    inputs, aux = synth_pool.synthesize_blocks(circuit, PLAIN)
     assert inputs == local.inputs
     assert np.array_equal(aux, fr.from_ints(local.aux))
+    # Poseidon hashes deferred: their runs come back from the views and expand in place
+    inputs, deferred = synth_pool.synthesize_blocks(circuit, POSEIDON)
+    assert isinstance(deferred, DeferredAux) and deferred.deferred > len(deferred.host)
+    assert inputs == local.inputs
+    assert np.array_equal(deferred.expand(), fr.from_ints(local.aux))

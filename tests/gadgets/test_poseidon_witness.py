@@ -98,3 +98,51 @@ def test_snapdeals_2k_witness_equals_the_gadget_path(seed: int) -> None:
     assert witness._checked, "the circuit hashed nothing with Poseidon"
     ref = synthesize_witness(circuit, GADGET)
     assert fast.inputs == ref.inputs and fast.aux == ref.aux
+
+
+#: Hashes deferred to the backend once their arity is checked (production's first-use check).
+DEFERRED = SynthesisOptions(defer_poseidon=True)
+
+
+def _hashes(options: SynthesisOptions, preimages: list[list[int]], **kw) -> WitnessCS:
+    cs = WitnessCS(options)
+    cs.alloc("unrelated", 12345)
+    for values in preimages:
+        digest = poseidon_hash(cs, [AllocatedNum.alloc(cs, v) for v in values], **kw)
+        cs.alloc("reads the digest", digest.value)  # what a later gadget sees of the digest
+    return cs
+
+
+@pytest.mark.parametrize("arity, strength", [(2, Strength.STANDARD), (8, Strength.STRENGTHENED)])
+def test_deferred_hashes_equal_the_gadget(arity: int, strength: Strength, seed: int) -> None:
+    import numpy as np
+
+    from cuzk.field import fr
+    from cuzk.r1cs.deferred import DeferredAux
+
+    rnd = random.Random(seed)
+    preimages = [[rnd.randrange(R) for _ in range(arity)] for _ in range(4)]
+    tag = custom_tag(rnd.randrange(1, 257))
+    cs = _hashes(DEFERRED, preimages, tag=tag, strength=strength)
+    ref = _hashes(GADGET, preimages, tag=tag, strength=strength)
+    aux = cs.aux_vector()
+    assert isinstance(aux, DeferredAux) and cs.num_aux == len(ref.aux)
+    (group,) = aux.groups  # the first hash was checked through the gadget, the others deferred
+    assert len(group.starts) == 3 and group.inputs.shape == (3, arity, 4)
+    assert np.array_equal(aux.expand(), fr.from_ints(ref.aux)), f"seed {seed}"
+
+
+def test_unchecked_or_refused_arities_are_never_deferred(monkeypatch: pytest.MonkeyPatch) -> None:
+    import numpy as np
+
+    from cuzk.field import fr
+
+    unchecked = SynthesisOptions(defer_poseidon=True, verify_first_use=False)
+    ref = _hashes(GADGET, [[1, 2], [3, 4]]).aux
+    plain = _hashes(unchecked, [[1, 2], [3, 4]]).aux_vector()  # kernel values, appended
+    assert isinstance(plain, np.ndarray) and np.array_equal(plain, fr.from_ints(ref))
+    real_values = witness._values
+    monkeypatch.setattr(witness, "_values", lambda *a: [v ^ 1 for v in real_values(*a)])
+    refused = _hashes(DEFERRED, [[1, 2], [3, 4]]).aux_vector()  # first check fails
+    assert (2, Strength.STANDARD) in witness._refused
+    assert isinstance(refused, np.ndarray) and np.array_equal(refused, fr.from_ints(ref))

@@ -1,7 +1,8 @@
 """Deferred witnesses (:mod:`cuzk.r1cs.deferred`): recording SHA-256 compressions as bit-program
-runs and making their values later gives exactly the witness the gadgets give, on real
-Filecoin partitions and random compressions; and the vector bookkeeping (host segments, block
-tails, concatenation) places every value where it belongs."""
+runs and Poseidon hashes as preimage runs, and making their values later, gives exactly the
+witness the gadgets give, on real Filecoin partitions and random compressions and preimages;
+and the vector bookkeeping (host segments, block tails, concatenation) places every value where
+it belongs, whatever the program kind."""
 
 from __future__ import annotations
 
@@ -12,6 +13,8 @@ from cuzk.backend.cpu import CpuBackend
 from cuzk.circuits import open_statement
 from cuzk.field import fr
 from cuzk.gadgets import sha256_tape
+from cuzk.gadgets.poseidon import Strength, custom_tag
+from cuzk.gadgets.poseidon.program import PoseidonProgram, poseidon_program
 from cuzk.groth16.prover import Assignment, stage
 from cuzk.r1cs import SynthesisOptions, synthesize_shape, synthesize_witness
 from cuzk.r1cs.bitprog import BitProgram
@@ -19,6 +22,8 @@ from cuzk.r1cs.blocks import witness_in_blocks
 from cuzk.r1cs.deferred import DeferredAux, concat, group_runs
 
 DEFER = SynthesisOptions(defer_bit_programs=True)
+#: Both program kinds deferred.
+BOTH = SynthesisOptions(defer_bit_programs=True, defer_poseidon=True)
 
 
 def _c1(seed: int) -> bytes:
@@ -33,26 +38,56 @@ def _snap(seed: int) -> bytes:
     return generate_update(2048, seed).encode()
 
 
-@pytest.mark.parametrize("cid, make", [("porep-2k", _c1), ("snap-2k", _snap)])
-def test_deferred_witness_equals_the_gadgets(cid, make, seed):
-    circuit = open_statement(cid, payload=make(seed % 2**32)).circuit(0)
+def _circuit(cid: str, seed: int):  # noqa: ANN202 - a Filecoin partition circuit
+    """Partition 0 of ``cid`` proving random data chosen by ``seed``."""
+    if cid == "porep-2k":
+        return open_statement(cid, payload=_c1(seed % 2**32)).circuit(0)
+    if cid == "snap-2k":
+        return open_statement(cid, payload=_snap(seed % 2**32)).circuit(0)
+    from cuzk.circuits.filecoin.post import post_params
+    from cuzk.circuits.filecoin.vanilla_json import random_request
+
+    text, _ = random_request(post_params(cid), np.random.default_rng(seed))  # random sectors
+    return open_statement(cid, payload=text.encode()).circuit(0)
+
+
+def _kinds(aux: DeferredAux) -> set[str]:
+    return {g.program.key.split(b":")[0].decode() for g in aux.groups}
+
+
+@pytest.mark.parametrize(
+    "cid, options, kinds",
+    [
+        ("porep-2k", DEFER, {"sha256"}),
+        ("porep-2k", BOTH, {"sha256", "poseidon"}),
+        ("snap-2k", BOTH, {"sha256", "poseidon"}),
+        ("wpost-2k", BOTH, {"poseidon"}),
+        ("winning-2k", BOTH, {"poseidon"}),
+    ],
+)
+def test_deferred_witness_equals_the_gadgets(cid, options, kinds, seed):
+    circuit = _circuit(cid, seed)
     plain = synthesize_witness(circuit)
-    cs = synthesize_witness(circuit, DEFER)
+    cs = synthesize_witness(circuit, options)
     aux = cs.aux_vector()
     assert cs.inputs == plain.inputs and cs.num_aux == len(plain.aux)
-    assert isinstance(aux, DeferredAux)
+    assert isinstance(aux, DeferredAux) and _kinds(aux) == kinds
     if cid == "porep-2k":  # SHA-256 labels: most of the witness is deferred
         assert aux.deferred > 4 * len(aux.host)
-    assert aux.deferred > 0
+    if kinds == {"poseidon"}:  # PoSt: Merkle paths, nearly all Poseidon
+        assert aux.deferred > 4 * len(aux.host)
     assert np.array_equal(aux.expand(), fr.from_ints(plain.aux)), f"seed {seed}"
 
 
-def test_block_views_carry_their_runs(seed):
-    """A PoRep partition's challenge views, each deferred, reassembled in block order."""
-    circuit = open_statement("porep-2k", payload=_c1(seed % 2**32)).circuit(0)
+@pytest.mark.parametrize("cid, pieces", [("porep-2k", 2), ("wpost-2k", 2)])
+def test_block_views_carry_their_runs(cid, pieces, seed):
+    """A partition's block views (challenges, sectors), each deferred with both kinds,
+    reassembled in block order."""
+    circuit = _circuit(cid, seed)
     plain = synthesize_witness(circuit)
-    inputs, aux = witness_in_blocks(circuit, 2, DEFER)
+    inputs, aux = witness_in_blocks(circuit, pieces, BOTH)
     assert isinstance(aux, DeferredAux) and inputs == plain.inputs
+    assert "poseidon" in _kinds(aux)
     assert np.array_equal(aux.expand(), fr.from_ints(plain.aux))
 
 
@@ -61,7 +96,7 @@ def test_cpu_staging_of_a_deferred_witness(seed):
     the shape's z rows) gives the vectors the host staging gives."""
     circuit = open_statement("porep-2k", payload=_c1(seed % 2**32)).circuit(0)
     shape = synthesize_shape(circuit, "porep-2k")
-    cs = synthesize_witness(circuit, DEFER)
+    cs = synthesize_witness(circuit, BOTH)
     plain = synthesize_witness(circuit)
     backend = CpuBackend()
     inputs = fr.from_ints(cs.inputs)
@@ -112,3 +147,81 @@ def test_overlapping_runs_are_refused(rng):
     aux = group_runs(2 * prog.n_aux - 1, fr.zeros(0), runs)
     with pytest.raises(InternalError):
         aux.expand()
+
+
+def _poseidon_runs(rng: np.random.Generator, program: PoseidonProgram, m: int) -> np.ndarray:
+    return fr.random(m * program.arity, rng).reshape(m, program.arity, 4)
+
+
+def test_mixed_program_kinds_place_every_value(rng):
+    """Bit-program and Poseidon runs interleaved with host values: each run's values are its
+    program's (checked one instance at a time), host values fill the rest, and concatenation
+    and tails keep both kinds."""
+    bits = _random_program(rng)
+    hashes = poseidon_program(4, Strength.STANDARD, custom_tag(int(rng.integers(1, 257))))
+    order = [bits, hashes, hashes, bits, hashes]
+    gaps = rng.integers(0, 4, size=len(order) + 1)
+    runs, at = [], 0
+    for prog, g in zip(order, gaps[:-1], strict=True):
+        at += int(g)
+        inputs = (rng.integers(0, 2, 768, dtype=np.uint8) if prog is bits
+                  else _poseidon_runs(rng, hashes, 1)[0])  # fmt: skip
+        runs.append((prog, at, inputs))
+        at += prog.n_aux
+    n = at + int(gaps[-1])
+    host = fr.random(int(gaps.sum()), rng)
+    aux = group_runs(n, host, runs)
+    assert {g.program.key for g in aux.groups} == {bits.key, hashes.key}
+    out = aux.expand()
+    is_host = np.ones(n, bool)
+    for prog, start, inputs in runs:
+        is_host[start : start + prog.n_aux] = False
+        want = np.empty((prog.n_aux, 4), np.uint64)
+        prog.expand(inputs[None], np.zeros(1, np.int64), want)
+        assert np.array_equal(out[start : start + prog.n_aux], want)
+    assert np.array_equal(out[is_host], host)
+    both = concat([aux, host[:2], aux])
+    assert np.array_equal(both.expand(), np.concatenate([out, host[:2], out]))
+    first = int(gaps[0])
+    assert np.array_equal(aux.tail(first).expand(), out[first:])
+    cut = runs[2][1]  # the head up to the third run keeps two runs, one of each kind
+    head = aux.head(cut)
+    assert len(head.groups) == 2 and np.array_equal(head.expand(), out[:cut])
+
+
+@pytest.mark.parametrize("arity, strength", [(2, Strength.STANDARD), (8, Strength.STANDARD),
+                                             (11, Strength.STRENGTHENED)])  # fmt: skip
+def test_poseidon_runs_are_the_gadgets_values(rng, arity, strength):
+    """Each hash's run, expanded, is what the legacy gadget appends (its per-constraint Python),
+    wherever the runs sit in the vector."""
+    from cuzk.gadgets.num import AllocatedNum
+    from cuzk.gadgets.poseidon import poseidon_hash
+    from cuzk.r1cs import PYTHON_GADGETS, WitnessCS
+
+    tag = custom_tag(int(rng.integers(1, 257)))
+    program = poseidon_program(arity, strength, tag)
+    m = 3
+    inputs = _poseidon_runs(rng, program, m)
+    starts = np.sort(rng.choice(5, m, replace=False)) + np.arange(m) * program.n_aux
+    out = fr.random(int(starts[-1]) + program.n_aux + 2, rng)
+    untouched = out.copy()
+    program.expand(inputs, starts, out)
+    covered = np.zeros(len(out), bool)
+    for i, s in enumerate(starts):
+        cs = WitnessCS(PYTHON_GADGETS)
+        pre = [AllocatedNum.alloc(cs, v) for v in fr.to_ints(inputs[i])]
+        digest = poseidon_hash(cs, pre, tag=tag, strength=strength)
+        want = cs.aux[arity:]
+        assert len(want) == program.n_aux and want[-1] == digest.value
+        assert fr.to_ints(out[s : s + program.n_aux]) == want
+        covered[s : s + program.n_aux] = True
+    assert np.array_equal(out[~covered], untouched[~covered])
+
+
+def test_poseidon_runs_refuse_wrong_inputs(rng):
+    from cuzk.errors import InternalError
+
+    program = poseidon_program(2, Strength.STANDARD, 3)
+    out = np.zeros((program.n_aux, 4), np.uint64)
+    with pytest.raises(InternalError):
+        program.expand(fr.random(3, rng).reshape(1, 3, 4), np.zeros(1, np.int64), out)

@@ -112,6 +112,11 @@ class EngineConfig:
     # Leave SHA-256 compressions' inner bits to the backend (cuzk.r1cs.deferred): on a GPU
     # they are made on the device, on the CPU by the numba executor at staging.
     defer_witness: bool = True
+    # Leave Poseidon hashes' values (most of a PoSt witness) to the backend too: "cpu" (only
+    # when the backend is the CPU, whose expansion is tested in CI), "all" (CUDA too: its
+    # kernel, backend/cuda/poseidon_witness.cu, has not run on a GPU yet, hence not the
+    # default there), "off".
+    defer_poseidon: str = "cpu"
     staging_budget: int | None = None  # bytes per device for staged partitions; None: auto
     pinned_pool_bytes: int = 2 << 30  # idle pinned host buffers kept per device
     max_partitions: int = 64  # per request
@@ -127,6 +132,8 @@ class EngineConfig:
             object.__setattr__(self, "shape_cache", Path(self.shape_cache))
         if self.backend not in ("cpu", "cuda"):
             raise BadInput(f"unknown backend {self.backend!r}; available: cpu, cuda")
+        if self.defer_poseidon not in ("cpu", "all", "off"):
+            raise BadInput(f"defer_poseidon must be cpu, all or off, got {self.defer_poseidon!r}")
         for name in (
             "devices",
             "workers_per_device",
@@ -152,6 +159,13 @@ class EngineConfig:
             raise BadInput(
                 f"join_timeout_s must be in (0, {MAX_JOIN_TIMEOUT_S:g}], got {self.join_timeout_s}"
             )
+
+    @property
+    def poseidon_deferred(self) -> bool:
+        """Whether this engine's witnesses leave Poseidon hashes to its backend."""
+        return self.defer_poseidon == "all" or (
+            self.defer_poseidon == "cpu" and self.backend == "cpu"
+        )
 
     @property
     def lookahead(self) -> int:

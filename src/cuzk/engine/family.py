@@ -70,11 +70,16 @@ class ProverFamily:
         raise NotImplementedError
 
     def synthesize(
-        self, part: Partition, pool: SynthesisPool | None = None, defer: bool = False
+        self,
+        part: Partition,
+        pool: SynthesisPool | None = None,
+        defer: bool = False,
+        defer_poseidon: bool = False,
     ) -> tuple[Circuit | None, prover.Assignment]:
         """(circuit, assignment) of a partition; BadInput if the witness is not acceptable.
         The circuit, when there is one, names a violated constraint if the kernels find one.
-        ``defer``: leave bit-program values to the backend (:mod:`cuzk.r1cs.deferred`)."""
+        ``defer``: leave bit-program values to the backend (:mod:`cuzk.r1cs.deferred`);
+        ``defer_poseidon``: Poseidon hashes' values too."""
         raise NotImplementedError
 
     def unverified(self, index: int) -> Exception:
@@ -103,19 +108,23 @@ class BellpersonFamily(ProverFamily):
         return srs.load(info)
 
     def synthesize(
-        self, part: Partition, pool: SynthesisPool | None = None, defer: bool = False
+        self,
+        part: Partition,
+        pool: SynthesisPool | None = None,
+        defer: bool = False,
+        defer_poseidon: bool = False,
     ) -> tuple[Circuit | None, prover.Assignment]:
         statement = part.job.statement
         circuit = statement.circuit(part.index)
+        options = SynthesisOptions(defer_bit_programs=defer, defer_poseidon=defer_poseidon)
         if pool is None or isinstance(circuit, BulkWitness):
-            options = SynthesisOptions(defer_bit_programs=defer)
             assignment = prover.synthesize(circuit, part.timings, options)
         else:  # Python gadget code: build the witness in a worker process, off this GIL
             t0 = time.perf_counter()
             if isinstance(circuit, BlockCircuit) and circuit.block_count() > 1:
-                inputs, aux = pool.synthesize_blocks(circuit, defer)
+                inputs, aux = pool.synthesize_blocks(circuit, options)
             else:
-                inputs, aux = pool.synthesize(circuit, defer)
+                inputs, aux = pool.synthesize(circuit, options)
             assignment = prover.Assignment(fr.from_ints(inputs), aux, tuple(inputs[1:]))
             part.timings.record("synthesis", time.perf_counter() - t0)
         expected = statement.expected(part.index)
@@ -212,7 +221,11 @@ class SnarkjsFamily(ProverFamily):
         return key.params, key.shape
 
     def synthesize(
-        self, part: Partition, pool: SynthesisPool | None = None, defer: bool = False
+        self,
+        part: Partition,
+        pool: SynthesisPool | None = None,
+        defer: bool = False,
+        defer_poseidon: bool = False,
     ) -> tuple[Circuit | None, prover.Assignment]:
         assignment = part.job.statement.circuit(part.index)  # an Assignment for this family
         assert isinstance(assignment, prover.Assignment)

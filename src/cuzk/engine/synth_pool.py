@@ -29,7 +29,7 @@ from multiprocessing import resource_tracker, shared_memory
 import numpy as np
 
 from cuzk.errors import InternalError
-from cuzk.r1cs import Circuit
+from cuzk.r1cs import Circuit, SynthesisOptions
 from cuzk.r1cs.blocks import BlockCircuit, assemble, groups
 from cuzk.r1cs.deferred import DeferredAux, RunGroup
 
@@ -51,22 +51,22 @@ class SynthesisPool:
         )
 
     def synthesize(
-        self, circuit: Circuit, defer: bool
+        self, circuit: Circuit, options: SynthesisOptions
     ) -> tuple[list[int], np.ndarray | DeferredAux]:
         """``circuit``'s witness: (inputs with ONE first, canonical ints; aux as a Montgomery
-        (n, 4) vector, or deferred with ``defer``: see :mod:`cuzk.r1cs.deferred`). Raises what
-        the worker raised (BadInput for a witness the circuit cannot give); InternalError if
-        the worker process died."""
-        inputs, name, rows, runs = _result(self._pool.submit(_remote, circuit, defer))
+        (n, 4) vector, or deferred as ``options`` say: see :mod:`cuzk.r1cs.deferred`). Raises
+        what the worker raised (BadInput for a witness the circuit cannot give); InternalError
+        if the worker process died."""
+        inputs, name, rows, runs = _result(self._pool.submit(_remote, circuit, options))
         return inputs, _with_runs(_take(name, rows), runs)
 
     def synthesize_blocks(
-        self, circuit: BlockCircuit, defer: bool
+        self, circuit: BlockCircuit, options: SynthesisOptions
     ) -> tuple[list[int], np.ndarray | DeferredAux]:
         """The same witness for a block circuit, one task per view."""
         blocks = circuit.block_count()
         views = [(), *groups(blocks, TASKS_PER_PROCESS * self.processes)]
-        futures = [self._pool.submit(_remote, circuit.view(v), defer) for v in views]
+        futures = [self._pool.submit(_remote, circuit.view(v), options) for v in views]
         results = []
         try:
             for f in futures:
@@ -133,16 +133,16 @@ def _init_worker() -> None:
     numba.set_num_threads(1)  # the pool is the parallelism; keep each worker on one core
 
 
-def _remote(circuit: Circuit, defer: bool) -> tuple[list[int], str, int, Runs]:
+def _remote(circuit: Circuit, options: SynthesisOptions) -> tuple[list[int], str, int, Runs]:
     """``circuit``'s witness, its aux vector (a deferred one's host values) left in a
     shared-memory segment for the parent."""
-    from cuzk.r1cs import BulkWitness, SynthesisOptions, synthesize_witness
+    from cuzk.r1cs import BulkWitness, synthesize_witness
 
     runs: Runs = None
     if isinstance(circuit, BulkWitness):
         inputs, aux = circuit.assignment()
     else:
-        cs = synthesize_witness(circuit, SynthesisOptions(defer_bit_programs=defer))
+        cs = synthesize_witness(circuit, options)
         inputs, made = cs.inputs, cs.aux_vector()
         if isinstance(made, DeferredAux):
             aux, runs = made.host, (made.n, made.groups)

@@ -160,8 +160,9 @@ class SynthesisWorker(Worker):
             if self.core.fault("synthesis", part):
                 raise InternalError("injected fault: synthesis failed")
             family = family_of(part.job.info)
+            config = self.core.config
             circuit, assignment = family.synthesize(
-                part, self.core.synth_pool, self.core.config.defer_witness
+                part, self.core.synth_pool, config.defer_witness, config.poseidon_deferred
             )
             part.circuit = circuit
         except Exception as e:  # noqa: BLE001 - isolated to this job

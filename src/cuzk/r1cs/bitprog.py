@@ -25,7 +25,10 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
+from cuzk.field import fr
+
 XOR, AND, CH, MAJ, ADD = 0, 1, 2, 3, 4
+_ONE = fr.ones(1)[0]
 
 
 @dataclass(frozen=True, eq=False)
@@ -42,6 +45,11 @@ class BitProgram:
     def run(self, inputs: np.ndarray) -> np.ndarray:
         """All node values (uint8, 1 + n_in + n_aux) for one instance's input bits."""
         return execute(self.ops, self.words, self.n_aux, np.ascontiguousarray(inputs, np.uint8))
+
+    def expand(self, inputs: np.ndarray, starts: np.ndarray, out: fr.FrVec) -> None:
+        """Runs' values (inputs: (m, n_in) bits) as Montgomery 0/1 at ``out[starts[i]…]``
+        (:class:`~cuzk.r1cs.deferred.Program`)."""
+        expand_runs(self.ops, self.words, self.n_aux, inputs, starts, _ONE, out)
 
 
 @njit(cache=True, nogil=True)

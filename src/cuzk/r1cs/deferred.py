@@ -1,4 +1,4 @@
-"""An aux vector whose bulk is still to be computed: host values plus bit-program runs.
+"""An aux vector whose bulk is still to be computed: host values plus program runs.
 
 In a 32 GiB PoRep partition ~95 % of the 130M witness values are the inner bits of SHA-256
 compressions. Making them on the host as Python ints (then converting to field elements) is
@@ -10,29 +10,52 @@ result is a :class:`DeferredAux`: the host values in order, and the runs that fi
 A backend turns it into the full vector where the kernels read it — the CUDA backend on the
 device (the values never exist on the host), the CPU backend with :func:`expand` (the same
 numba executor the tapes use).
+
+A run's *program* is anything with a ``key``, an ``n_aux`` and a CPU model ``expand`` (the
+:class:`Program` protocol): a SHA-256 compression's :class:`~cuzk.r1cs.bitprog.BitProgram`
+(inputs: bits), or a Poseidon hash (:mod:`cuzk.gadgets.poseidon.program`; inputs: the
+preimage as field elements). Each group stores its instances' inputs as one array.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 import numpy as np
 
 from cuzk.errors import InternalError
 from cuzk.field import fr
-from cuzk.r1cs.bitprog import BitProgram, expand_runs
 
-_ONE = fr.ones(1)[0]
+
+class Program(Protocol):
+    """A recorded computation whose runs a backend makes: equal ``key``, equal program (runs
+    group by it; a device remembers per key whether it was checked). Kept picklable and small:
+    groups travel from the synthesis processes."""
+
+    @property
+    def key(self) -> bytes: ...
+
+    @property
+    def n_aux(self) -> int:
+        """Values one run makes."""
+        ...
+
+    def expand(self, inputs: np.ndarray, starts: np.ndarray, out: fr.FrVec) -> None:
+        """Instance i's values (from ``inputs[i]``) as Montgomery elements at
+        ``out[starts[i]:starts[i] + n_aux]``: the CPU model every device kernel is checked
+        against."""
+        ...
 
 
 @dataclass(frozen=True, eq=False)
 class RunGroup:
     """The runs of one program: instance i's values go to aux ``starts[i]`` onwards."""
 
-    program: BitProgram
+    program: Program
     starts: np.ndarray  # (m,) int64, global aux indices
-    inputs: np.ndarray  # (m, n_in) uint8 input bits
+    inputs: np.ndarray  # (m, …) instance inputs, the program's layout (bits, field elements)
 
     @property
     def values(self) -> int:
@@ -86,8 +109,7 @@ class DeferredAux:
         for dst, src, length in zip(*self.segments(), strict=True):
             out[dst : dst + length] = self.host[src : src + length]
         for g in self.groups:
-            p = g.program
-            expand_runs(p.ops, p.words, p.n_aux, g.inputs, g.starts, _ONE, out)
+            g.program.expand(g.inputs, g.starts, out)
         return out
 
     def _split(self, offset: int) -> tuple[int, list[RunGroup], list[RunGroup]]:
@@ -125,7 +147,7 @@ def concat(parts: Sequence[fr.FrVec | DeferredAux]) -> fr.FrVec | DeferredAux:
     if len(plain) == len(parts):
         return np.concatenate(plain) if plain else np.zeros((0, 4), np.uint64)
     hosts: list[fr.FrVec] = []
-    runs: dict[bytes, tuple[BitProgram, list[tuple[np.ndarray, np.ndarray]]]] = {}
+    runs: dict[bytes, tuple[Program, list[tuple[np.ndarray, np.ndarray]]]] = {}
     at = 0
     for p in parts:
         if isinstance(p, DeferredAux):
@@ -143,16 +165,17 @@ def concat(parts: Sequence[fr.FrVec | DeferredAux]) -> fr.FrVec | DeferredAux:
 
 
 def group_runs(
-    n: int, host: fr.FrVec, runs: Sequence[tuple[BitProgram, int, bytes | np.ndarray]]
+    n: int, host: fr.FrVec, runs: Sequence[tuple[Program, int, bytes | np.ndarray]]
 ) -> DeferredAux:
-    """A DeferredAux from runs in the order they were recorded: (program, start, inputs)."""
-    by_key: dict[bytes, tuple[BitProgram, list[int], list]] = {}
+    """A DeferredAux from runs in the order they were recorded: (program, start, inputs),
+    inputs as an array in the program's layout or as bytes (bits, one per byte)."""
+    by_key: dict[bytes, tuple[Program, list[int], list]] = {}
     for program, start, inputs in runs:
         entry = by_key.setdefault(program.key, (program, [], []))
         entry[1].append(start)
         entry[2].append(np.frombuffer(inputs, np.uint8) if isinstance(inputs, bytes) else inputs)
     groups = tuple(
-        RunGroup(p, np.array(starts, dtype=np.int64), np.stack(inputs).astype(np.uint8))
+        RunGroup(p, np.array(starts, dtype=np.int64), np.stack(inputs))
         for p, starts, inputs in by_key.values()
     )
     return DeferredAux(n, host, groups)

@@ -26,8 +26,7 @@ import numpy as np
 from cuzk.errors import BadInput
 from cuzk.field import fr
 from cuzk.field.constants import R
-from cuzk.r1cs.bitprog import BitProgram
-from cuzk.r1cs.deferred import DeferredAux, group_runs
+from cuzk.r1cs.deferred import DeferredAux, Program, group_runs
 from cuzk.r1cs.lc import LcSpec, LinearCombination, Variable, resolve
 from cuzk.r1cs.names import NameBuilder, PrefixedNames
 from cuzk.r1cs.rows import MatrixBuilder, Rows
@@ -103,6 +102,9 @@ class SynthesisOptions:
     #: Witness mode: leave the values of replayed bit programs (SHA-256 compressions) to the
     #: backend, recording only where they go and their inputs (:mod:`cuzk.r1cs.deferred`).
     defer_bit_programs: bool = False
+    #: Witness mode: likewise for Poseidon hashes made by the kernel, once their (arity,
+    #: strength) passed the first-use check in this process (:mod:`cuzk.gadgets.poseidon.witness`).
+    defer_poseidon: bool = False
 
 
 #: Every native path on, first uses verified: what production synthesis runs.
@@ -166,10 +168,10 @@ def _value(name: NameSpec, value: ValueSpec) -> int:
 class WitnessCS(ConstraintSystem):
     """Values only: the proving-time mode.
 
-    ``aux`` holds the values computed here, in order. With ``options.defer_bit_programs`` some
-    runs of values are only recorded (:meth:`defer`), so aux variable k is ``aux[k - gap]``
-    where ``gap`` counts the deferred values before it; :attr:`num_aux` is the next index and
-    :meth:`aux_vector` the result either way.
+    ``aux`` holds the values computed here, in order. With ``options.defer_bit_programs`` or
+    ``options.defer_poseidon`` some runs of values are only recorded (:meth:`defer`), so aux
+    variable k is ``aux[k - gap]`` where ``gap`` counts the deferred values before it;
+    :attr:`num_aux` is the next index and :meth:`aux_vector` the result either way.
     """
 
     def __init__(self, options: SynthesisOptions = DEFAULT_OPTIONS) -> None:
@@ -177,7 +179,7 @@ class WitnessCS(ConstraintSystem):
         self.inputs: list[int] = [1]
         self.aux: list[int] = []
         self.gap = 0
-        self._runs: list[tuple[BitProgram, int, bytes]] = []
+        self._runs: list[tuple[Program, int, bytes | np.ndarray]] = []
 
     @property
     def num_aux(self) -> int:
@@ -187,9 +189,10 @@ class WitnessCS(ConstraintSystem):
         self.aux.append(_value(name, value))
         return Variable(len(self.aux) - 1 + self.gap)
 
-    def defer(self, program: BitProgram, inputs: bytes) -> int:
+    def defer(self, program: Program, inputs: bytes | np.ndarray) -> int:
         """Reserve ``program.n_aux`` variables whose values the program makes from ``inputs``
-        later; returns the first one's index."""
+        later (an array in the program's layout, or bits as bytes); returns the first one's
+        index."""
         start = self.num_aux
         self.gap += program.n_aux
         self._runs.append((program, start, inputs))

@@ -1,10 +1,13 @@
-"""Deferred witnesses made on one CUDA device (``witness.cu``).
+"""Deferred witnesses made on one CUDA device.
 
-The host sends what it computed (≈ 5 % of a SHA-256-heavy witness) and, per recorded bit
-program, the runs' positions and input bits (768 bits per SHA-256 compression); the device
-writes z. The first run of each program on a device is compared with the CPU executor
-(:func:`cuzk.r1cs.bitprog.execute`); a program that disagrees is never run on that device
-again — its values are made on the host and placed like the host's own.
+The host sends what it computed (≈ 5 % of a SHA-256-heavy witness) and, per recorded program,
+the runs' positions and inputs; the device writes z. Two program kinds run here: SHA-256 bit
+programs (``witness.cu``, 768 input bits per compression) and Poseidon hashes
+(``poseidon_witness.cu``, the preimage's field elements; constant tables uploaded once per
+arity, strength and tag). The first run of each program on a device is compared with its CPU
+model (``program.expand``); a program that disagrees — or a kind or size the device has no
+kernel for — is never run on that device: its values are made on the host and placed like the
+host's own.
 """
 
 from __future__ import annotations
@@ -13,24 +16,31 @@ import logging
 import threading
 import weakref
 from collections import OrderedDict
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from cuzk.errors import InternalError
 from cuzk.field import fr
-from cuzk.r1cs.bitprog import BitProgram, expand_runs
-from cuzk.r1cs.deferred import DeferredAux, RunGroup
+from cuzk.gadgets.poseidon.native import kernel_args
+from cuzk.gadgets.poseidon.program import PoseidonProgram
+from cuzk.r1cs.bitprog import BitProgram
+from cuzk.r1cs.deferred import DeferredAux, Program, RunGroup
 
 log = logging.getLogger(__name__)
 
 SRC = "witness.cu"
+POSEIDON_SRC = "poseidon_witness.cu"
 THREADS = 128
 #: Instances per launch: bounds the node scratch (≈ 27 KB per SHA-256 instance) to ≈ 220 MB.
 MAX_INSTANCES = 8192
+#: Poseidon hashes per launch (no scratch: ≤ 512 B of preimage each).
+MAX_HASHES = 1 << 16
+#: Widest Poseidon state the device kernel holds (POSEIDON_MAX_T in poseidon.cuh).
+POSEIDON_MAX_T = 17
 #: Index arrays (MSM scalar gathers) kept on the device, most recent first.
 KEEP_ROWS = 4
-_ONE = fr.ones(1)[0]
 
 
 class GpuWitness:
@@ -39,7 +49,7 @@ class GpuWitness:
     def __init__(self, gpu: Any) -> None:
         self.gpu = gpu
         self._lock = threading.Lock()
-        self._programs: dict[bytes, tuple[Any, Any]] = {}
+        self._programs: dict[bytes, tuple[Any, ...]] = {}
         self._checked: set[bytes] = set()
         self._refused: set[bytes] = set()
         self._rows: OrderedDict[int, tuple[weakref.ref, Any]] = OrderedDict()
@@ -68,10 +78,19 @@ class GpuWitness:
 
     def _run(self, z: Any, group: RunGroup) -> None:
         p = group.program
-        if p.key in self._refused:
+        if p.key in self._refused or not _has_kernel(p):
             self._place_from_host(z, group)
             return
-        ops, words = self._program(p)
+        if isinstance(p, BitProgram):
+            self._run_bits(z, group, p)
+        else:
+            assert isinstance(p, PoseidonProgram)
+            self._run_poseidon(z, group, p)
+        if p.key not in self._checked:
+            self._check(z, group)
+
+    def _run_bits(self, z: Any, group: RunGroup, p: BitProgram) -> None:
+        ops, words = self._tables(p.key, lambda: _bit_tables(p))
         m = len(group.starts)
         for lo in range(0, m, MAX_INSTANCES):
             hi = min(m, lo + MAX_INSTANCES)
@@ -87,22 +106,39 @@ class GpuWitness:
                  self.gpu.upload(np.ascontiguousarray(group.starts[lo:hi])), np.int64(k),
                  scratch),
             )  # fmt: skip
-        if p.key not in self._checked:
-            self._check(z, group)
+
+    def _run_poseidon(self, z: Any, group: RunGroup, p: PoseidonProgram) -> None:
+        tag, crc, pre_sparse, w_hat, v_rest, mds = self._tables(p.key, lambda: _poseidon_tables(p))
+        _, _, _, _, _, _, _, half, partial = kernel_args(p.arity, p.strength, p.tag)
+        m = len(group.starts)
+        for lo in range(0, m, MAX_HASHES):
+            hi = min(m, lo + MAX_HASHES)
+            k = hi - lo
+            pre = np.ascontiguousarray(group.inputs[lo:hi], np.uint64).reshape(k * p.arity, 4)
+            self.gpu.launch(
+                POSEIDON_SRC,
+                "poseidon_witness",
+                -(-k // THREADS),
+                THREADS,
+                (z, self.gpu.upload(pre),
+                 self.gpu.upload(np.ascontiguousarray(group.starts[lo:hi], np.int64)),
+                 np.int64(k), np.int32(p.arity + 1), tag, crc, pre_sparse, w_hat, v_rest, mds,
+                 np.int32(half), np.int32(partial)),
+            )  # fmt: skip
 
     def _check(self, z: Any, group: RunGroup) -> None:
-        """The first instance's device values against the CPU executor's."""
+        """The first instance's device values against the program's CPU model."""
         p = group.program
         start = int(group.starts[0])
         got = self.gpu.download(z[start : start + p.n_aux])
         want = np.zeros((p.n_aux, 4), dtype=np.uint64)
-        expand_runs(p.ops, p.words, p.n_aux, group.inputs[:1], np.zeros(1, np.int64), _ONE, want)
+        p.expand(group.inputs[:1], np.zeros(1, np.int64), want)
         with self._lock:
             if np.array_equal(got, want):
                 self._checked.add(p.key)
                 return
             self._refused.add(p.key)
-        log.warning("device bit program disagrees with the CPU executor; made on the host")
+        log.warning("device program %r disagrees with its CPU model; made on the host", p.key)
         self._place_from_host(z, group)
 
     def _place_from_host(self, z: Any, group: RunGroup) -> None:
@@ -110,20 +146,19 @@ class GpuWitness:
         m = len(group.starts)
         vals = np.empty((m * p.n_aux, 4), dtype=np.uint64)
         offsets = np.arange(m, dtype=np.int64) * p.n_aux
-        expand_runs(p.ops, p.words, p.n_aux, group.inputs, offsets, _ONE, vals)
+        p.expand(group.inputs, offsets, vals)
         self._place(z, self.gpu.upload(vals), group.starts.astype(np.int64), offsets)
 
-    def _program(self, p: BitProgram) -> tuple[Any, Any]:
+    def _tables(self, key: bytes, make: Callable[[], list[np.ndarray]]) -> tuple[Any, ...]:
+        """A program's device tables (uploaded on first use, kept per key)."""
         with self._lock:
-            hit = self._programs.get(p.key)
+            hit = self._programs.get(key)
         if hit is None:
-            words = p.words if len(p.words) else np.zeros(1, np.int32)
-            hit = (self.gpu.upload(np.ascontiguousarray(p.ops, np.int32)),
-                   self.gpu.upload(np.ascontiguousarray(words, np.int32)))  # fmt: skip
+            hit = tuple(self.gpu.upload(np.ascontiguousarray(a)) for a in make())
             with self._lock:
                 if len(self._programs) >= 256:
                     self._programs.clear()
-                self._programs[p.key] = hit
+                self._programs[key] = hit
         return hit
 
     def refuse(self, key: bytes) -> None:
@@ -149,3 +184,21 @@ class GpuWitness:
             raise InternalError(f"row {int(rows[-1])} of a {v.shape[0]}-row vector")
         with self.gpu.context(), self.gpu.guard("gathering rows"):
             return self.gpu.cp.take(v, d_rows, axis=0)
+
+
+def _has_kernel(p: Program) -> bool:
+    """Whether this device has a kernel for ``p`` (else its runs are made on the host)."""
+    if isinstance(p, BitProgram):
+        return True
+    return isinstance(p, PoseidonProgram) and p.arity + 1 <= POSEIDON_MAX_T
+
+
+def _bit_tables(p: BitProgram) -> list[np.ndarray]:
+    words = p.words if len(p.words) else np.zeros(1, np.int32)
+    return [np.asarray(p.ops, np.int32), np.asarray(words, np.int32)]
+
+
+def _poseidon_tables(p: PoseidonProgram) -> list[np.ndarray]:
+    """(tag, crc, pre_sparse, w_hat, v_rest, mds) as the kernel reads them."""
+    _, tag_t, crc, pre_sparse, w_hat, v_rest, mds, _, _ = kernel_args(p.arity, p.strength, p.tag)
+    return [np.array([tag_t], np.uint64), crc, pre_sparse, w_hat, v_rest, mds]

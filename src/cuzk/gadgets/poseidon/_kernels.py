@@ -92,10 +92,14 @@ def _start(st, pre, first, t, tag, crc):
 
 
 @njit(cache=True, nogil=True, parallel=True)
-def k_poseidon(pre, arity, tag, crc, pre_sparse, w_hat, v_rest, mds, half, partial, out):
-    """out[h] = Poseidon(tag, pre[h·arity], …, pre[h·arity + arity − 1]), all elements in
-    Montgomery form."""
-    n = out.shape[0]
+def k_poseidon(pre, starts, out, record, arity, tag, crc, pre_sparse, w_hat, v_rest, mds, half,
+               partial):  # fmt: skip
+    """Hash h is Poseidon(tag, pre[h·arity], …, pre[h·arity + arity − 1]), all elements in
+    Montgomery form. Without ``record``: out[h] = its digest, for every row of ``out``. With
+    it: the values the legacy circuit allocates for it (as :func:`k_poseidon_witness`) at
+    ``out[starts[h]:]``, for every entry of ``starts`` (runs that must not overlap: blocks of
+    hashes go to different threads) — the CPU model of the device's ``poseidon_witness``."""
+    n = starts.shape[0] if record else out.shape[0]
     t = arity + 1
     nblocks = (n + _BLOCK - 1) // _BLOCK
     for blk in prange(nblocks):
@@ -104,8 +108,24 @@ def k_poseidon(pre, arity, tag, crc, pre_sparse, w_hat, v_rest, mds, half, parti
         rec = np.empty((0, 4), dtype=np.uint64)
         for h in range(blk * _BLOCK, min(n, (blk + 1) * _BLOCK)):
             _start(st, pre, h * arity, t, tag, crc)
-            _permute(st, nx, t, crc, pre_sparse, w_hat, v_rest, mds, half, partial, rec, False)
-            store(out, h, load(st, 1))
+            if record:
+                rec = out[starts[h] :]
+            _permute(st, nx, t, crc, pre_sparse, w_hat, v_rest, mds, half, partial, rec, record)
+            if not record:
+                store(out, h, load(st, 1))
+
+
+@njit(cache=True, nogil=True)
+def k_poseidon_digest(pre, arity, tag, crc, pre_sparse, w_hat, v_rest, mds, half, partial):
+    """The digest of one preimage (``arity`` rows of ``pre``) as a Montgomery tuple: what a
+    deferred hash still needs on the host, without recording the values."""
+    t = arity + 1
+    st = np.empty((t, 4), dtype=np.uint64)
+    nx = np.empty((t, 4), dtype=np.uint64)
+    rec = np.empty((0, 4), dtype=np.uint64)
+    _start(st, pre, 0, t, tag, crc)
+    _permute(st, nx, t, crc, pre_sparse, w_hat, v_rest, mds, half, partial, rec, False)
+    return load(st, 1)
 
 
 @njit(cache=True, nogil=True)

@@ -127,6 +127,23 @@ def _kernel_constants(arity: int, strength: Strength) -> _KernelConstants:
     )
 
 
+#: (arity, tag, crc, pre_sparse, w_hat, v_rest, mds, half full rounds, partial rounds).
+KernelArgs = tuple[
+    int, tuple[np.uint64, ...], np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, int, int
+]
+
+
+@cache
+def kernel_args(arity: int, strength: Strength, tag: int) -> KernelArgs:
+    """The Poseidon kernels' trailing arguments, made once: (arity, tag as a Montgomery tuple,
+    crc, pre_sparse, w_hat, v_rest, mds, half full rounds, partial rounds)."""
+    c = poseidon_constants(arity, strength)
+    k = _kernel_constants(arity, strength)
+    tag_t = tuple(np.uint64(x) for x in fr.from_int(tag))
+    return (arity, tag_t, k.crc, k.pre_sparse, k.w_hat, k.v_rest, k.mds,
+            c.half_full_rounds, c.partial_rounds)  # fmt: skip
+
+
 def hash_many(
     preimages: fr.FrVec,
     arity: int,
@@ -146,14 +163,7 @@ def hash_many(
         raise BadInput("preimages must be an (n·arity, 4) uint64 FrVec")
     if pre.shape[0] % arity:
         raise BadInput(f"{pre.shape[0]} preimage elements is not a multiple of arity {arity}")
-    c = poseidon_constants(arity, strength)
-    k = _kernel_constants(arity, strength)
-    n = pre.shape[0] // arity
-    out = np.empty((n, 4), dtype=np.uint64)
-    tag_m = fr.from_int(merkle_tree_tag(arity) if tag is None else tag)
-    tag_t = tuple(np.uint64(x) for x in tag_m)
-    _kernels.k_poseidon(
-        pre, arity, tag_t, k.crc, k.pre_sparse, k.w_hat, k.v_rest, k.mds,
-        c.half_full_rounds, c.partial_rounds, out,
-    )  # fmt: skip
+    out = np.empty((pre.shape[0] // arity, 4), dtype=np.uint64)
+    args = kernel_args(arity, strength, merkle_tree_tag(arity) if tag is None else tag)
+    _kernels.k_poseidon(pre, np.zeros(0, np.int64), out, False, *args)
     return out

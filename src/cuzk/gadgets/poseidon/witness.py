@@ -11,6 +11,11 @@ The first hash of each (arity, strength) in a process is checked value for value
 gadget; one that disagrees is never replayed again (and says so once in the log). Both the
 kernel and that check are the constraint system's choice (``poseidon_kernel`` and
 ``verify_first_use`` of :class:`~cuzk.r1cs.SynthesisOptions`, both on by default).
+
+With ``defer_poseidon`` a hash of a checked (arity, strength) appends nothing: the system
+records the preimage as a run of :mod:`.program` for the backend to make, and the host
+computes only the digest (later gadgets read it). An unchecked arity is never deferred — with
+``verify_first_use`` off, none is, and the kernel's values are appended as without deferral.
 """
 
 from __future__ import annotations
@@ -22,7 +27,9 @@ import numpy as np
 
 from cuzk.field import fr
 from cuzk.gadgets.num import AllocatedNum
-from cuzk.gadgets.poseidon.constants import Strength, constraint_count, poseidon_constants
+from cuzk.gadgets.poseidon.constants import Strength, constraint_count
+from cuzk.gadgets.poseidon.native import kernel_args
+from cuzk.gadgets.poseidon.program import poseidon_program
 from cuzk.r1cs import Variable, WitnessCS
 
 log = logging.getLogger(__name__)
@@ -46,12 +53,14 @@ def hash_witness(
 ) -> AllocatedNum:
     """The digest of ``preimage`` with the circuit's values appended to ``cs``: from the
     kernel, or by ``gadget()`` (the kernel off in ``cs.options``, a value missing, a first use
-    being checked)."""
+    being checked), or deferred (``defer_poseidon``, the arity checked)."""
     options = cs.options
     values = [p.value for p in preimage if p.value is not None]
     key = (len(preimage), strength)
     if not options.poseidon_kernel or key in _refused or len(values) < len(preimage):
         return gadget()  # (a value missing: the gadget reports it)
+    if options.defer_poseidon and key in _checked:
+        return _defer(cs, values, tag, strength)
     appended = _values(values, tag, strength)
     if options.verify_first_use and key not in _checked:
         base = len(cs.aux)
@@ -68,18 +77,21 @@ def hash_witness(
     return AllocatedNum(Variable(cs.num_aux - 1), appended[-1])
 
 
+def _defer(cs: WitnessCS, preimage: list[int], tag: int, strength: Strength) -> AllocatedNum:
+    """Record the hash as a run; only its digest is computed here."""
+    from cuzk.gadgets.poseidon import _kernels
+
+    pre = fr.from_ints(preimage)
+    digest = _kernels.k_poseidon_digest(pre, *kernel_args(len(preimage), strength, tag))
+    cs.defer(poseidon_program(len(preimage), strength, tag), pre)
+    return AllocatedNum(Variable(cs.num_aux - 1), fr.to_int(np.array(digest, dtype=np.uint64)))
+
+
 def _values(preimage: list[int], tag: int, strength: Strength) -> list[int]:
     from cuzk.gadgets.poseidon import _kernels
-    from cuzk.gadgets.poseidon.native import _kernel_constants
 
     arity = len(preimage)
-    c = poseidon_constants(arity, strength)
-    k = _kernel_constants(arity, strength)
     rec = np.empty((constraint_count(arity, strength), 4), dtype=np.uint64)
-    tag_t = tuple(np.uint64(x) for x in fr.from_int(tag))
-    n = _kernels.k_poseidon_witness(
-        fr.from_ints(preimage), arity, tag_t, k.crc, k.pre_sparse, k.w_hat, k.v_rest, k.mds,
-        c.half_full_rounds, c.partial_rounds, rec,
-    )  # fmt: skip
+    n = _kernels.k_poseidon_witness(fr.from_ints(preimage), *kernel_args(arity, strength, tag), rec)
     assert n == len(rec), "the kernel's allocation count is the circuit's constraint count"
     return fr.to_ints(rec)
