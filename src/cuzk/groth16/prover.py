@@ -97,7 +97,8 @@ def synthesize(
     options: SynthesisOptions = DEFAULT_OPTIONS,
 ) -> Assignment:
     """Stage 1: the witness, converted to field vectors in bulk (with
-    ``options.defer_bit_programs``, its SHA-256 bulk left to the backend at staging)."""
+    ``options.defer_bit_programs`` or ``defer_poseidon``, its SHA-256 or Poseidon bulk left
+    to the backend at staging)."""
     t0 = time.perf_counter()
     if isinstance(circuit, BulkWitness):
         inputs, aux = circuit.assignment()

@@ -33,7 +33,7 @@ from cuzk.r1cs.system import (
 )
 
 #: A view's witness: (inputs with ONE first, as canonical ints; aux as a Montgomery FrVec, or
-#: deferred when the view was synthesized with ``defer_bit_programs``).
+#: deferred when the view was synthesized with ``defer_bit_programs`` or ``defer_poseidon``).
 Piece = tuple[list[int], fr.FrVec | DeferredAux]
 
 
