@@ -107,6 +107,15 @@ def add_parser(sub: Any) -> None:
             default=[],
             help="vanilla proof file (repeatable: one per sector / partition)",
         )
+        s.add_argument(
+            "--curio",
+            type=Path,
+            metavar="DIR",
+            help="send the request a `cuzk gen-vanilla KIND --curio --out DIR` wrote, as Curio "
+            "would (--priority and --request-id, when given, override its own)",
+        )
+        for comm in ("comm-r-old", "comm-r-new", "comm-d-new"):
+            s.add_argument(f"--{comm}", default="", help="--kind snap: 32 bytes (or a CID) as hex")
         s.add_argument("--miner-id", type=int, default=0)
         s.add_argument("--randomness", default="", help="32 bytes as hex")
         s.add_argument("--partition-index", type=int, default=0)
@@ -149,6 +158,8 @@ def _client(args: argparse.Namespace) -> Client:
 def _submit_message(args: argparse.Namespace) -> pb.SubmitProofRequest:
     from cuzk.server.proto import proving_pb2 as pb
 
+    if args.curio is not None:
+        return _curio_message(args)
     msg = pb.SubmitProofRequest(request_id=args.request_id, priority=args.priority.upper())
     if args.circuit and args.kind:
         raise BadInput("give --circuit or --kind, not both")
@@ -173,6 +184,17 @@ def _submit_message(args: argparse.Namespace) -> pb.SubmitProofRequest:
         msg.randomness = bytes.fromhex(args.randomness)
     except ValueError as e:
         raise BadInput(f"--randomness: not hex ({e})") from e
+    for name in ("comm_r_old", "comm_r_new", "comm_d_new"):
+        text = getattr(args, name)
+        if not text:
+            continue
+        flag = "--" + name.replace("_", "-")
+        if args.kind != "snap":
+            raise BadInput(f"{flag} is for --kind snap")
+        try:
+            setattr(msg, name, bytes.fromhex(text))
+        except ValueError as e:
+            raise BadInput(f"{flag}: not hex ({e})") from e
     blobs = [read_input(p) for p in args.vanilla]
     if args.kind == "porep":
         if len(blobs) != 1:
@@ -180,6 +202,21 @@ def _submit_message(args: argparse.Namespace) -> pb.SubmitProofRequest:
         msg.vanilla_proof = blobs[0]
     else:
         msg.vanilla_proofs.extend(blobs)
+    return msg
+
+
+def _curio_message(args: argparse.Namespace) -> pb.SubmitProofRequest:
+    """The request a ``gen-vanilla --curio`` directory holds; nothing else may describe it."""
+    from cuzk.cli.filecoin_cmd import curio_message
+
+    if args.circuit or args.kind or args.vanilla or args.payload is not None:
+        raise BadInput("--curio DIR is the whole request: no --circuit, --kind, --vanilla or "
+                       "--payload with it")  # fmt: skip
+    msg = curio_message(args.curio)
+    if args.request_id:
+        msg.request_id = args.request_id
+    if args.priority != "normal":
+        msg.priority = args.priority.upper()
     return msg
 
 
