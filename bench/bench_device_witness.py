@@ -13,6 +13,8 @@ from __future__ import annotations
 import argparse
 import time
 
+import numpy as np
+
 from cuzk.circuits import open_statement
 from cuzk.field import fr
 from cuzk.r1cs import SynthesisOptions, synthesize_witness
@@ -22,8 +24,6 @@ from cuzk.r1cs.deferred import DeferredAux
 def _payload(cid: str, seed: int) -> bytes:
     size = {"2k": 2048, "8m": 8 << 20}[cid.split("-")[1]]
     if cid.startswith(("wpost", "winning")):
-        import numpy as np
-
         from cuzk.circuits.filecoin.post import post_params
         from cuzk.circuits.filecoin.vanilla_json import random_request
 
@@ -67,18 +67,12 @@ def main() -> None:
             if isinstance(aux, DeferredAux):
                 z = backend.upload_witness(inputs, aux)
             else:
-                z = backend.upload(_z(inputs, aux))
+                z = backend.upload(np.concatenate([inputs, aux]))
             backend.download(z[:1])
             best_z = min(best_z, time.perf_counter() - t1)
         share = aux.deferred / len(aux) if isinstance(aux, DeferredAux) else 0.0
         print(f"{args.circuit} defer={mode}: host witness {best:.3f} s, {len(aux):,} values, "
               f"{share:.1%} deferred; z on {args.backend} {best_z:.3f} s")  # fmt: skip
-
-
-def _z(inputs, aux):  # type: ignore[no-untyped-def]
-    import numpy as np
-
-    return np.concatenate([inputs, aux])
 
 
 if __name__ == "__main__":

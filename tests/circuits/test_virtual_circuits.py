@@ -136,9 +136,8 @@ def test_one_challenge_of_a_32g_partition_satisfies(seed: int) -> None:
 @pytest.mark.parametrize("circuit_id", ["porep-2k", "snap-2k"])
 def test_virtual_payload_proved_through_the_engine(circuit_id, tmp_path, pool, seed) -> None:
     """As tests/engine/test_filecoin_engine.py, from virtual inputs."""
-    from cuzk.engine import Engine, EngineConfig, ProofRequest
-    from cuzk.groth16 import proofs_from_bytes, read_vk, verify
     from cuzk.groth16.setup import generate_parameters
+    from tests.engine.helpers import prove_payload
 
     shape = synthesize_shape(get_circuit(circuit_id), circuit_id)
     generate_parameters(shape, tmp_path, key_file_stem(circuit_id), seed=seed, pool=pool)
@@ -146,12 +145,4 @@ def test_virtual_payload_proved_through_the_engine(circuit_id, tmp_path, pool, s
         payload = json.dumps(virtual_seal(2 * KIB, seed).c1_document()).encode()
     else:
         payload = json.dumps(virtual_update(2 * KIB, seed).document()).encode()
-    stated = open_statement(circuit_id, payload=payload)
-    cfg = EngineConfig(param_dir=tmp_path, devices=1, workers_per_device=1,
-                       join_timeout_s=30.0)  # fmt: skip
-    with Engine(cfg) as engine:
-        result = engine.prove(ProofRequest(circuit_id, payload=payload), timeout=3600)
-    assert result.public_inputs == tuple(stated.expected(i) for i in range(stated.partitions))
-    vk = read_vk(result.vk_path)
-    proofs = proofs_from_bytes(result.proof)
-    assert all(verify(vk, x, p) for x, p in zip(result.public_inputs, proofs, strict=True))
+    prove_payload(circuit_id, payload, tmp_path)

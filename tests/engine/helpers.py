@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
-from cuzk.engine import Engine, JobResult
+from cuzk.circuits import open_statement
+from cuzk.engine import Engine, EngineConfig, JobResult, ProofRequest
 from cuzk.groth16 import proofs_from_bytes, read_vk, verify
 
 STAMP_ORDER = (
@@ -26,6 +28,20 @@ def assert_verifies(result: JobResult, partitions: int) -> None:
     for k, (inputs, proof) in enumerate(zip(result.public_inputs, proofs, strict=True)):
         assert len(inputs) == 4
         assert verify(vk, inputs, proof), f"partition {k} does not verify"
+
+
+def prove_payload(circuit_id: str, payload: bytes, param_dir: Path) -> JobResult:
+    """One request through a one-device CPU engine, checked: its public inputs are the ones the
+    payload states and every partition proof verifies against the key on disk."""
+    stated = open_statement(circuit_id, payload=payload)
+    cfg = EngineConfig(param_dir=param_dir, devices=1, workers_per_device=1, join_timeout_s=30.0)
+    with Engine(cfg) as engine:
+        result = engine.prove(ProofRequest(circuit_id, payload=payload), timeout=3600)
+    assert result.public_inputs == tuple(stated.expected(i) for i in range(stated.partitions))
+    vk = read_vk(result.vk_path)
+    proofs = proofs_from_bytes(result.proof)
+    assert all(verify(vk, x, p) for x, p in zip(result.public_inputs, proofs, strict=True))
+    return result
 
 
 def assert_timeline_ordered(result: JobResult) -> None:

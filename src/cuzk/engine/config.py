@@ -13,6 +13,7 @@ from cuzk.circuits import key_file_stem
 from cuzk.engine.budget import DEFAULT_MARGIN
 from cuzk.errors import BadInput
 from cuzk.groth16.locate import locate_params
+from cuzk.r1cs import SynthesisOptions
 
 FAULT_KINDS = ("synthesis", "kernel", "slow_kernel", "budget", "bad_proof")
 
@@ -165,6 +166,13 @@ class EngineConfig:
         """Whether this engine's witnesses leave Poseidon hashes to its backend."""
         return self.defer_poseidon == "all" or (
             self.defer_poseidon == "cpu" and self.backend == "cpu"
+        )
+
+    @property
+    def synthesis_options(self) -> SynthesisOptions:
+        """How this engine's witnesses are synthesized (what they leave to the backend)."""
+        return SynthesisOptions(
+            defer_bit_programs=self.defer_witness, defer_poseidon=self.poseidon_deferred
         )
 
     @property

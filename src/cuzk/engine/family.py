@@ -39,7 +39,7 @@ from cuzk.errors import BadInput, InternalError
 from cuzk.field import fr
 from cuzk.groth16 import prover
 from cuzk.groth16.keys import Parameters
-from cuzk.r1cs import BulkWitness, Circuit, R1CSShape, SynthesisOptions
+from cuzk.r1cs import DEFAULT_OPTIONS, BulkWitness, Circuit, R1CSShape, SynthesisOptions
 from cuzk.r1cs.blocks import BlockCircuit
 
 if TYPE_CHECKING:
@@ -73,13 +73,11 @@ class ProverFamily:
         self,
         part: Partition,
         pool: SynthesisPool | None = None,
-        defer: bool = False,
-        defer_poseidon: bool = False,
+        options: SynthesisOptions = DEFAULT_OPTIONS,
     ) -> tuple[Circuit | None, prover.Assignment]:
         """(circuit, assignment) of a partition; BadInput if the witness is not acceptable.
         The circuit, when there is one, names a violated constraint if the kernels find one.
-        ``defer``: leave bit-program values to the backend (:mod:`cuzk.r1cs.deferred`);
-        ``defer_poseidon``: Poseidon hashes' values too."""
+        ``options`` say what the witness leaves to the backend (:mod:`cuzk.r1cs.deferred`)."""
         raise NotImplementedError
 
     def unverified(self, index: int) -> Exception:
@@ -111,12 +109,10 @@ class BellpersonFamily(ProverFamily):
         self,
         part: Partition,
         pool: SynthesisPool | None = None,
-        defer: bool = False,
-        defer_poseidon: bool = False,
+        options: SynthesisOptions = DEFAULT_OPTIONS,
     ) -> tuple[Circuit | None, prover.Assignment]:
         statement = part.job.statement
         circuit = statement.circuit(part.index)
-        options = SynthesisOptions(defer_bit_programs=defer, defer_poseidon=defer_poseidon)
         if pool is None or isinstance(circuit, BulkWitness):
             assignment = prover.synthesize(circuit, part.timings, options)
         else:  # Python gadget code: build the witness in a worker process, off this GIL
@@ -224,8 +220,7 @@ class SnarkjsFamily(ProverFamily):
         self,
         part: Partition,
         pool: SynthesisPool | None = None,
-        defer: bool = False,
-        defer_poseidon: bool = False,
+        options: SynthesisOptions = DEFAULT_OPTIONS,
     ) -> tuple[Circuit | None, prover.Assignment]:
         assignment = part.job.statement.circuit(part.index)  # an Assignment for this family
         assert isinstance(assignment, prover.Assignment)

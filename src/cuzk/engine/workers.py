@@ -159,10 +159,8 @@ class SynthesisWorker(Worker):
                 return True
             if self.core.fault("synthesis", part):
                 raise InternalError("injected fault: synthesis failed")
-            family = family_of(part.job.info)
-            config = self.core.config
-            circuit, assignment = family.synthesize(
-                part, self.core.synth_pool, config.defer_witness, config.poseidon_deferred
+            circuit, assignment = family_of(part.job.info).synthesize(
+                part, self.core.synth_pool, self.core.config.synthesis_options
             )
             part.circuit = circuit
         except Exception as e:  # noqa: BLE001 - isolated to this job
