@@ -382,12 +382,15 @@ class ProvingService:
             live.callers -= 1
             if live.callers > 0 or live.detached or live.cancel_reason is not None:
                 return
+            # Decided under the lock that attaches callers: a retry arriving from now on sees
+            # a job being cancelled and runs anew instead of joining it.
+            live.cancel_reason = ("the Prove call ended before the proof (client deadline, "
+                                  "cancellation or disconnect)")  # fmt: skip
         log.warning(
             "%s (request_id %s): the Prove caller gave up (deadline or disconnect); cancelling",
             job_id, _rid(live.request_id),
         )  # fmt: skip
-        self._cancel_live(job_id, "the Prove call ended before the proof (client deadline, "
-                          "cancellation or disconnect)")  # fmt: skip
+        self._engine_cancel(job_id)
 
     def _cancel_live(self, job_id: str, reason: str) -> bool:
         """Cancel a job the engine runs, recording ``reason`` as its error."""
@@ -396,6 +399,9 @@ class ProvingService:
             if live is None or live.cancel_reason is not None:
                 return False
             live.cancel_reason = reason
+        return self._engine_cancel(job_id)
+
+    def _engine_cancel(self, job_id: str) -> bool:
         try:
             return self.engine.cancel(job_id)
         except BadInput:
