@@ -303,6 +303,7 @@ def random_request(
                 f"a {params.circuit_id} partition holds 1 … {params.sector_count} sectors"
             )
     randomness, prover_id = (fr.to_int(x) for x in fr.random(2, rng))
+    randomness &= (1 << 254) - 1  # chain randomness as Lotus hands it over: top two bits clear
     first = partition * params.sector_count
     chosen = [random_sector(params, first + i, rng) for i in range(count)]
     vanilla = generate(params, chosen, randomness, partition)

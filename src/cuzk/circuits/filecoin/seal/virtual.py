@@ -364,7 +364,7 @@ def virtual_post(
     if partition < 0:
         raise BadInput("partition must be non-negative")
     draws = Draws(seed)
-    randomness = draws.fe("randomness")
+    randomness = draws.fe("randomness") & _FE_MASK  # as Lotus: top two bits clear
     base = draws.fe("sector ids") >> 200
     ids = [base + partition * params.sector_count + i for i in range(count)]
     secs = post_sectors(params, ids, randomness, draws, partition)
