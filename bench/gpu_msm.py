@@ -2,6 +2,7 @@
 
 Usage: python bench/gpu_msm.py [--g1 16:26] [--g2 16:24] [--runs 5] [--sweep g1:24:16,18,20,22]
        [--profile 24] [--no-check] [--distinct 4096] [--variant g1:22,24:ACC_MIN_BLOCKS=4 ...]
+       [--batch-affine g1:20,24,26]  (old vs batch-affine accumulation, distinct bases)
 
 Points: --distinct random points per group (k·G with random k, from the fixed-base batch),
 written zcash-uncompressed to a temporary file and preloaded, then tiled on the device up to the
@@ -136,6 +137,84 @@ class Bench:
             prev = ev
         return out
 
+    def prefixes(self, group: str, resident, key: str, dev_all, logs: list[int]):
+        """(log2 size, PointSet, device scalars) per size: prefixes of one resident vector
+        and of the scalars, each adopted under its own key and evicted after its turn."""
+        for lg in logs:
+            n = 1 << lg
+            bases = PointSet(group, f"<{key}:{n}>", 0, n)
+            self.gpu._adopt(bases, resident[:n])
+            try:
+                yield lg, bases, dev_all[:n]
+            finally:
+                self.gpu.evict(bases)
+
+    def distinct(self, group: str, max_log: int) -> tuple[PointSet, Path]:
+        """2^max_log distinct random points (k·G by the GPU fixed-base kernels) written to a
+        file and preloaded: what a real key's MSM gathers from HBM, unlike the tiled set."""
+        from cuzk.backend.cuda.fixed_base import GpuFixedBase
+
+        t0 = time.perf_counter()
+        n = 1 << max_log
+        raw = GpuFixedBase(self.gpu.gpu).multiply(group, fr.random(n, self.rng))
+        path = self.tmp / f"{group}_distinct.bin"
+        raw.tofile(path)
+        del raw
+        bases = PointSet(group, str(path), 0, n)
+        self.gpu.preload(bases)
+        print(f"{group}: 2^{max_log} distinct points in {time.perf_counter() - t0:.1f} s")
+        return bases, path
+
+    def compare_batch_affine(self, group: str, logs: list[int]) -> dict[str, float]:
+        """Old (XYZZ chunks) vs new (batch-affine rounds) device ms on distinct bases and
+        full-width scalars, each size's two results compared, the smallest also against the
+        CPU; plus a per-stage profile of the new path at the largest size."""
+        if not logs:
+            return {}
+        full, path = self.distinct(group, max(logs))
+        _, dev_all = self.scalars(1 << max(logs))
+        resident = self.gpu.resident(full)
+        enc = GROUP[group][5]
+        out: dict[str, float] = {}
+        print(f"\n{group.upper()} batch-affine   n    c   old ms   new ms   new/old", flush=True)
+        for lg, bases, d_scalars in self.prefixes(group, resident, full.key, dev_all, logs):
+            n = 1 << lg
+            results, times = [], []
+            for flag in (False, True):
+                self.gpu.batch_affine = flag
+                results.append(enc(self.gpu.msm(bases, d_scalars).result(), compressed=False))
+                times.append(self.time_device(bases, d_scalars, None, self.args.runs))
+            self.gpu.batch_affine = False
+            if results[0] != results[1]:
+                raise SystemExit(f"{group} 2^{lg}: batch-affine result differs from the old path")
+            if lg == min(logs) and self.args.check:
+                pts = GROUP[group][3](np.fromfile(path, np.uint8, n * GROUP[group][0]).tobytes())
+                host = self.cp.asnumpy(d_scalars)
+                want = enc(GROUP[group][4](pts, fr.to_bytes_le(host)), compressed=False)
+                if want != results[1]:
+                    raise SystemExit(f"{group} 2^{lg}: batch-affine result differs from the CPU")
+                print(f"  check 2^{lg} against the CPU: OK", flush=True)
+            old, new = times
+            out[f"{lg}_old"], out[f"{lg}_batch_affine"] = round(old, 3), round(new, 3)
+            print(
+                f"  2^{lg:<2} {choose_window(n, group):>5} {old:>8.2f} {new:>8.2f} "
+                f"{new / old:>9.3f}  (results equal)",
+                flush=True,
+            )
+            if lg == max(logs):
+                self.gpu.batch_affine = True
+                try:
+                    stages = self.profile(bases, d_scalars, None)
+                finally:
+                    self.gpu.batch_affine = False
+                agg: dict[str, float] = {}
+                for name, t in stages:
+                    agg[name] = agg.get(name, 0.0) + t
+                print("      profile: " + ", ".join(f"{k} {v:.2f}" for k, v in agg.items()))
+        del dev_all, resident
+        self.gpu.evict(full)
+        return out
+
     def fp_rate(self) -> float:
         """Fp Montgomery multiplications per second (msm_fp_bench, median of --runs), for each
         product in --fp-impls; returns the default product's rate."""
@@ -185,11 +264,10 @@ class Bench:
         small, distinct = self.points[group]
         header = "MSM   n     c   device ms   sppark ms   end-to-end ms"
         print(f"\n{group.upper()} {header}", flush=True)
-        for lg in logs:
+        for lg, bases, d_scalars in self.prefixes(
+            group, tiled, f"tiled:{small.key}", dev_all, logs
+        ):
             n = 1 << lg
-            bases = PointSet(group, f"<tiled:{small.key}>", 0, n)
-            self.gpu._adopt(bases, tiled[:n])
-            d_scalars = dev_all[:n]
             if args.check and lg == min(logs):
                 _, _, _, _, msm, enc = GROUP[group]
                 pts = (distinct * (-(-n // len(distinct))))[:n]
@@ -238,7 +316,6 @@ class Bench:
                     finally:
                         self.gpu.defines = {}
                     print(f"      variant {vdefs}: {t:9.2f} ms", flush=True)
-            self.gpu.evict(bases)
         del tiled, dev_all
         self.gpu.evict(small)
         return results
@@ -287,6 +364,13 @@ def main() -> None:
         default=[],
         help="GROUP:LOGS:NAME=VAL[,NAME=VAL]: also time these sizes with extra kernel defines",
     )
+    ap.add_argument(
+        "--batch-affine",
+        action="append",
+        default=[],
+        help="GROUP:LOGS, e.g. g1:20,24,26: old vs batch-affine accumulation on distinct bases "
+        "(results cross-checked), besides the --g1/--g2 tables (pass --g1 '' --g2 '' to skip)",
+    )
     ap.add_argument("--device", type=int, default=0)
     ap.add_argument("--seed", type=int, default=None)
     args = ap.parse_args()
@@ -312,6 +396,10 @@ def main() -> None:
             "g1_msm": bench.run_group("g1", log_range(args.g1)),
             "g2_msm": bench.run_group("g2", log_range(args.g2)),
         }
+        for spec in args.batch_affine:
+            bgroup, blogs = spec.split(":")
+            logs = sorted(int(x) for x in blogs.split(","))
+            new[f"{bgroup}_msm_batch_affine"] = bench.compare_batch_affine(bgroup, logs)
     finally:
         shutil.rmtree(bench.tmp, ignore_errors=True)
     if rate:

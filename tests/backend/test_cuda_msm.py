@@ -77,6 +77,16 @@ def make_scalars(n: int, rng: np.random.Generator, *, special: bool = True) -> n
     return s
 
 
+def skewed_scalars(n: int, rng: np.random.Generator) -> tuple[np.ndarray, ...]:
+    """All equal (one huge bucket per window), all r − 1, and all below 2^16 (most windows
+    empty)."""
+    return (
+        np.repeat(fr.random(1, rng), n, axis=0),
+        np.repeat(fr.from_int(R - 1)[None, :], n, axis=0),
+        fr.from_ints(rng.integers(0, 1 << 16, n)),
+    )
+
+
 def reference(group: str, points, scalars) -> bytes:
     _, _, _, _, msm, enc = GROUPS[group]
     return enc(msm(points, fr.to_bytes_le(scalars)), compressed=False)
@@ -119,11 +129,7 @@ def test_msm_skewed_buckets(gpu, rng, seed, tmp_path, group):
     scalars r − 1, then scalars below 2^16 (most windows empty)."""
     n = 3000
     bases, points = make_bases(group, n, rng, tmp_path)
-    for scalars in (
-        np.repeat(fr.random(1, rng), n, axis=0),
-        np.repeat(fr.from_int(R - 1)[None, :], n, axis=0),
-        fr.from_ints(rng.integers(0, 1 << 16, n)),
-    ):
+    for scalars in skewed_scalars(n, rng):
         got = gpu.msm(bases, scalars).result()
         assert encoded(group, got) == reference(group, points, scalars), f"seed {seed}"
 

@@ -18,22 +18,8 @@
 //   msm_sum_rows        tree reduction of all levels' results to one point per window
 // The host adds the W window sums with weights 2^(c·w) (Horner).
 // msm_sum_affine adds gathered affine points (the scalars equal to one).
-#include "curve.cuh"
+#include "msm_group.cuh"
 #include "scalar.cuh"
-
-#ifndef MSM_G2
-#define MSM_G2 0
-#endif
-
-#if MSM_G2
-typedef fp2_t field_t;
-#else
-typedef fp_t field_t;
-#endif
-typedef affine_t<field_t> affine;
-typedef xyzz_t<field_t> xyzz;
-
-#define SIGN_BIT 0x80000000u
 
 // REDUCE_INLINE=1: the segment tree, the bucket reduction and the row sums use the inlined full
 // addition (XYZZ operands in registers, 165 instead of 234 registers in msm_reduce_level).

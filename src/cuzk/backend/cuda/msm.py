@@ -32,11 +32,13 @@ from typing import Any
 import numpy as np
 
 from cuzk.backend.base import MIN_ONES_SHARE_FOR_SPLIT, MsmPlan, PointSet, check_fr_vec
+from cuzk.backend.cuda import msm_ba
 from cuzk.backend.cuda.device import Gpu
 from cuzk.backend.cuda.points import FLAG_INFINITY, FLAG_MASK, FP_WORDS, GROUPS, xyzz_to_zcash
 from cuzk.errors import BadInput
 
 KERNEL_FILE = "msm.cu"
+BA_KERNEL_FILE = "msm_ba.cu"
 BLOCK = 128
 #: Windows tried by :func:`choose_window`.
 MIN_WINDOW, MAX_WINDOW = 5, 20
@@ -122,8 +124,11 @@ class _Resident:
 class GpuMsm:
     """MSMs over G1/G2 bases resident on one CUDA device; see the module docstring."""
 
-    def __init__(self, gpu: Gpu) -> None:
+    def __init__(self, gpu: Gpu, *, batch_affine: bool = False) -> None:
         self.gpu = gpu
+        #: Bucket sums by batch-affine rounds (msm_ba.cu) instead of XYZZ chunks; off by
+        #: default until measured on a device (bench/gpu_msm.py --batch-affine).
+        self.batch_affine = batch_affine
         self.device = gpu.device
         self._cp = gpu.cp
         self._stream = gpu.side_stream()
@@ -326,6 +331,11 @@ class GpuMsm:
         entries = cp.empty(total_max, dtype=cp.uint32)
         self._launch(group, "msm_digits", m, d_scalars, u32(m), u32(c), u32(nwin), g,
                      use_gather, cursor, entries, u32(1))  # fmt: skip
+        if self.batch_affine:
+            dense = self._ba_buckets(res, entries, offsets, nwin, nb, m)
+            del entries, cursor
+            windows = self._reduce_windows(group, dense, nb, 0, 0, offsets, nwin, nb)
+            return windows, [c * w for w in range(nwin)]
         # Chunks of the sorted entries and the partial-sum slots of every bucket.
         chunk = max(MIN_CHUNK, -(-total_max // TARGET_CHUNKS))
         nchunks = -(-total_max // chunk)
@@ -350,6 +360,26 @@ class GpuMsm:
                          u32(nkeys), u32(nslots), u32(stride), u32(SEG_FANIN),
                          max_seg)  # fmt: skip
             stride *= SEG_FANIN
+        windows = self._reduce_windows(group, partials, 0, 0, 1, seg_base, nwin, nb)
+        return windows, [c * w for w in range(nwin)]
+
+    def _reduce_windows(
+        self,
+        group: str,
+        src: Any,
+        row_stride: int,
+        col_off: int,
+        use_seg: int,
+        seg_base: Any,
+        nwin: int,
+        nb: int,
+    ) -> Any:
+        """Launch Σ_b (b+1)·V_b per window (``msm_reduce_level``) over bucket sums V read from
+        ``src`` (with ``use_seg``: the first partial of each bucket's slots in ``seg_base``,
+        else row w at ``w·row_stride + col_off``); returns the (nwin, words) window sums."""
+        cp = self._cp
+        u32 = np.uint32
+        xyzz_words = _words(group)[1]
         # Σ (b+1)·S_b per window, level by level: level l's buckets are level l-1's group
         # totals 1.., its results weighted by the product of the earlier group sizes (powers
         # of two, applied in the kernel), all written into one (W, Σ groups) array.
@@ -361,7 +391,7 @@ class GpuMsm:
             width = ngroups - 1
         total_cols = sum(lv[2] for lv in levels)
         all_a = cp.empty((nwin * total_cols, xyzz_words), dtype=cp.uint32)
-        src, row_stride, col_off, use_seg, a_off, shift = partials, 0, 0, 1, 0, 0
+        a_off, shift = 0, 0
         for width, gs, ngroups in levels:
             out_t = cp.empty((nwin * ngroups, xyzz_words), dtype=cp.uint32)
             self._launch(group, "msm_reduce_level", nwin * ngroups, src, u32(row_stride),
@@ -371,8 +401,57 @@ class GpuMsm:
             src, row_stride, col_off, use_seg = out_t, ngroups, 1, 0
             a_off += ngroups
             shift += gs.bit_length() - 1  # gs is a power of two whenever a level follows
-        windows = self._sum_rows(group, all_a, nwin, total_cols)
-        return windows, [c * w for w in range(nwin)]
+        return self._sum_rows(group, all_a, nwin, total_cols)
+
+    def _ba_buckets(
+        self, res: _Resident, entries: Any, offsets: Any, nwin: int, nb: int, m: int
+    ) -> Any:
+        """Every bucket's sum as a dense (nwin·nb, words) XYZZ array, by batch-affine rounds
+        over the sorted ``entries`` (see msm_ba.py), a group of windows at a time. One host
+        wait: the largest bucket, which fixes the number of rounds."""
+        cp = self._cp
+        u32 = np.uint32
+        group = res.group
+        nfp = GROUPS[group][0]
+        nkeys = nwin * nb
+        dense = cp.empty((nkeys, _words(group)[1]), dtype=cp.uint32)
+        rounds = msm_ba.rounds_for(int(cp.max(offsets[1:] - offsets[:-1])))
+        field_bytes = nfp * FP_WORDS * 4
+        words = _words(group)[0]
+        for w0, w1 in msm_ba.window_groups(nwin, m):
+            k0, nk = w0 * nb, (w1 - w0) * nb
+            in_off = offsets[k0 : k0 + nk + 1]
+            level, gathered, tasks = entries, 1, m * (w1 - w0)  # level 0: the entries
+            buffers = [None, None]
+            for r in range(rounds):
+                out_off = msm_ba.next_offsets(cp, in_off).astype(cp.uint32)
+                tasks = msm_ba.task_bound(tasks, nk)
+                k = msm_ba.batch_size(tasks)
+                blocks = -(-tasks // (k * msm_ba.BA_BLOCK))
+                threads = blocks * msm_ba.BA_BLOCK
+                if buffers[r % 2] is None:
+                    buffers[r % 2] = cp.empty((tasks, words), dtype=cp.uint32)
+                out = buffers[r % 2]
+                scratch = cp.empty((k * threads, field_bytes // 4), dtype=cp.uint32)
+                self._launch_ba(group, "msm_ba_round", blocks, 2 * msm_ba.BA_BLOCK * field_bytes,
+                                res.points, entries, level, u32(gathered), in_off, out_off,
+                                u32(nk), u32(k), out, scratch)  # fmt: skip
+                del scratch
+                level, gathered, in_off = out, 0, out_off
+            self._launch_ba(group, "msm_ba_to_dense", -(-nk // BLOCK), 0, res.points, entries,
+                            level, u32(gathered), in_off, u32(nk), np.uint64(k0),
+                            dense)  # fmt: skip
+        return dense
+
+    def _launch_ba(self, group: str, name: str, blocks: int, smem: int, *args: Any) -> None:
+        """Queue a batch-affine kernel (``msm_ba.cu``) on the MSM stream."""
+        if blocks <= 0:
+            return
+        defines = {**self.defines, "MSM_G2": int(group == "g2"), "BA_BLOCK": msm_ba.BA_BLOCK}
+        block = msm_ba.BA_BLOCK if name == "msm_ba_round" else BLOCK
+        self.gpu.launch(BA_KERNEL_FILE, name, blocks, block, args, smem, defines=defines,
+                        stream=self._stream)  # fmt: skip
+        self._mark(name)
 
     def enqueue_sum(self, res: _Resident, d_idx: Any) -> Any:
         """Launch Σ points[idx] (batch addition) on the current stream; returns (1, words)."""
