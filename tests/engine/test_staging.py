@@ -13,7 +13,7 @@ import pytest
 from cuzk.backend import get_backend
 from cuzk.engine import FaultInjection, ProofRequest
 from cuzk.engine.srs import circuit_info
-from cuzk.engine.staging import PinnedPool, StagingArea
+from cuzk.engine.staging import SECOND_STAGE_HEADROOM, PinnedPool, StagingArea
 from cuzk.engine.workers import staged_bytes_for, staging_need
 from cuzk.errors import ResourceExhausted
 
@@ -216,3 +216,19 @@ def test_a_deferred_witness_stages_no_host_buffers(param_dir):
     assert deferred[1] == host_made[1] > 0
     assert deferred[0] == 3 * 32 * info.num_variables == host_made[0] // 2
     assert staged_bytes_for(info) == sum(host_made)
+
+
+def test_a_second_partition_stages_only_with_device_headroom():
+    """Beside a holder, a partition stages only if the device keeps the headroom free after
+    the resident key; alone it always stages (a key taking most of a GPU: one at a time)."""
+    gib = 1 << 30
+    area = StagingArea(0, 70 * gib, device_total=139 * gib)
+    small_key, big_key = 44 * gib, 57 * gib  # porep-32g / wpost-32g points on one device
+    assert area.reserve(12 * gib, lambda: False, kernel_bytes=40 * gib, resident_bytes=big_key)
+    # 139 − 57 − (24 + 40) = 18 GiB left: less than the headroom, so it waits and gives up
+    assert not area.reserve(12 * gib, lambda: True, kernel_bytes=40 * gib, resident_bytes=big_key)
+    area.release(12 * gib, kernel_bytes=40 * gib)
+    assert area.reserve(12 * gib, lambda: False, kernel_bytes=40 * gib, resident_bytes=small_key)
+    # 139 − 44 − (24 + 40) = 31 GiB left: room for the second
+    assert area.reserve(12 * gib, lambda: False, kernel_bytes=40 * gib, resident_bytes=small_key)
+    assert area.held == 64 * gib and SECOND_STAGE_HEADROOM == 24 * gib

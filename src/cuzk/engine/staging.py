@@ -38,16 +38,28 @@ import numpy as np
 
 from cuzk.errors import ResourceExhausted
 
+#: VRAM a device keeps free beyond the estimates before a second partition may stage beside
+#: one already holding: the estimates undercount what a 32 GiB partition really takes (CuPy's
+#: pool, MSM scratch of full-width scalars: wpost-32g peaked 22 GiB above them on the H200).
+SECOND_STAGE_HEADROOM = 24 << 30
+
 
 class StagingArea:
     """Bytes of one device that staged-but-unfinished partitions may hold: the sum of their
-    staged inputs plus the largest kernel working set among them."""
+    staged inputs plus the largest kernel working set among them.
 
-    def __init__(self, device: int, total: int) -> None:
+    With ``device_total`` (a GPU's memory) a partition stages beside others only if the
+    device keeps :data:`SECOND_STAGE_HEADROOM` free after the resident key (the caller's
+    ``resident_bytes``), every staged input and one kernel working set: a key that takes most
+    of the device (wpost-32g: 61 GB of 141) then stages one partition at a time, as before
+    the kernel set was counted once. A partition alone always fits what the budget allows."""
+
+    def __init__(self, device: int, total: int, device_total: int | None = None) -> None:
         if total <= 0:
             raise ResourceExhausted(f"device {device}: the staging budget must be positive")
         self.device = device
         self.total = total
+        self.device_total = device_total
         self.staged = 0  # Σ staged inputs of the holders
         self._kernels: Counter[int] = Counter()  # the holders' kernel working sets
         self.high_water = 0
@@ -74,8 +86,13 @@ class StagingArea:
                 f"staging budget of {self.total}; it can never run with this configuration"
             )
 
-    def _fits(self, staged: int, kernels: int) -> bool:
-        return self.staged + staged + max(max(self._kernels, default=0), kernels) <= self.total
+    def _fits(self, staged: int, kernels: int, resident: int) -> bool:
+        need = self.staged + staged + max(max(self._kernels, default=0), kernels)
+        if need > self.total:
+            return False
+        if self._kernels and self.device_total is not None:  # beside another partition
+            return self.device_total - resident - need >= SECOND_STAGE_HEADROOM
+        return True
 
     def reserve(
         self,
@@ -83,16 +100,20 @@ class StagingArea:
         abandon: Callable[[], bool],
         poll_s: float = 0.05,
         kernel_bytes: int = 0,
+        resident_bytes: int = 0,
     ) -> bool:
         """Wait until ``nbytes`` of staged inputs and a kernel working set of ``kernel_bytes``
         fit, in turn (first come, first served), then take them; False (nothing taken) if
-        ``abandon()`` turns true while waiting (the job was cancelled or failed)."""
+        ``abandon()`` turns true while waiting (the job was cancelled or failed).
+        ``resident_bytes``: the device memory the partition's key holds."""
         self.check_can_fit(nbytes + kernel_bytes, "a partition")
         with self._cv:
             ticket = next(self._tickets)
             self._queue.append(ticket)
             try:
-                while self._queue[0] != ticket or not self._fits(nbytes, kernel_bytes):
+                while self._queue[0] != ticket or not self._fits(
+                    nbytes, kernel_bytes, resident_bytes
+                ):
                     if abandon():
                         return False
                     self._cv.wait(poll_s)

@@ -191,7 +191,10 @@ class DeviceWorker(Worker):
                 assert part.assignment is not None
                 need = staging_need(part.job.info, isinstance(part.assignment.aux, DeferredAux))
                 if not device.staging.reserve(
-                    need[0], lambda: part.job.terminal, kernel_bytes=need[1]
+                    need[0],
+                    lambda: part.job.terminal,
+                    kernel_bytes=need[1],
+                    resident_bytes=part.job.info.point_bytes,
                 ):
                     self.core.abandon(part)
                     return True
