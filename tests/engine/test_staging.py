@@ -5,23 +5,28 @@ give every byte and pinned buffer back."""
 from __future__ import annotations
 
 import threading
+import time
 
 import numpy as np
 import pytest
 
-from cuzk.engine import ProofRequest
+from cuzk.backend import get_backend
+from cuzk.engine import FaultInjection, ProofRequest
 from cuzk.engine.srs import circuit_info
-from cuzk.engine.staging import PinnedPool, StagingArea
-from cuzk.engine.workers import staged_bytes_for
+from cuzk.engine.staging import SECOND_STAGE_HEADROOM, PinnedPool, StagingArea
+from cuzk.engine.workers import staged_bytes_for, staging_need
 from cuzk.errors import ResourceExhausted
 
 from .conftest import LARGER, SMALL
 from .helpers import assert_verifies, idle_budget, wait_until
 
 
+def _info(param_dir, cid: str):  # noqa: ANN202
+    return circuit_info(cid, param_dir / f"{cid.replace(':', '-')}.params", "cpu", 1)
+
+
 def _staged(param_dir, cid: str) -> int:
-    return staged_bytes_for(circuit_info(cid, param_dir / f"{cid.replace(':', '-')}.params",
-                                         "cpu", 1))  # fmt: skip
+    return staged_bytes_for(_info(param_dir, cid))
 
 
 def test_single_partition_budget_runs_many_workers_without_deadlock(make_engine, param_dir, seed):
@@ -90,3 +95,140 @@ def test_pinned_pool_reuses_and_bounds_idle_buffers(rng):
     assert pool.lent == 0 and pool.idle_bytes == 500 * 32
     pool.give(c)  # giving twice is harmless
     assert pool.lent == 0
+
+
+def test_staging_area_counts_one_kernel_working_set():
+    """Kernels run one partition at a time under the compute lock, so two staged partitions
+    (30 + 30) and one kernel set (the larger, 40) fit 100; more staged bytes wait."""
+    area = StagingArea(0, 100)
+    assert area.reserve(30, lambda: False, kernel_bytes=40)
+    assert area.reserve(30, lambda: False, kernel_bytes=25)
+    assert area.held == 100 and area.high_water == 100
+    assert not area.reserve(1, lambda: True, kernel_bytes=0)  # does not fit: abandoned
+    area.release(30, kernel_bytes=40)
+    assert area.held == 30 + 25  # the remaining holder's kernel set is the largest now
+    assert not area.reserve(30, lambda: True, kernel_bytes=41)  # 30 + 30 + 41 > 100
+    assert area.reserve(30, lambda: False, kernel_bytes=40)
+    area.release(30, kernel_bytes=25)
+    area.release(30, kernel_bytes=40)
+    assert area.held == 0 and area.waiting == 0
+    with pytest.raises(ResourceExhausted):
+        area.reserve(61, lambda: False, kernel_bytes=40)  # alone it never fits
+
+
+def test_staging_area_serves_waiters_in_arrival_order():
+    """The worker that releases and comes straight back (holding the GIL) must not overtake
+    one that was already waiting."""
+    area = StagingArea(0, 100)
+    assert area.reserve(50, lambda: False, kernel_bytes=10)
+    order: list[str] = []
+
+    def waiter() -> None:
+        assert area.reserve(60, lambda: False, poll_s=0.01, kernel_bytes=10)
+        order.append("waiting")
+        time.sleep(0.05)
+        area.release(60, kernel_bytes=10)
+
+    first = threading.Thread(target=waiter)
+    first.start()
+    wait_until(lambda: area.waiting == 1, what="the first waiter")
+    area.release(50, kernel_bytes=10)
+    # 50 + 10 would fit right now, but the waiter came first (and 60 + 50 + 10 > 100)
+    assert area.reserve(50, lambda: False, poll_s=0.01, kernel_bytes=10)
+    order.append("returning")
+    first.join(5)
+    assert order == ["waiting", "returning"] and area.held == 60
+
+
+def test_an_abandoned_waiter_leaves_the_queue():
+    area = StagingArea(0, 100)
+    assert area.reserve(90, lambda: False)
+    stop = threading.Event()
+    gave_up: list[bool] = []
+    t = threading.Thread(target=lambda: gave_up.append(area.reserve(50, stop.is_set, 0.01)))
+    t.start()
+    wait_until(lambda: area.waiting == 1, what="the waiter")
+    stop.set()
+    t.join(5)
+    assert gave_up == [False] and area.waiting == 0
+    assert area.reserve(10, lambda: False)  # nobody ahead: it fits and goes at once
+    assert area.held == 100
+
+
+class _SlowUploads:
+    """A CPU backend whose uploads take ``delay`` seconds each; records when each upload ended
+    and when each a/b/c evaluation (the first kernel of a partition) began, with the thread."""
+
+    def __init__(self, backend, delay: float, events: list) -> None:  # noqa: ANN001
+        self._backend, self._delay, self._events = backend, delay, events
+
+    def upload(self, v):  # noqa: ANN001, ANN201
+        time.sleep(self._delay)
+        out = self._backend.upload(v)
+        self._events.append(("staged", threading.current_thread().name, time.perf_counter()))
+        return out
+
+    def evaluate_abc(self, shape, z):  # noqa: ANN001, ANN201
+        self._events.append(("abc", threading.current_thread().name, time.perf_counter()))
+        return self._backend.evaluate_abc(shape, z)
+
+    def __getattr__(self, name: str):  # noqa: ANN204
+        return getattr(self._backend, name)
+
+
+def test_the_next_partition_is_staged_while_the_previous_ones_kernels_run(
+    make_engine, param_dir, seed
+):
+    """Synthesis ahead, staging slow (3 × 0.07 s) and kernels slower (1 s of sleep inside the
+    compute lock, before their first kernel): with room for two staged partitions and one
+    kernel working set, every partition after the first has finished staging before the
+    previous partition's first kernel even began — the device never waits for staging."""
+    staged, kernels = staging_need(_info(param_dir, SMALL))
+    events: list = []
+    engine = make_engine(
+        workers_per_device=2,
+        synthesis_workers=2,
+        staging=True,
+        staging_budget=2 * staged + kernels,  # the old per-partition accounting fits one
+        faults=FaultInjection(slow_kernel=1.0, slow_kernel_s=1.0),
+        backend_factory=lambda i: _SlowUploads(get_backend("cpu", workers=1), 0.07, events),
+    )
+    request = ProofRequest.of(SMALL, partitions=5, seed=seed)
+    assert_verifies(engine.result(engine.submit(request), timeout=120), 5)
+    abc = [(t, name) for kind, name, t in events if kind == "abc"]
+    abc.sort()
+    assert len(abc) == 5
+    for (prev_abc, _), (this_abc, worker) in zip(abc, abc[1:], strict=False):
+        # this partition's staging: its worker's uploads since that worker's previous kernels
+        before = [t for t, w in abc if w == worker and t < this_abc]
+        since = before[-1] if before else 0.0
+        uploads = [t for kind, w, t in events
+                   if kind == "staged" and w == worker and since < t < this_abc]  # fmt: skip
+        assert len(uploads) == 3, uploads
+        assert max(uploads) < prev_abc, "staging waited for the previous partition's kernels"
+
+
+def test_a_deferred_witness_stages_no_host_buffers(param_dir):
+    """A deferred witness is made where the kernels read it: its staged inputs are the device
+    copies only (z and the A and B scalars), the kernel working set is the same."""
+    info = _info(param_dir, LARGER)
+    host_made, deferred = staging_need(info), staging_need(info, deferred=True)
+    assert deferred[1] == host_made[1] > 0
+    assert deferred[0] == 3 * 32 * info.num_variables == host_made[0] // 2
+    assert staged_bytes_for(info) == sum(host_made)
+
+
+def test_a_second_partition_stages_only_with_device_headroom():
+    """Beside a holder, a partition stages only if the device keeps the headroom free after
+    the resident key; alone it always stages (a key taking most of a GPU: one at a time)."""
+    gib = 1 << 30
+    area = StagingArea(0, 70 * gib, device_total=139 * gib)
+    small_key, big_key = 44 * gib, 57 * gib  # porep-32g / wpost-32g points on one device
+    assert area.reserve(12 * gib, lambda: False, kernel_bytes=40 * gib, resident_bytes=big_key)
+    # 139 − 57 − (24 + 40) = 18 GiB left: less than the headroom, so it waits and gives up
+    assert not area.reserve(12 * gib, lambda: True, kernel_bytes=40 * gib, resident_bytes=big_key)
+    area.release(12 * gib, kernel_bytes=40 * gib)
+    assert area.reserve(12 * gib, lambda: False, kernel_bytes=40 * gib, resident_bytes=small_key)
+    # 139 − 44 − (24 + 40) = 31 GiB left: room for the second
+    assert area.reserve(12 * gib, lambda: False, kernel_bytes=40 * gib, resident_bytes=small_key)
+    assert area.held == 64 * gib and SECOND_STAGE_HEADROOM == 24 * gib

@@ -178,7 +178,8 @@ def _make_devices(config: EngineConfig) -> list[Device]:
             staging = None
             if config.staging:
                 total = config.staging_budget or _default_staging_budget(backend)
-                staging = StagingArea(i, total)
+                memory = backend.memory()
+                staging = StagingArea(i, total, None if memory is None else memory.total)
             devices.append(Device(i, backend, staging, config.pinned_pool_bytes))
     except BaseException:
         _close_backends(devices)

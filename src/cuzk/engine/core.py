@@ -42,6 +42,7 @@ from cuzk.engine.budget import MemoryBudget, detect_total
 from cuzk.engine.config import EngineConfig
 from cuzk.engine.family import family_for, family_of
 from cuzk.engine.job import ACTIVE, Job, Partition
+from cuzk.engine.opener import PayloadOpener
 from cuzk.engine.request import (
     BudgetStatus,
     DeviceStatus,
@@ -112,6 +113,8 @@ class EngineCore:
         self._srs = SrsManager(
             self._budget, [d.backend for d in devices], config.shape_cache, clock
         )
+        # Large payloads are checked off this process's GIL where synthesis is too.
+        self._opener = PayloadOpener() if config.processes_for_synthesis else None
 
     # -- the API's half (documented on Engine) ------------------------------------------------
     def submit(self, request: ProofRequest, job_id: str | None = None) -> str:
@@ -135,7 +138,7 @@ class EngineCore:
             if existing is not None:
                 return existing.id
         # Parsing a payload (a C1 output can be tens of MB) happens outside the lock.
-        statement, info = _open(request, self.config)
+        statement, info = _open(request, self.config, self._opener)
         if statement.partitions > self.config.max_partitions:
             raise BadInput(
                 f"{statement.partitions} partitions exceed the limit of "
@@ -300,10 +303,13 @@ class EngineCore:
             return True
 
     def drop_residency(self) -> None:
-        """Second half of shutdown (after the workers exited): evict every circuit."""
+        """Second half of shutdown (after the workers exited): evict every circuit and stop
+        the payload opener."""
         with self._cv:
             for entry in self._srs.entries():
                 self._srs.drop(entry)
+        if self._opener is not None:
+            self._opener.close()
 
     @property
     def budget_live_reservations(self) -> int:
@@ -658,11 +664,20 @@ def _not_loading(entry: Resident) -> bool:
 _PARSE_ERRORS = (ValueError, RecursionError, OverflowError, TypeError, KeyError, IndexError)
 
 
-def _open(request: ProofRequest, config: EngineConfig) -> tuple[Any, Any]:
-    """The family's statement and circuit info for a request; a payload that makes its parser
+def _open(
+    request: ProofRequest, config: EngineConfig, opener: PayloadOpener | None = None
+) -> tuple[Any, Any]:
+    """The family's statement and circuit info for a request (a large bellperson-family
+    payload parsed by ``opener``, off this process's GIL); a payload that makes its parser
     fail in any way is BadPayload (logged with its traceback at debug level)."""
+    family = family_for(request.circuit_id)
     try:
-        return family_for(request.circuit_id).open(request, config)
+        # (the bellperson family's open is open_statement, then the key's info)
+        if opener is not None and opener.wants(request.payload) and family.name == "bellperson":
+            statement = opener.statement(request.circuit_id, request.seeds, request.payload)
+            if statement is not None:
+                return statement, family.info(request.circuit_id, config)
+        return family.open(request, config)
     except CuzkError:
         raise
     except _PARSE_ERRORS as e:

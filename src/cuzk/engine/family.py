@@ -170,6 +170,7 @@ class SnarkjsFamily(ProverFamily):
             circuit_id, path, h.n_vars, m,
             int(h.point_bytes * SRS_RESIDENT_FACTOR[config.backend]) * config.devices,
             shape_bytes, family=self.name, vk_file=path, backend=config.backend,
+            point_bytes=h.point_bytes,
         )  # fmt: skip
 
     def open(self, request: ProofRequest, config: EngineConfig) -> tuple[Statement, CircuitInfo]:

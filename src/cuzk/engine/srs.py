@@ -61,6 +61,7 @@ class CircuitInfo:
     family: str = "bellperson"  # the prover family (:mod:`cuzk.engine.family`) that proves it
     vk_file: Path | None = None  # where its verifying key is, when not beside the params
     backend: str = "cpu"  # where its partitions run (what of their working set is host memory)
+    point_bytes: int = 0  # its key's points as a device holds them (affine, one device)
 
     @property
     def partition_parts(self) -> dict[str, int]:
@@ -102,6 +103,7 @@ def circuit_info(
         int(point_bytes * SRS_RESIDENT_FACTOR[backend]) * devices,
         _cached_shape_bytes(circuit_id, shape_cache, n) or shape_bytes_estimate(n, m),
         backend=backend,
+        point_bytes=point_bytes,
     )
 
 

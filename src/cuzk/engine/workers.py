@@ -60,6 +60,7 @@ from cuzk.engine.staging import PinnedPool, StagingArea
 from cuzk.errors import DeviceFault, InternalError
 from cuzk.groth16 import prover
 from cuzk.groth16.proof import Proof
+from cuzk.r1cs.deferred import DeferredAux
 
 if TYPE_CHECKING:
     from cuzk.engine.job import Partition
@@ -181,14 +182,20 @@ class DeviceWorker(Worker):
         self.busy_with = part.label
         stage = "loading parameters"
         device = self.device
-        held = 0
+        held = (0, 0)  # (staged inputs, kernel working set) reserved in the staging area
         staged: prover.StagedInputs | None = None
         try:
             entry = self.core.wait_resident(part)
             if device.staging is not None:
                 stage = "staging"
-                need = staged_bytes_for(part.job.info)
-                if not device.staging.reserve(need, lambda: part.job.terminal):
+                assert part.assignment is not None
+                need = staging_need(part.job.info, isinstance(part.assignment.aux, DeferredAux))
+                if not device.staging.reserve(
+                    need[0],
+                    lambda: part.job.terminal,
+                    kernel_bytes=need[1],
+                    resident_bytes=part.job.info.point_bytes,
+                ):
                     self.core.abandon(part)
                     return True
                 held = need
@@ -207,7 +214,7 @@ class DeviceWorker(Worker):
                     self.core.end_kernels(part, device, time.perf_counter() - t0)
             time.sleep(0)  # hand the GIL to the worker now waking on the compute lock
             self._give_back(staged, held)
-            staged, held = None, 0
+            staged, held = None, (0, 0)
             if not self.core.kernels_done(part):
                 return True
             stage = "finalize"
@@ -230,14 +237,14 @@ class DeviceWorker(Worker):
         backend, pinned = self.device.backend, self.device.pinned
         return prover.stage(part.assignment, entry.shape, backend, pinned.take, part.timings)
 
-    def _give_back(self, staged: prover.StagedInputs | None, held: int) -> None:
+    def _give_back(self, staged: prover.StagedInputs | None, held: tuple[int, int]) -> None:
         """Return pinned buffers and staged bytes (idempotent through the caller's resets)."""
         assert self.device is not None
         if staged is not None:
             for buf in staged.host_buffers:
                 self.device.pinned.give(buf)
-        if held and self.device.staging is not None:
-            self.device.staging.release(held)
+        if any(held) and self.device.staging is not None:
+            self.device.staging.release(held[0], kernel_bytes=held[1])
 
     def _kernels(
         self, part: Partition, entry: Resident, staged: prover.StagedInputs
@@ -260,8 +267,16 @@ class DeviceWorker(Worker):
         return sums, pending
 
 
+def staging_need(info: CircuitInfo, deferred: bool = False) -> tuple[int, int]:
+    """What a staged partition holds in its device's staging area until its kernels end:
+    (its staged inputs — their copies in the backend and, unless the witness is deferred,
+    the pinned host buffers they were gathered into; the kernels' working set, which the area
+    counts once per device because only the compute lock's holder uses it)."""
+    device, host = prover.staged_bytes(info.num_variables, deferred)
+    return device + host, KERNEL_BYTES_PER_DOMAIN * info.domain_size
+
+
 def staged_bytes_for(info: CircuitInfo) -> int:
-    """What a staged partition holds until its kernels end: the pinned host buffers, their
-    copies in the backend and the kernels' working set."""
-    device, host = prover.staged_bytes(info.num_variables)
-    return device + host + KERNEL_BYTES_PER_DOMAIN * info.domain_size
+    """The most one partition can ever ask of a staging area (a witness made on the host):
+    what it must fit alone, checked at submit."""
+    return sum(staging_need(info))

@@ -184,11 +184,13 @@ class StagedInputs:
         return sum(int(v.nbytes) for v in on_device)
 
 
-def staged_bytes(num_variables: int) -> tuple[int, int]:
+def staged_bytes(num_variables: int, deferred: bool = False) -> tuple[int, int]:
     """(device bytes, host buffer bytes) :func:`stage` needs at most for ``num_variables``:
     z and the A and B scalar vectors (each at most one row per variable), in pinned host
-    buffers and, on a backend that uploads, on the device."""
-    return 3 * 32 * num_variables, 3 * 32 * num_variables
+    buffers and, on a backend that uploads, on the device. A deferred witness is made where
+    the kernels read it and its scalars gathered there (:func:`_stage_deferred`): no host
+    buffers."""
+    return 3 * 32 * num_variables, 0 if deferred else 3 * 32 * num_variables
 
 
 def stage(

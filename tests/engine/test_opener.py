@@ -1,0 +1,65 @@
+"""Large payloads opened in a helper process: the statement that comes back is the one the
+engine's process would have opened, a bad payload is refused the same way, and a statement
+that cannot travel (a closure) is opened locally from then on."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from cuzk.circuits import open_statement
+from cuzk.circuits.filecoin.post import post_params
+from cuzk.circuits.filecoin.snap_vanilla import generate_update
+from cuzk.circuits.filecoin.vanilla_json import random_request
+from cuzk.engine import EngineConfig, ProofRequest
+from cuzk.engine.core import _open
+from cuzk.engine.opener import PayloadOpener
+from cuzk.errors import BadInput, BadPayload
+
+
+@pytest.fixture(scope="module")
+def opener():
+    o = PayloadOpener(min_bytes=0)
+    yield o
+    o.close()
+
+
+def test_a_statement_opened_in_the_helper_equals_the_local_one(opener, seed):
+    payload = generate_update(2048, seed).encode()
+    local = open_statement("snap-2k", (), payload)
+    before = opener.opened
+    remote = opener.statement("snap-2k", (), payload)
+    assert remote is not None and opener.opened == before + 1
+    assert (remote.circuit_id, remote.partitions, remote.digest) == (
+        local.circuit_id,
+        local.partitions,
+        local.digest,
+    )
+    assert remote.expected_inputs == local.expected_inputs and any(remote.expected_inputs)
+    for i in range(local.partitions):
+        assert remote.circuit(i) == local.circuit(i)
+
+
+def test_a_statement_that_does_not_pickle_is_opened_locally_from_then_on(opener, seed):
+    text, _ = random_request(post_params("wpost-2k"), np.random.default_rng(seed))
+    before = opener.opened
+    assert opener.statement("wpost-2k", (), text.encode()) is None
+    assert opener.statement("wpost-2k", (), text.encode()) is None  # not sent again
+    assert opener.opened == before
+
+
+def test_a_bad_payload_is_refused_through_the_helper(opener, tmp_path, seed):
+    config = EngineConfig(param_dir=tmp_path)
+    with pytest.raises(BadPayload, match="not valid JSON"):
+        _open(ProofRequest("snap-2k", payload=b'{"not": json'), config, opener)
+    payload = bytearray(generate_update(2048, seed).encode())
+    at = payload.index(b"comm_r_new")
+    payload[at : at + 40] = b"x" * 40  # a field name and value gone
+    with pytest.raises(BadInput):
+        opener.statement("snap-2k", (), bytes(payload))
+
+
+def test_small_payloads_stay_in_the_engine():
+    o = PayloadOpener()
+    assert not o.wants(b"x" * 1000) and o.wants(b"x" * (1 << 20))
+    o.close()  # never started: nothing to stop
