@@ -50,6 +50,14 @@ def test_bench_json(param_dir, tmp_path, capsys):
     ):
         assert 0 < whole <= steady <= 1  # the steady window lies inside the measured one
     assert len(doc["jobs"]) == 3
+    timelines = doc["timelines"]  # one per measured partition, stages in order
+    assert sorted((t["job_id"], t["partition"]) for t in timelines) == sorted(
+        (j["job_id"], p) for j in doc["jobs"] for p in range(2)
+    )
+    for t in timelines:
+        marks = [t[k] for k in ("queued", "synth_start", "synth_end", "kernels_start",
+                                "kernels_end", "finalize_end")]  # fmt: skip
+        assert marks == sorted(marks) and t["device"] in (0, 1) and t["stages"]
     for job in doc["jobs"]:
         assert job["state"] == "succeeded" and job["error"] is None
         proofs = proofs_from_bytes(bytes.fromhex(job["proof"]))

@@ -4,7 +4,8 @@ Prints proofs per minute, seconds per proof, device busy % (the union of kernel 
 the measured window, and over the steady state between a device's first kernel start and its
 last kernel end, which leaves out the pipeline's fill and drain), the engine's hand-off
 overhead and per-stage medians; ``--json`` writes every job's outcome (state, error, proof
-hex, public inputs per partition) and the verifying key's path under ``vk``; ``--timeline``
+hex, public inputs per partition), every partition's stage timestamps under ``timelines`` and
+the verifying key's path under ``vk``; ``--timeline``
 draws a Gantt chart of every partition's stages.
 
 The circuit's parameters are preloaded and one warm-up proof per device worker runs before
@@ -16,6 +17,7 @@ are steady state. Imports of the engine and of matplotlib happen inside the comm
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import statistics
 import threading
@@ -165,7 +167,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     report = _summarize(args, outcomes, timelines, window, wall, load_s)
     _print_report(args, report)
     if args.json is not None:
-        _write_json(args, report, outcomes, vk)
+        _write_json(args, report, outcomes, vk, timelines)
     if args.timeline is not None:
         draw_timeline(
             timelines,
@@ -334,7 +336,9 @@ def _print_report(args: argparse.Namespace, report: dict) -> None:
     out.print(stages)
 
 
-def _write_json(args: argparse.Namespace, report: dict, outcomes: list[Outcome], vk: str) -> None:
+def _write_json(
+    args: argparse.Namespace, report: dict, outcomes: list[Outcome], vk: str, timelines: list
+) -> None:
     doc = {
         "vk": vk,
         "summary": report,
@@ -352,6 +356,9 @@ def _write_json(args: argparse.Namespace, report: dict, outcomes: list[Outcome],
             }
             for o in outcomes
         ],
+        # Every measured partition's stage timestamps (seconds since the engine started), so
+        # a run's hand-offs can be analysed after the fact, not only read off the chart.
+        "timelines": [dataclasses.asdict(t) for t in timelines],
     }
     try:
         args.json.write_text(json.dumps(doc, indent=1) + "\n")
