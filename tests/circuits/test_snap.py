@@ -360,7 +360,6 @@ def test_partition_witness_from_challenge_views(seed: int) -> None:
 
     from cuzk.circuits import open_statement
     from cuzk.circuits.filecoin.snap_vanilla import generate_update
-    from cuzk.field import fr
     from cuzk.r1cs import SynthesisOptions
     from cuzk.r1cs.blocks import BlockCircuit, witness_in_blocks
 
@@ -369,8 +368,8 @@ def test_partition_witness_from_challenge_views(seed: int) -> None:
     assert isinstance(circuit, BlockCircuit) and circuit.block_count() > 1
     whole = synthesize_witness(circuit)
     inputs, aux = witness_in_blocks(circuit, 3)
-    assert inputs == whole.inputs and np.array_equal(aux, fr.from_ints(whole.aux))
+    assert inputs == whole.inputs and np.array_equal(aux, whole.aux_vector())
     options = SynthesisOptions(defer_bit_programs=True)
     inputs, deferred = witness_in_blocks(circuit, 2, options)
     assert inputs == whole.inputs
-    assert np.array_equal(deferred.expand(), fr.from_ints(whole.aux))
+    assert np.array_equal(deferred.expand(), whole.aux_vector())
