@@ -215,6 +215,24 @@ class WitnessCS(ConstraintSystem):
         """How many values :meth:`aux_vector` holds on the host (all but the deferred)."""
         return len(self.aux) + self._mont
 
+    def prefix(self) -> WitnessPrefix:
+        """Everything synthesized so far, to :meth:`replay_prefix` into another fresh system (a block
+        circuit's header, which every view of a partition repeats)."""
+        return WitnessPrefix(
+            tuple(self.inputs), self._host(None), tuple(self._runs), self.num_aux, self.options
+        )
+
+    def replay_prefix(self, prefix: WitnessPrefix) -> None:
+        """Append ``prefix`` to this fresh system: the values and runs synthesizing its part
+        again would append, at the same indices."""
+        if self.num_aux or len(self.inputs) != 1 or prefix.options != self.options:
+            raise ValueError("a prefix replays into a fresh system with the same options only")
+        self.inputs[:] = prefix.inputs
+        self.extend_mont(prefix.host)
+        self._runs.extend(prefix.runs)
+        self.gap += prefix.num_aux - len(prefix.host)
+        assert self.num_aux == prefix.num_aux
+
     def aux_ints(self) -> list[int]:
         """Every aux value as a canonical int, in order (tests and small circuits: it converts
         back what :meth:`extend_mont` kept as field elements).
@@ -259,6 +277,17 @@ class WitnessCS(ConstraintSystem):
 
     def namespace(self, name: NameSpec) -> AbstractContextManager[None]:
         return NO_NAMESPACE
+
+
+@dataclass(frozen=True, eq=False)
+class WitnessPrefix:
+    """The start of a witness (:meth:`WitnessCS.prefix`): inputs, host values, deferred runs."""
+
+    inputs: tuple[int, ...]  # ONE first
+    host: fr.FrVec  # Montgomery, every value not deferred
+    runs: tuple[tuple[Program, int, bytes | np.ndarray], ...]
+    num_aux: int
+    options: SynthesisOptions
 
 
 class CheckCS(ConstraintSystem):
