@@ -216,8 +216,8 @@ class WitnessCS(ConstraintSystem):
         return len(self.aux) + self._mont
 
     def prefix(self) -> WitnessPrefix:
-        """Everything synthesized so far, to :meth:`replay_prefix` into another fresh system (a block
-        circuit's header, which every view of a partition repeats)."""
+        """Everything synthesized so far, for :meth:`replay_prefix` into another fresh system
+        (a block circuit's header, which every view of a partition repeats)."""
         return WitnessPrefix(
             tuple(self.inputs), self._host(None), tuple(self._runs), self.num_aux, self.options
         )
