@@ -133,13 +133,13 @@ def test_wpost_2k_witness_satisfies_shape_and_inputs(seed):
     print(f"wpost-2k witness in {time.perf_counter() - t:.2f} s")
     check = check_circuit(circuit)
     assert check.is_satisfied(), check.first_failure
-    assert check.aux == w.aux and check.inputs == w.inputs
+    assert check.aux == w.aux_ints() and check.inputs == w.inputs
     expected = public_inputs(p, randomness, public)
     assert w.inputs == [1, *expected]
     # The recorded matrices (built without values) hold on the witness too.
     shape = synthesize_shape(FallbackPoStCircuit(p), "wpost-2k")
-    assert shape.num_aux == len(w.aux) and shape.num_inputs == len(w.inputs)
-    assert shape.first_unsatisfied(fr.from_ints(w.inputs + w.aux)) is None
+    assert shape.num_aux == w.num_aux and shape.num_inputs == len(w.inputs)
+    assert shape.first_unsatisfied(fr.from_ints(w.inputs + w.aux_ints())) is None
     # Public inputs: comm_r then 10 leaf indices per sector, in challenge order.
     for i, s in enumerate(public):
         chunk = expected[11 * i : 11 * (i + 1)]
@@ -235,7 +235,7 @@ def test_registry_ids(seed):
     shape = synthesize_shape(c, "wpost-2k")
     assert shape.num_constraints == 21_866 + 23  # the prover's input rows included
     w = synthesize_witness(c)
-    assert shape.first_unsatisfied(fr.from_ints(w.inputs + w.aux)) is None
+    assert shape.first_unsatisfied(fr.from_ints(w.inputs + w.aux_ints())) is None
     circuit, inputs = c.with_witness()
     assert w.inputs == [1, *inputs]
     with pytest.raises(BadInput):

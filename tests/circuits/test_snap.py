@@ -360,7 +360,6 @@ def test_partition_witness_from_challenge_views(seed: int) -> None:
 
     from cuzk.circuits import open_statement
     from cuzk.circuits.filecoin.snap_vanilla import generate_update
-    from cuzk.field import fr
     from cuzk.r1cs import SynthesisOptions
     from cuzk.r1cs.blocks import BlockCircuit, witness_in_blocks
 
@@ -369,8 +368,60 @@ def test_partition_witness_from_challenge_views(seed: int) -> None:
     assert isinstance(circuit, BlockCircuit) and circuit.block_count() > 1
     whole = synthesize_witness(circuit)
     inputs, aux = witness_in_blocks(circuit, 3)
-    assert inputs == whole.inputs and np.array_equal(aux, fr.from_ints(whole.aux))
+    assert inputs == whole.inputs and np.array_equal(aux, whole.aux_vector())
     options = SynthesisOptions(defer_bit_programs=True)
     inputs, deferred = witness_in_blocks(circuit, 2, options)
     assert inputs == whole.inputs
-    assert np.array_equal(deferred.expand(), fr.from_ints(whole.aux))
+    assert np.array_equal(deferred.expand(), whole.aux_vector())
+
+
+def test_views_replay_the_header_of_their_partition(monkeypatch, seed):
+    """A synthesis process synthesizes a partition's header once: later views of the same
+    partition (and options) replay it, value for value and run for run; another partition or
+    other options synthesize their own."""
+    import numpy as np
+
+    from cuzk.circuits import open_statement
+    from cuzk.circuits.filecoin import snap
+    from cuzk.circuits.filecoin.snap_vanilla import generate_update
+    from cuzk.r1cs import SynthesisOptions, WitnessCS
+    from cuzk.r1cs.blocks import view_witness
+    from cuzk.r1cs.deferred import DeferredAux
+
+    calls = []
+    real = snap._header
+    monkeypatch.setattr(snap, "_header", lambda *a: (calls.append(1), real(*a))[1])
+    monkeypatch.setattr(snap, "_last_header", [])
+    one, two = (
+        open_statement("snap-2k", payload=generate_update(2048, s).encode()).circuit(0)
+        for s in (seed % 2**32, (seed + 1) % 2**32)
+    )
+    deferred = SynthesisOptions(defer_bit_programs=True)
+
+    def fresh(circuit, blocks, options):  # the reference: nothing cached
+        snap._last_header.clear()
+        return view_witness(circuit, blocks, options)
+
+    for options in (SynthesisOptions(), deferred):
+        for circuit in (one, two):
+            snap._last_header.clear()
+            calls.clear()
+            view_witness(circuit, (0,), options)
+            again = view_witness(circuit, (1, 0), options)
+            assert len(calls) == 1, "the second view synthesized the header again"
+            ref = fresh(circuit, (1, 0), options)
+            assert again[0] == ref[0]
+            if isinstance(ref[1], DeferredAux):
+                assert np.array_equal(again[1].expand(), ref[1].expand())
+            else:
+                assert np.array_equal(again[1], ref[1])
+    snap._last_header.clear()
+    calls.clear()
+    view_witness(one, (0,))
+    view_witness(two, (0,))  # another partition's header
+    view_witness(two, (0,), deferred)  # other options
+    assert len(calls) == 3
+    with pytest.raises(ValueError, match="fresh"):
+        cs = WitnessCS()
+        cs.alloc("x", 1)
+        cs.replay_prefix(snap._last_header[0][1])

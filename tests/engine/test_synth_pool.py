@@ -47,12 +47,12 @@ def test_remote_witness_equals_local(synth_pool, seed):
         open_statement("wpost-2k", payload=payload).circuit(0), PLAIN
     )
     assert inputs == local.inputs
-    assert fr.to_ints(aux) == local.aux
+    assert fr.to_ints(aux) == local.aux_ints()
     # seeded (bulk-witness) circuits take the same path
     seeded = open_statement("synthetic:1000", seeds=(seed % 2**63, 5)).circuit(1)
     inputs, aux = synth_pool.synthesize(seeded, PLAIN)
     local = synthesize_witness(open_statement("synthetic:1000", seeds=(seed % 2**63, 5)).circuit(1))
-    assert inputs == local.inputs and fr.to_ints(aux) == local.aux
+    assert inputs == local.inputs and fr.to_ints(aux) == local.aux_ints()
 
 
 def test_worker_errors_come_back_as_they_were_raised(synth_pool):
@@ -73,12 +73,12 @@ def test_block_witness_from_views_equals_the_whole(synth_pool):
     local = synthesize_witness(circuit)
     inputs, aux = synth_pool.synthesize_blocks(circuit, PLAIN)
     assert inputs == local.inputs
-    assert np.array_equal(aux, fr.from_ints(local.aux))
+    assert np.array_equal(aux, local.aux_vector())
     # deferred: the SHA-256 runs come back as runs, and expand to the same vector
     inputs, deferred = synth_pool.synthesize_blocks(circuit, SHA256)
     assert isinstance(deferred, DeferredAux) and deferred.deferred > len(deferred.host)
     assert inputs == local.inputs
-    assert np.array_equal(deferred.expand(), fr.from_ints(local.aux))
+    assert np.array_equal(deferred.expand(), local.aux_vector())
     with pytest.raises(BadInput):  # a failing view fails the whole, and frees the others
         synth_pool.synthesize_blocks(_blank("porep-2k"), PLAIN)
 
@@ -93,9 +93,9 @@ def test_post_sectors_are_blocks_too(synth_pool, seed):
     assert count == 2
     inputs, aux = synth_pool.synthesize_blocks(circuit, PLAIN)
     assert inputs == local.inputs
-    assert np.array_equal(aux, fr.from_ints(local.aux))
+    assert np.array_equal(aux, local.aux_vector())
     # Poseidon hashes deferred: their runs come back from the views and expand in place
     inputs, deferred = synth_pool.synthesize_blocks(circuit, POSEIDON)
     assert isinstance(deferred, DeferredAux) and deferred.deferred > len(deferred.host)
     assert inputs == local.inputs
-    assert np.array_equal(deferred.expand(), fr.from_ints(local.aux))
+    assert np.array_equal(deferred.expand(), local.aux_vector())

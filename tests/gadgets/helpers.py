@@ -42,15 +42,15 @@ def synthesize_all(build: Build) -> Run:
     assert check.is_satisfied(), f"unsatisfied: {check.first_failure}"
     witness = WitnessCS()
     witness_result = build(witness, True)
-    assert witness.aux == check.aux, "witness and check modes allocated different values"
+    assert witness.aux_ints() == check.aux, "witness and check modes allocated different values"
     assert witness.inputs == check.inputs
     scs = ShapeCS()
     build(scs, False)
     shape = scs.finish("test:gadget")
-    assert shape.num_aux == len(witness.aux)
+    assert shape.num_aux == witness.num_aux
     assert shape.num_inputs == len(witness.inputs)
     assert shape.num_constraints == check.num_constraints + shape.num_inputs
-    z = fr.from_ints(witness.inputs + witness.aux)
+    z = fr.from_ints(witness.inputs + witness.aux_ints())
     bad = shape.first_unsatisfied(z)
     assert bad is None, f"shape row {bad} ({shape.constraint_name(bad)}) fails on the witness"
     return Run(check, shape, witness, result, witness_result)

@@ -47,6 +47,9 @@ def test_insert_every_position(size, seed):
         run = synthesize_all(build)
         expect = nums[1 : index + 1] + [nums[0]] + nums[index + 1 :]
         assert [x.value for x in run.result] == expect, (size, index)
+        # Witness mode (the table replayed without gadgets for sizes 2, 4, 8): same variables.
+        keys = [(x.variable.key, x.value) for x in run.result]
+        assert [(x.variable.key, x.value) for x in run.witness_result] == keys, (size, index)
         assert run.num_constraints - nbits == INSERT_CONSTRAINTS[size]
         # Corrupt the first output: the pick that produced it fails.
         first_out = size + nbits + (2 if size == 8 else 0)

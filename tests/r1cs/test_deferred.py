@@ -70,13 +70,13 @@ def test_deferred_witness_equals_the_gadgets(cid, options, kinds, seed):
     plain = synthesize_witness(circuit)
     cs = synthesize_witness(circuit, options)
     aux = cs.aux_vector()
-    assert cs.inputs == plain.inputs and cs.num_aux == len(plain.aux)
+    assert cs.inputs == plain.inputs and cs.num_aux == plain.num_aux
     assert isinstance(aux, DeferredAux) and _kinds(aux) == kinds
     if cid == "porep-2k":  # SHA-256 labels: most of the witness is deferred
         assert aux.deferred > 4 * len(aux.host)
     if kinds == {"poseidon"}:  # PoSt: Merkle paths, nearly all Poseidon
         assert aux.deferred > 4 * len(aux.host)
-    assert np.array_equal(aux.expand(), fr.from_ints(plain.aux)), f"seed {seed}"
+    assert np.array_equal(aux.expand(), plain.aux_vector()), f"seed {seed}"
 
 
 @pytest.mark.parametrize("cid, pieces", [("porep-2k", 2), ("wpost-2k", 2)])
@@ -88,7 +88,7 @@ def test_block_views_carry_their_runs(cid, pieces, seed):
     inputs, aux = witness_in_blocks(circuit, pieces, BOTH)
     assert isinstance(aux, DeferredAux) and inputs == plain.inputs
     assert "poseidon" in _kinds(aux)
-    assert np.array_equal(aux.expand(), fr.from_ints(plain.aux))
+    assert np.array_equal(aux.expand(), plain.aux_vector())
 
 
 def test_cpu_staging_of_a_deferred_witness(seed):
@@ -101,7 +101,7 @@ def test_cpu_staging_of_a_deferred_witness(seed):
     backend = CpuBackend()
     inputs = fr.from_ints(cs.inputs)
     deferred = stage(Assignment(inputs, cs.aux_vector(), ()), shape, backend)
-    host = stage(Assignment(inputs, fr.from_ints(plain.aux), ()), shape, backend)
+    host = stage(Assignment(inputs, plain.aux_vector(), ()), shape, backend)
     for name in ("z", "aux", "a_scalars", "b_scalars"):
         assert np.array_equal(getattr(deferred, name), getattr(host, name)), name
 
@@ -225,3 +225,49 @@ def test_poseidon_runs_refuse_wrong_inputs(rng):
     out = np.zeros((program.n_aux, 4), np.uint64)
     with pytest.raises(InternalError):
         program.expand(fr.random(3, rng).reshape(1, 3, 4), np.zeros(1, np.int64), out)
+
+
+def test_montgomery_chunks_interleave_with_ints_and_runs(rng):
+    """Values appended as field elements (``extend_mont``), as ints and as deferred runs, in a
+    random order: the host vector, the variables' indices and the expanded whole are those of
+    appending every value as an int; ``out`` receives the same host values."""
+    from cuzk.r1cs import WitnessCS
+
+    program = poseidon_program(2, Strength.STANDARD, custom_tag(3))
+    for deferring in (False, True):
+        cs, ref = WitnessCS(), WitnessCS()
+        kinds = 3 if deferring else 2
+        order = [*range(kinds), *rng.integers(0, kinds, int(rng.integers(3, 9)))]
+        for kind in rng.permutation(order):  # every kind at least once
+            if kind == 0:
+                for v in fr.to_ints(fr.random(int(rng.integers(1, 4)), rng)):
+                    assert cs.alloc("x", v).key == ref.alloc("x", v).key
+            elif kind == 1:
+                chunk = fr.random(int(rng.integers(1, 6)), rng)
+                first = cs.num_aux
+                cs.extend_mont(chunk)
+                keys = [ref.alloc("y", v).key for v in fr.to_ints(chunk)]
+                assert keys == list(range(first, cs.num_aux))
+            else:
+                pre = fr.random(2, rng)
+                start = cs.defer(program, pre)
+                want = np.empty((program.n_aux, 4), np.uint64)
+                program.expand(pre[None], np.zeros(1, np.int64), want)
+                assert start == ref.num_aux
+                for v in fr.to_ints(want):
+                    ref.alloc("z", v)
+        assert cs.num_aux == ref.num_aux
+        whole = ref.aux_vector()
+        aux = cs.aux_vector()
+        out = np.empty((cs.host_len, 4), np.uint64)
+        again = cs.aux_vector(out)
+        if isinstance(aux, DeferredAux):
+            assert np.array_equal(aux.expand(), whole)
+            assert np.array_equal(again.host, aux.host) and again.host is out
+            with pytest.raises(ValueError, match="deferred"):
+                cs.aux_ints()
+        else:
+            assert np.array_equal(aux, whole) and again is out and np.array_equal(out, whole)
+            assert cs.aux_ints() == ref.aux_ints() == fr.to_ints(whole)
+        with pytest.raises(ValueError, match="out must be"):
+            cs.aux_vector(np.empty((cs.host_len + 1, 4), np.uint64))

@@ -140,20 +140,25 @@ def _remote(circuit: Circuit, options: SynthesisOptions) -> tuple[list[int], str
 
     runs: Runs = None
     if isinstance(circuit, BulkWitness):
-        inputs, aux = circuit.assignment()
+        inputs, bulk = circuit.assignment()
+        rows = len(bulk)
     else:
         cs = synthesize_witness(circuit, options)
-        inputs, made = cs.inputs, cs.aux_vector()
-        if isinstance(made, DeferredAux):
-            aux, runs = made.host, (made.n, made.groups)
-        else:
-            aux = made
-    shm = shared_memory.SharedMemory(create=True, size=max(1, aux.nbytes))
+        inputs, rows = cs.inputs, cs.host_len
+    shm = shared_memory.SharedMemory(create=True, size=max(1, rows * 32))
     try:
-        np.ndarray(aux.shape, dtype=np.uint64, buffer=shm.buf)[:] = aux
+        out = np.ndarray((rows, 4), dtype=np.uint64, buffer=shm.buf)
+        if isinstance(circuit, BulkWitness):
+            out[:] = bulk
+        else:  # converted straight into the segment: the values are written once here
+            made = cs.aux_vector(out)
+            if isinstance(made, DeferredAux):
+                runs = (made.n, made.groups)
+            del made
+        del out  # no view may outlive the segment's close
         # The parent unlinks it; stop this process's tracker from "cleaning up" after us.
         resource_tracker.unregister(shm._name, "shared_memory")  # type: ignore[attr-defined]
-        return list(inputs), shm.name, len(aux), runs
+        return list(inputs), shm.name, rows, runs
     except BaseException:
         shm.unlink()
         raise

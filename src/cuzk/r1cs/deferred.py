@@ -141,11 +141,24 @@ class DeferredAux:
         return DeferredAux(self.n - offset, self.host[hosts:], groups)
 
 
+def _join(vectors: Sequence[fr.FrVec]) -> fr.FrVec:
+    """One vector of the host values, each copied once by numba threads without the GIL (a
+    WindowPoSt partition's 2,349 sector views are 4 GB; ``np.concatenate`` copies them on one
+    core while holding the GIL the device workers need)."""
+    out = np.empty((sum(len(v) for v in vectors), 4), dtype=np.uint64)
+    at = 0
+    for v in vectors:
+        if len(v):
+            fr.take_into(v, None, out, at)
+        at += len(v)
+    return out
+
+
 def concat(parts: Sequence[fr.FrVec | DeferredAux]) -> fr.FrVec | DeferredAux:
     """Aux vectors one after the other (plain vectors when none has runs)."""
     plain = [p for p in parts if not isinstance(p, DeferredAux)]
     if len(plain) == len(parts):
-        return np.concatenate(plain) if plain else np.zeros((0, 4), np.uint64)
+        return _join(plain)
     hosts: list[fr.FrVec] = []
     runs: dict[bytes, tuple[Program, list[tuple[np.ndarray, np.ndarray]]]] = {}
     at = 0
@@ -161,7 +174,7 @@ def concat(parts: Sequence[fr.FrVec | DeferredAux]) -> fr.FrVec | DeferredAux:
         RunGroup(prog, np.concatenate([s for s, _ in rs]), np.concatenate([i for _, i in rs]))
         for prog, rs in runs.values()
     )
-    return DeferredAux(at, np.concatenate(hosts), groups)
+    return DeferredAux(at, _join(hosts), groups)
 
 
 def group_runs(

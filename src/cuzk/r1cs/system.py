@@ -168,10 +168,13 @@ def _value(name: NameSpec, value: ValueSpec) -> int:
 class WitnessCS(ConstraintSystem):
     """Values only: the proving-time mode.
 
-    ``aux`` holds the values computed here, in order. With ``options.defer_bit_programs`` or
-    ``options.defer_poseidon`` some runs of values are only recorded (:meth:`defer`), so aux
-    variable k is ``aux[k - gap]`` where ``gap`` counts the deferred values before it;
-    :attr:`num_aux` is the next index and :meth:`aux_vector` the result either way.
+    ``aux`` holds the values computed here as Python ints, in order. Two kinds of values live
+    elsewhere: runs only recorded for the backend (:meth:`defer`, with
+    ``options.defer_bit_programs`` or ``options.defer_poseidon``) and runs a native gadget made
+    already in Montgomery form (:meth:`extend_mont`: no round trip through Python ints, which
+    cost more than the Poseidon kernel itself). Aux variable k is ``aux[k - gap]`` where
+    ``gap`` counts the values of either kind before it; :attr:`num_aux` is the next index and
+    :meth:`aux_vector` the result either way.
     """
 
     def __init__(self, options: SynthesisOptions = DEFAULT_OPTIONS) -> None:
@@ -180,6 +183,8 @@ class WitnessCS(ConstraintSystem):
         self.aux: list[int] = []
         self.gap = 0
         self._runs: list[tuple[Program, int, bytes | np.ndarray]] = []
+        self._chunks: list[tuple[int, fr.FrVec]] = []  # (len(aux) when added, values)
+        self._mont = 0  # values in _chunks
 
     @property
     def num_aux(self) -> int:
@@ -198,10 +203,70 @@ class WitnessCS(ConstraintSystem):
         self._runs.append((program, start, inputs))
         return start
 
-    def aux_vector(self) -> fr.FrVec | DeferredAux:
-        """The aux values as a Montgomery vector, or with the deferred runs still to make."""
-        host = fr.from_ints(self.aux)
+    def extend_mont(self, values: fr.FrVec) -> None:
+        """Append ``values`` (an (m, 4) Montgomery vector the caller no longer changes) as the
+        next m aux variables."""
+        self._chunks.append((len(self.aux), values))
+        self.gap += len(values)
+        self._mont += len(values)
+
+    @property
+    def host_len(self) -> int:
+        """How many values :meth:`aux_vector` holds on the host (all but the deferred)."""
+        return len(self.aux) + self._mont
+
+    def prefix(self) -> WitnessPrefix:
+        """Everything synthesized so far, for :meth:`replay_prefix` into another fresh system
+        (a block circuit's header, which every view of a partition repeats)."""
+        return WitnessPrefix(
+            tuple(self.inputs), self._host(None), tuple(self._runs), self.num_aux, self.options
+        )
+
+    def replay_prefix(self, prefix: WitnessPrefix) -> None:
+        """Append ``prefix`` to this fresh system: the values and runs synthesizing its part
+        again would append, at the same indices."""
+        if self.num_aux or len(self.inputs) != 1 or prefix.options != self.options:
+            raise ValueError("a prefix replays into a fresh system with the same options only")
+        self.inputs[:] = prefix.inputs
+        self.extend_mont(prefix.host)
+        self._runs.extend(prefix.runs)
+        self.gap += prefix.num_aux - len(prefix.host)
+        assert self.num_aux == prefix.num_aux
+
+    def aux_ints(self) -> list[int]:
+        """Every aux value as a canonical int, in order (tests and small circuits: it converts
+        back what :meth:`extend_mont` kept as field elements).
+
+        Raises:
+            ValueError: some values are deferred (they do not exist on the host).
+        """
+        if self._runs:
+            raise ValueError("deferred values have no ints on the host (use aux_vector)")
+        return fr.to_ints(self._host(None)) if self._chunks else list(self.aux)
+
+    def aux_vector(self, out: fr.FrVec | None = None) -> fr.FrVec | DeferredAux:
+        """The aux values as a Montgomery vector, or with the deferred runs still to make.
+        ``out``: an (:attr:`host_len`, 4) uint64 array to hold the host values (a worker's
+        shared memory), so they are written once."""
+        host = self._host(out)
         return group_runs(self.num_aux, host, self._runs) if self._runs else host
+
+    def _host(self, out: fr.FrVec | None) -> fr.FrVec:
+        if out is not None and out.shape != (self.host_len, 4):
+            raise ValueError(f"out must be ({self.host_len}, 4), got {out.shape}")
+        if not self._chunks and out is None:
+            return fr.from_ints(self.aux)
+        out = np.empty((self.host_len, 4), dtype=np.uint64) if out is None else out
+        ints = fr.from_ints(self.aux) if self.aux else out[:0]
+        at = done = 0  # next row of out; ints placed so far
+        for pos, chunk in self._chunks:
+            out[at : at + pos - done] = ints[done:pos]
+            at += pos - done
+            out[at : at + len(chunk)] = chunk
+            at += len(chunk)
+            done = pos
+        out[at:] = ints[done:]
+        return out
 
     def alloc_input(self, name: NameSpec, value: ValueSpec) -> Variable:
         self.inputs.append(_value(name, value))
@@ -212,6 +277,17 @@ class WitnessCS(ConstraintSystem):
 
     def namespace(self, name: NameSpec) -> AbstractContextManager[None]:
         return NO_NAMESPACE
+
+
+@dataclass(frozen=True, eq=False)
+class WitnessPrefix:
+    """The start of a witness (:meth:`WitnessCS.prefix`): inputs, host values, deferred runs."""
+
+    inputs: tuple[int, ...]  # ONE first
+    host: fr.FrVec  # Montgomery, every value not deferred
+    runs: tuple[tuple[Program, int, bytes | np.ndarray], ...]
+    num_aux: int
+    options: SynthesisOptions
 
 
 class CheckCS(ConstraintSystem):

@@ -53,9 +53,9 @@ from cuzk.gadgets.por import por_no_challenge_input
 from cuzk.gadgets.poseidon.circuit import poseidon_hash
 from cuzk.gadgets.poseidon.constants import custom_tag
 from cuzk.gadgets.sha256_node import sha256_hash2, sha256_node
-from cuzk.r1cs import ONE, ConstraintSystem, LinearCombination, Variable
+from cuzk.r1cs import ONE, ConstraintSystem, LinearCombination, Variable, WitnessCS
 from cuzk.r1cs.lc import LcSpec, resolve
-from cuzk.r1cs.system import NameSpec, ValueSpec
+from cuzk.r1cs.system import NameSpec, ValueSpec, WitnessPrefix
 
 #: Poseidon domain tag of phi, rho and the challenge digests (``HashType::Custom(1)``).
 GEN_RANDOMNESS_TAG = custom_tag(1)
@@ -401,6 +401,31 @@ def _header(cs: ConstraintSystem, p: SnapParams, w: PartitionWitness | None) -> 
                    generated)  # fmt: skip
 
 
+#: The last header synthesized in witness mode in this process: (key, prefix, header). A
+#: synthesis process gets several views of one partition (:mod:`cuzk.engine.synth_pool`), and
+#: each view starts with the header — at 32 GiB its 127-hash apex tree and challenge digests,
+#: 5.9M values, twice the cost of the view's own challenges.
+_last_header: list[tuple[tuple, WitnessPrefix, _Header]] = []
+
+
+def _witness_header(cs: ConstraintSystem, p: SnapParams, w: PartitionWitness | None) -> _Header:
+    """:func:`_header`, replayed from the last one when a fresh witness system asks for the
+    same partition's header again (same parameters, header values and options)."""
+    if type(cs) is not WitnessCS or w is None or cs.num_aux or len(cs.inputs) != 1:
+        return _header(cs, p, w)
+    top = p.challenge_bit_len - p.partition_bit_len
+    path = tuple(w.challenges[0].path_d_new[top:])
+    key = (p, w.k, w.h, w.comm_r_old, w.comm_d_new, w.comm_r_new, w.comm_c, w.root_r_old,
+           w.root_r_new, w.apex_leafs, path, cs.options)  # fmt: skip
+    if _last_header and _last_header[0][0] == key:
+        _, prefix, header = _last_header[0]
+        cs.replay_prefix(prefix)
+        return header
+    header = _header(cs, p, w)
+    _last_header[:] = [(key, cs.prefix(), header)]
+    return header
+
+
 def gen_challenge_bits(
     cs: ConstraintSystem, p: SnapParams, comm_r_new: AllocatedNum, partition: AllocatedNum
 ) -> list[list[AllocatedBit]]:
@@ -496,8 +521,8 @@ def synthesize_snap(
     """``EmptySectorUpdateCircuit::synthesize`` (``w`` None in shape mode). ``on_challenge``
     (counting) is called before each challenge block and once after the last; ``blocks``
     synthesizes only those challenge blocks (a view)."""
-    phi, root_r_old, root_r_new, apex_leafs, partition_bits, h_select_bits, generated = _header(
-        cs, p, w
+    phi, root_r_old, root_r_new, apex_leafs, partition_bits, h_select_bits, generated = (
+        _witness_header(cs, p, w)
     )
     arities = p.tree.arities
     to_apex = p.apex_height

@@ -65,7 +65,7 @@ def hash_witness(
     if options.verify_first_use and key not in _checked:
         base = len(cs.aux)
         digest = gadget()
-        if cs.aux[base:] == appended and digest.variable.key == cs.num_aux - 1:
+        if cs.aux[base:] == fr.to_ints(appended) and digest.variable.key == cs.num_aux - 1:
             _checked.add(key)
         else:
             _refused.add(key)
@@ -73,8 +73,8 @@ def hash_witness(
                 "Poseidon arity %d: kernel values disagree with the gadget; not used", key[0]
             )
         return digest
-    cs.aux.extend(appended)
-    return AllocatedNum(Variable(cs.num_aux - 1), appended[-1])
+    cs.extend_mont(appended)
+    return AllocatedNum(Variable(cs.num_aux - 1), fr.to_int(appended[-1]))
 
 
 def _defer(cs: WitnessCS, preimage: list[int], tag: int, strength: Strength) -> AllocatedNum:
@@ -87,11 +87,12 @@ def _defer(cs: WitnessCS, preimage: list[int], tag: int, strength: Strength) -> 
     return AllocatedNum(Variable(cs.num_aux - 1), fr.to_int(np.array(digest, dtype=np.uint64)))
 
 
-def _values(preimage: list[int], tag: int, strength: Strength) -> list[int]:
+def _values(preimage: list[int], tag: int, strength: Strength) -> fr.FrVec:
+    """The values the gadget appends, as the Montgomery vector the kernel wrote."""
     from cuzk.gadgets.poseidon import _kernels
 
     arity = len(preimage)
     rec = np.empty((constraint_count(arity, strength), 4), dtype=np.uint64)
     n = _kernels.k_poseidon_witness(fr.from_ints(preimage), *kernel_args(arity, strength, tag), rec)
     assert n == len(rec), "the kernel's allocation count is the circuit's constraint count"
-    return fr.to_ints(rec)
+    return rec
