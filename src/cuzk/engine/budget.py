@@ -28,6 +28,12 @@ from cuzk.errors import InternalError, ResourceExhausted
 
 KINDS = ("srs", "shape", "partition")
 SYNTH_BYTES_PER_VARIABLE = 200  # measured peak ~199
+#: A GPU engine's witness on the host: Filecoin partitions are made in synthesis processes that
+#: write 32-byte values into shared memory (wpost-32g holds 32 B per variable, peaks near 64
+#: while the pieces are gathered; a deferred PoRep or SnapDeals witness keeps only 2–6 % of its
+#: values on the host), synthetic ones in bulk numpy. 200 B here capped a porep-32g pipeline at
+#: four partitions in flight on a 128 GiB host that measured 16 GB in use.
+GPU_SYNTH_BYTES_PER_VARIABLE = 96
 KERNEL_BYTES_PER_DOMAIN = 320  # measured peak ~288, rounded up
 #: Host bytes per file byte of points while a key is resident: the CPU backend's MSM workers
 #: hold them as objects; a GPU holds them in VRAM (loading streams them through two 32 MB
@@ -40,11 +46,12 @@ def partition_bytes(num_variables: int, domain_size: int, backend: str = "cpu") 
     """The two-part host working set of one partition (see the module docstring). On a GPU the
     kernels' vectors live in VRAM — the device's staging area accounts for them — so only the
     witness weighs on the host (a 32 GiB partition's 2^27 domain would otherwise ask 43 GB of
-    host memory it never uses)."""
-    kernel_per_domain = KERNEL_BYTES_PER_DOMAIN if backend == "cpu" else 0
+    host memory it never uses), and less of it (:data:`GPU_SYNTH_BYTES_PER_VARIABLE`)."""
+    on_cpu = backend == "cpu"
     return {
-        "kernel": kernel_per_domain * domain_size,
-        "carry": SYNTH_BYTES_PER_VARIABLE * num_variables,
+        "kernel": (KERNEL_BYTES_PER_DOMAIN if on_cpu else 0) * domain_size,
+        "carry": (SYNTH_BYTES_PER_VARIABLE if on_cpu else GPU_SYNTH_BYTES_PER_VARIABLE)
+        * num_variables,
     }
 
 
