@@ -242,8 +242,9 @@ def _circuit_equality(cid: str, doc: str) -> None:
     assert sha256_tape._tapes, "the circuit ran no SHA-256 compression through a tape"
     ref = synthesize_witness(circuit, SynthesisOptions(sha256_tapes=False))
     assert tape.inputs == ref.inputs
-    assert len(tape.aux) == len(ref.aux)
-    diff = next((i for i, (x, y) in enumerate(zip(tape.aux, ref.aux, strict=True)) if x != y), None)
+    tape_aux, ref_aux = tape.aux_ints(), ref.aux_ints()
+    assert len(tape_aux) == len(ref_aux)
+    diff = next((i for i, (x, y) in enumerate(zip(tape_aux, ref_aux, strict=True)) if x != y), None)
     assert diff is None, f"aux {diff} differs"
 
 
