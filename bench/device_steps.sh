@@ -4,6 +4,9 @@
 #   tests  the GPU test suite (CuPy tests and the CUDA halves of the conformance suite)
 #   p24    2^24 synthetic proofs: keys, then one at a time and two in flight
 #   e22    the engine's 10 × 2^22 proofs (bench/engine_matrix.sh, staging, 2 workers)
+#   etests the engine's Filecoin tests on the GPU (deferred witnesses through staging)
+#   msmba  batch-affine against XYZZ bucket accumulation (G1 2^20/24/26, G2 2^20/22)
+#   dwit   witness made on the device, 2 KiB circuits (SHA-256 and Poseidon deferred)
 set -u
 OUT=${OUT:?set OUT}
 DEADLINE=${DEADLINE:-590}
@@ -29,6 +32,12 @@ for s in "$@"; do
       --shape-cache /tmp/s24 && for c in 1 2; do $CUZK bench --backend cuda \
       --circuit synthetic:16777216 --proofs \$((2 + 2 * c)) --concurrency \$c --param-dir /tmp/k24 \
       --shape-cache /tmp/s24 --json $OUT/p24_c\$c.json 2>&1 | grep -E 'seconds per|kernels|synthesis |stage '; done" ;;
+    etests) TAIL=6 step etests "python3 -m pytest -q -m 'gpu or heavy' -p no:cacheprovider \
+      tests/engine/test_filecoin_engine.py" ;;
+    msmba) step msmba "python3 bench/gpu_msm.py --g1 '' --g2 '' --no-fp --no-save --runs 5 \
+      --batch-affine g1:20,24,26 --batch-affine g2:20,22" ;;
+    dwit) step dwit "for c in porep-2k snap-2k wpost-2k winning-2k; do \
+      python3 bench/bench_device_witness.py --circuit \$c --backend cuda; done" ;;
     e22) step e22 "OUT=$OUT SIZE=4194304 BACKEND=cuda PROOFS=6 WORKERS=2 MODES=staging \
       DEVICES_ALL=1 CUZK='$CUZK' bash bench/engine_matrix.sh" ;;
   esac
