@@ -421,11 +421,17 @@ def field_into_boolean_vec_le(cs: ConstraintSystem, value: int | None) -> list[B
 _ASCII_TO_BIT = bytes.maketrans(b"01", b"\x00\x01")
 
 
+def bits_le(value: int, n: int) -> bytes:
+    """The low ``n`` bits of ``value`` as bytes 0/1, least significant first (C-level string
+    conversions: ~1 µs for 255 bits)."""
+    return format(value & ((1 << n) - 1), f"0{n}b")[::-1].encode().translate(_ASCII_TO_BIT)
+
+
 def _witness_bits_le(cs: WitnessCS, value: int, n: int) -> list[AllocatedBit]:
     """What ``n`` :meth:`AllocatedBit.alloc` calls for the low bits of ``value`` (least
     significant first) append and return in witness mode, made in bulk: one aux extend and
     C-level maps instead of ~1 µs of Python per bit (a PoRep challenge decomposes ~53,000)."""
-    raw = format(value & ((1 << n) - 1), f"0{n}b")[::-1].encode().translate(_ASCII_TO_BIT)
+    raw = bits_le(value, n)
     aux = cs.aux
     start = len(aux) + cs.gap
     aux.extend(raw)

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
-from cuzk.gadgets.boolean import FALSE, TRUE, AllocatedBit, Boolean
+from cuzk.gadgets.boolean import FALSE, TRUE, AllocatedBit, Boolean, bits_le
 from cuzk.gadgets.sha256_constants import ROUND_CONSTANTS
 from cuzk.gadgets.sha256_native import compress_slots
 from cuzk.gadgets.uint32 import UInt32
@@ -337,7 +337,6 @@ class _TapeWord(UInt32):
 
 
 _ALLOCATED32 = b"\x02" * 32
-_BYTE_BITS = [bytes((b >> k) & 1 for k in range(8)) for b in range(256)]
 
 
 def _walk(
@@ -379,7 +378,7 @@ def _gather(block: Sequence[Boolean], state: Sequence[UInt32]) -> tuple[bytes, b
             v = word.value
             assert v is not None
             codes[i : i + 32] = _ALLOCATED32
-            vals[i : i + 32] = b"".join(_BYTE_BITS[(v >> s) & 0xFF] for s in (0, 8, 16, 24))
+            vals[i : i + 32] = bits_le(v, 32)
         elif _walk(word.bits, _BIT_WEIGHTS, codes, vals, i) != word.value:
             return None
         i += 32
