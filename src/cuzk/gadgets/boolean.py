@@ -427,12 +427,19 @@ def bits_le(value: int, n: int) -> bytes:
     return format(value & ((1 << n) - 1), f"0{n}b")[::-1].encode().translate(_ASCII_TO_BIT)
 
 
-def _witness_bits_le(cs: WitnessCS, value: int, n: int) -> list[AllocatedBit]:
+def alloc_bit_values(cs: WitnessCS, value: int, n: int) -> tuple[int, bytes]:
     """What ``n`` :meth:`AllocatedBit.alloc` calls for the low bits of ``value`` (least
-    significant first) append and return in witness mode, made in bulk: one aux extend and
-    C-level maps instead of ~1 µs of Python per bit (a PoRep challenge decomposes ~53,000)."""
+    significant first) append in witness mode, in one aux extend: (the first bit's variable
+    key, the bits as bytes 0/1). For callers that hand the bits on in bulk, not as objects."""
     raw = bits_le(value, n)
     aux = cs.aux
     start = len(aux) + cs.gap
     aux.extend(raw)
+    return start, raw
+
+
+def _witness_bits_le(cs: WitnessCS, value: int, n: int) -> list[AllocatedBit]:
+    """:func:`alloc_bit_values` with the bits as objects, made by C-level maps instead of ~1 µs
+    of Python per bit (a PoRep challenge decomposes ~53,000)."""
+    start, raw = alloc_bit_values(cs, value, n)
     return list(map(AllocatedBit, map(Variable, range(start, start + n)), map(bool, raw)))

@@ -363,14 +363,34 @@ def _walk(
     return wv
 
 
-def _gather(block: Sequence[Boolean], state: Sequence[UInt32]) -> tuple[bytes, bytearray] | None:
+class SlotBlock:
+    """A compression's 512 block bits handed over in bulk: the slots' codes and underlying bit
+    values (what :func:`_gather` reads from Booleans) and a function making the Booleans, for
+    the rare compression that needs them (a pattern's first use, outputs that alias inputs)."""
+
+    __slots__ = ("codes", "vals", "booleans")
+
+    def __init__(self, codes: bytes, vals: bytes, booleans: Callable[[], list[Boolean]]) -> None:
+        assert len(codes) == len(vals) == 512
+        self.codes = codes
+        self.vals = vals
+        self.booleans = booleans
+
+
+Block = Sequence[Boolean] | SlotBlock
+
+
+def _gather(block: Block, state: Sequence[UInt32]) -> tuple[bytes, bytearray] | None:
     """Pattern codes and underlying bit values of the 768 input slots; None when a value is
     missing or a state word's value disagrees with its bits (the gadget's additions read word
     values, the tape reads bits). A state word that a replay made (:class:`_TapeWord`) is
     read from its value."""
     codes = bytearray(_N_IN)
     vals = bytearray(_N_IN)
-    if _walk(block, _NO_WEIGHTS, codes, vals, 0) is None:
+    if isinstance(block, SlotBlock):
+        codes[:512] = block.codes
+        vals[:512] = block.vals
+    elif _walk(block, _NO_WEIGHTS, codes, vals, 0) is None:
         return None
     i = 512
     for word in state:
@@ -385,13 +405,14 @@ def _gather(block: Sequence[Boolean], state: Sequence[UInt32]) -> tuple[bytes, b
     return bytes(codes), vals
 
 
-def _input_bits(block: Sequence[Boolean], state: Sequence[UInt32]) -> list[AllocatedBit | None]:
+def _input_bits(block: Block, state: Sequence[UInt32]) -> list[AllocatedBit | None]:
     """The AllocatedBits of the 768 input slots (None for constants)."""
-    return [b.bit for b in block] + [b.bit for word in state for b in word.bits]
+    bits = block.booleans() if isinstance(block, SlotBlock) else block
+    return [b.bit for b in bits] + [b.bit for word in state for b in word.bits]
 
 
 def _outputs(
-    tape: Tape, words: list[int], base: int, block: Sequence[Boolean], state: Sequence[UInt32]
+    tape: Tape, words: list[int], base: int, block: Block, state: Sequence[UInt32]
 ) -> list[UInt32]:
     """The eight output words (values ``words``): Booleans over the appended values (aux
     ``base`` on), the input bits, or constants, as the gadget returns them."""
@@ -442,14 +463,11 @@ def _same_words(xs: Sequence[UInt32], ys: Sequence[UInt32]) -> bool:
 
 
 def compress_witness(
-    cs: WitnessCS,
-    block: Sequence[Boolean],
-    state: Sequence[UInt32],
-    python: Callable[[], list[UInt32]],
+    cs: WitnessCS, block: Block, state: Sequence[UInt32], python: Callable[[], list[UInt32]]
 ) -> list[UInt32]:
     """One compression in witness mode: replayed from the pattern's tape when possible, else
     (tapes off in ``cs.options``, a value missing, a new pattern under verification) by
-    ``python()``."""
+    ``python()``. The block is Booleans, or their slots in bulk (:class:`SlotBlock`)."""
     options = cs.options
     got = _gather(block, state) if options.sha256_tapes else None
     if got is None:
