@@ -15,6 +15,14 @@ The tracer below mirrors the gadget branch for branch (constant folding of ``xor
 node 0 is the constant zero (so ``0`` is FALSE and ``1`` TRUE), nodes ``1..768`` are the input
 slots and later nodes are the values the gadget appends to ``cs.aux``, in append order.
 
+When the system defers bit programs (``options.defer_bit_programs``: the backend runs them),
+the host needs only a compression's eight output words, and takes them from SHA-256's own
+compression of the input values (:mod:`~cuzk.gadgets.sha256_native`) instead of running the
+program; the first-use check below compares those words too. A plain replay's outputs are
+words whose Booleans are made only when read (:class:`_TapeWord`): the next compression of a
+hash reads their values, and callers that hand over the block in bulk
+(:class:`SlotBlock`, :mod:`~cuzk.gadgets.sha256_message`) skip the per-bit walk as well.
+
 Because the tracer is a second copy of the gadget's logic, a pattern's first compression in a
 process (with the system's ``options.verify_first_use`` on, the default) runs the Python gadget,
 replays the tape over the same inputs, and compares every appended value and every output bit;
