@@ -20,7 +20,15 @@ from typing import TypeGuard
 from cuzk.errors import BadInput
 from cuzk.gadgets import sha256_tape
 from cuzk.gadgets._names import Name, leaf
-from cuzk.gadgets.boolean import FALSE, FR_NUM_BITS, TRUE, AllocatedBit, Boolean, alloc_bit_values
+from cuzk.gadgets.boolean import (
+    FALSE,
+    FR_NUM_BITS,
+    TRUE,
+    AllocatedBit,
+    Boolean,
+    alloc_bit_values,
+    bits_le,
+)
 from cuzk.gadgets.multipack import FR_CAPACITY
 from cuzk.gadgets.num import AllocatedNum
 from cuzk.gadgets.sha256 import _compression, iv
@@ -33,15 +41,17 @@ _REVERSED = tuple(8 * (j // 8) + 7 - j % 8 for j in range(256))
 _FIELD_CODES = bytes(2 if i < FR_NUM_BITS else 0 for i in _REVERSED)
 _PACK_MASK = (1 << FR_CAPACITY) - 1
 
-#: A field element's fresh bits: (first variable key, 255 bit values as bytes 0/1).
-FieldBits = tuple[int, bytes]
+_LOW_BITS = (1 << FR_NUM_BITS) - 1
+
+#: A field element's fresh bits: (first variable key, the value of its 255 bits).
+FieldBits = tuple[int, int]
 
 
 def field_bits(cs: WitnessCS, num: AllocatedNum) -> FieldBits:
     """``num.to_bits_le(cs)`` in witness mode (the same 255 aux values), without objects."""
     if num.value is None:
         raise BadInput("a number decomposed into bits has no value (witness mode needs it)")
-    return alloc_bit_values(cs, num.value, FR_NUM_BITS)
+    return alloc_bit_values(cs, num.value, FR_NUM_BITS)[0], num.value & _LOW_BITS
 
 
 def fast_path(cs: ConstraintSystem) -> TypeGuard[WitnessCS]:
@@ -71,11 +81,13 @@ class Message:
     def add_field(self, bits: FieldBits) -> None:
         """A decomposed field element: its 255 bits and a constant zero, each byte's bits
         reversed (``reverse_bit_numbering`` of ``to_bits_le``)."""
-        key, raw = bits
-        padded = raw + b"\x00"
+        key, value = bits
         self._parts.append((len(self.codes), key))
         self.codes += _FIELD_CODES
-        self.vals += bytes(map(padded.__getitem__, _REVERSED))
+        # Bytes little-endian, each most significant bit first: the per-byte reversal of the
+        # 256 bits least significant first (bit 255, the pad, is 0).
+        swapped = int.from_bytes(value.to_bytes(32, "little"), "big")
+        self.vals += bits_le(swapped, 256)[::-1]
 
     def pad(self) -> None:
         """SHA-256's padding, as constants (:func:`cuzk.gadgets.sha256.pad`)."""
