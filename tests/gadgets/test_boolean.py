@@ -10,7 +10,7 @@ from cuzk.errors import BadInput
 from cuzk.field.constants import R
 from cuzk.gadgets import boolean as B
 from cuzk.gadgets.boolean import AllocatedBit, Boolean
-from cuzk.r1cs import ONE, CheckCS, ConstraintSystem, ShapeCS, Variable
+from cuzk.r1cs import ONE, CheckCS, ConstraintSystem, ShapeCS, Variable, WitnessCS
 from cuzk.r1cs.lc import resolve
 from tests.gadgets.helpers import flip, synthesize_all, tampered
 
@@ -256,3 +256,21 @@ def test_shape_mode_needs_no_values():
     b = Boolean(AllocatedBit.alloc(cs, None), True)
     assert B.xor(cs, a, b).value is None
     assert B.sha256_maj(cs, a, b, a).value is None
+
+
+def test_field_bits_in_bulk_equal_bit_by_bit(seed):
+    """Witness mode decomposes a field element in bulk: the same aux values, variables (after
+    deferred values: ``gap``) and bool values as one AllocatedBit.alloc per bit."""
+    import random
+
+    rnd = random.Random(seed)
+    for x in (0, 1, R - 1, rnd.randrange(R), rnd.getrandbits(300)):
+        bulk, single = WitnessCS(), WitnessCS()
+        for cs in (bulk, single):
+            cs.aux.extend([5, 6])
+            cs.gap = 1000
+        got = B.field_into_allocated_bits_le(bulk, x)
+        want = [AllocatedBit.alloc(single, bool((x >> i) & 1)) for i in range(B.FR_NUM_BITS)]
+        assert bulk.aux == single.aux
+        assert [(b.variable.key, b.value) for b in got] == [(b.variable.key, b.value) for b in want]
+        assert all(type(b.value) is bool for b in got)

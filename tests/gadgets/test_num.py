@@ -171,3 +171,28 @@ def test_pack_bits(seed):
 def test_byte_bit_orders():
     assert bytes_to_bits(b"\x80\x01") == [True] + [False] * 14 + [True]
     assert bytes_to_bits_le(b"\x80\x01") == [False] * 7 + [True, True] + [False] * 7
+
+
+def test_witness_mode_packing_equals_the_tracked_sum(seed):
+    """Witness mode sums the set bits' weights directly; the value is the tracked chain's for
+    any mix of constant, allocated and negated bits, and None when a bit has none."""
+    from cuzk.gadgets.multipack import _pack
+
+    rnd = random.Random(seed)
+    cs = CheckCS()
+    for n in (0, 1, 100, 254):
+        bits = []
+        for _ in range(n):
+            r = rnd.random()
+            if r < 0.2:
+                bits.append(Boolean.const(rnd.random() < 0.5))
+            else:
+                ab = AllocatedBit.alloc(cs, rnd.random() < 0.5)
+                bits.append(Boolean(ab, r > 0.6))
+        assert _pack(bits, False).value == _pack(bits, True).value
+        assert _pack(bits, True).value == sum(int(b.value) << i for i, b in enumerate(bits))
+    missing = [
+        Boolean.const(True),
+        Boolean(AllocatedBit(AllocatedBit.alloc(cs, True).variable, None)),
+    ]
+    assert _pack(missing, False).value is None and _pack(missing, True).value is None

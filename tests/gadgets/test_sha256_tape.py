@@ -15,10 +15,12 @@ import numpy as np
 import pytest
 
 from cuzk.errors import BadInput
+from cuzk.field import fr
 from cuzk.gadgets import sha256_tape
 from cuzk.gadgets.boolean import FALSE, TRUE, AllocatedBit, Boolean
 from cuzk.gadgets.multipack import bytes_to_bits
 from cuzk.gadgets.sha256 import IV, compress_native, compression, iv, sha256
+from cuzk.gadgets.sha256_native import compress_slots
 from cuzk.gadgets.uint32 import UInt32
 from cuzk.r1cs import (
     DEFAULT_OPTIONS,
@@ -28,10 +30,13 @@ from cuzk.r1cs import (
     Variable,
     WitnessCS,
 )
+from cuzk.r1cs.deferred import DeferredAux
 from tests.gadgets.helpers import bit_key, synthesize_all
 
 #: Tapes on, replayed from a pattern's first compression.
 UNCHECKED = SynthesisOptions(verify_first_use=False)
+#: The same with the compressions' values deferred (the engine's GPU path).
+DEFERRED = SynthesisOptions(verify_first_use=False, defer_bit_programs=True)
 
 
 @pytest.fixture(autouse=True)
@@ -52,11 +57,17 @@ def _both(
     ref_cs = WitnessCS(PYTHON_GADGETS)
     ref_bits = build(ref_cs)
     assert tape_cs.inputs == ref_cs.inputs
-    assert len(tape_cs.aux) == len(ref_cs.aux)
-    diff = next(
-        (i for i, (x, y) in enumerate(zip(tape_cs.aux, ref_cs.aux, strict=True)) if x != y), None
-    )
-    assert diff is None, f"aux {diff} differs"
+    assert tape_cs.num_aux == len(ref_cs.aux)
+    made = tape_cs.aux_vector()
+    if isinstance(made, DeferredAux):  # the runs' values as the backend makes them
+        assert made.deferred > 0
+        assert np.array_equal(made.expand(), fr.from_ints(ref_cs.aux))
+    else:
+        diff = next(
+            (i for i, (x, y) in enumerate(zip(tape_cs.aux, ref_cs.aux, strict=True)) if x != y),
+            None,
+        )
+        assert diff is None, f"aux {diff} differs"
     assert [bit_key(b) for b in tape_bits] == [bit_key(b) for b in ref_bits]
     return tape_cs, tape_bits
 
@@ -85,8 +96,11 @@ def _digest(bits: list[Boolean]) -> bytes:
     )
 
 
+@pytest.mark.parametrize("options", [UNCHECKED, DEFERRED], ids=["replayed", "deferred"])
 @pytest.mark.parametrize("n_bytes", [32, 64, 100, 150])  # 1, 2, 2 and 3 blocks
-def test_sha256_with_mixed_constant_bits(rng: np.random.Generator, n_bytes: int) -> None:
+def test_sha256_with_mixed_constant_bits(
+    rng: np.random.Generator, n_bytes: int, options: SynthesisOptions
+) -> None:
     data = rng.bytes(n_bytes)
     values = bytes_to_bits(data)
     p_const = rng.choice([0.0, 0.05, 0.5, 0.95])
@@ -95,7 +109,7 @@ def test_sha256_with_mixed_constant_bits(rng: np.random.Generator, n_bytes: int)
     def build(cs: ConstraintSystem) -> list[Boolean]:
         return sha256(cs, _random_bits(cs, values, np.random.default_rng(seed), p_const))
 
-    _, bits = _both(build)
+    _, bits = _both(build, options)
     assert _digest(bits) == hashlib.sha256(data).digest()
 
 
@@ -114,7 +128,10 @@ def test_sha256_of_allocated_bits_all_modes(rng: np.random.Generator) -> None:
     assert _digest(run.witness_result) == hashlib.sha256(data).digest()
 
 
-def test_compression_with_allocated_and_mixed_state(rng: np.random.Generator) -> None:
+@pytest.mark.parametrize("options", [UNCHECKED, DEFERRED], ids=["replayed", "deferred"])
+def test_compression_with_allocated_and_mixed_state(
+    rng: np.random.Generator, options: SynthesisOptions
+) -> None:
     """A state of allocated words, partly constant or negated bits, and a deferred chain of two
     compressions whose second block reuses bits of the first."""
     block = rng.bytes(64)
@@ -132,11 +149,53 @@ def test_compression_with_allocated_and_mixed_state(rng: np.random.Generator) ->
         again = compression(cs, [b.not_() for b in bits[::-1]], out)
         return [b for w in (*out, *again) for b in w.into_bits_be()]
 
-    _, bits = _both(build)
+    _, bits = _both(build, options)
     first = compress_native(state, block)
     assert [b.value for b in bits[:256]] == [
         bool((w >> (31 - i)) & 1) for w in first for i in range(32)
     ]
+
+
+def test_native_compression_of_slots_equals_the_bit_program_and_fips(
+    rng: np.random.Generator,
+) -> None:
+    """The output words taken natively from a compression's 768 input slots (constants, bits,
+    negated bits in random mixes) equal the words its recorded bit program computes and FIPS
+    180-4's compression of the slots' values."""
+    for p_const in (0.0, 0.05, 0.5, 0.95):
+        n = 768
+        codes = np.where(
+            rng.random(n) < p_const, rng.integers(0, 2, n), rng.integers(2, 4, n)
+        ).astype(np.uint8)
+        vals = rng.integers(0, 2, n).astype(np.uint8)  # ignored where a slot is constant
+        eff = np.where(codes < 2, codes, vals ^ (codes & 1)).astype(np.uint8)
+        block = np.packbits(eff[:512]).tobytes()  # big-endian bits: SHA-256's byte order
+        state = [sum(int(b) << k for k, b in enumerate(eff[512 + 32 * j : 544 + 32 * j]))
+                 for j in range(8)]  # fmt: skip
+        got = compress_slots(codes, vals).tolist()
+        assert tuple(got) == compress_native(state, block)
+        _, words = sha256_tape._replay(sha256_tape.record(codes.tobytes()), vals)
+        assert words.tolist() == got
+
+
+@pytest.mark.parametrize("options", [UNCHECKED, DEFERRED], ids=["replayed", "deferred"])
+def test_replayed_words_make_their_bits_once_and_read_as_bits(
+    rng: np.random.Generator, options: SynthesisOptions
+) -> None:
+    """A plain replayed compression returns words whose Booleans are made on first read (once,
+    then the same objects), and the next compression reads such a word's slots exactly as it
+    reads an ordinary word of the same bits."""
+    cs = WitnessCS(options)
+    bits = [Boolean(AllocatedBit.alloc(cs, bool(b))) for b in rng.integers(0, 2, size=512)]
+    out = compression(cs, bits, iv())
+    assert all(type(w) is sha256_tape._TapeWord for w in out)
+    block = _random_bits(cs, bytes_to_bits(rng.bytes(64)), rng, 0.2)
+    lazy = sha256_tape._gather(block, out)
+    first = out[3].bits
+    assert out[3].bits is first and out[3].into_bits_be()[0] is first[-1]
+    words = [UInt32(list(w.bits), w.value) for w in out]
+    assert lazy is not None and lazy == sha256_tape._gather(block, words)
+    assert [w.value for w in out] == [UInt32.from_bits(w.bits).value for w in out]
 
 
 def test_all_constant_compression_allocates_nothing() -> None:
@@ -183,7 +242,10 @@ def test_first_use_verification_rejects_a_wrong_tape(
     assert list(sha256_tape._tapes.values()) == [None, None]
 
 
-def test_first_use_verification_accepts_the_real_tape(rng: np.random.Generator) -> None:
+@pytest.mark.parametrize("defer", [False, True])
+def test_first_use_verification_accepts_the_real_tape(
+    rng: np.random.Generator, defer: bool
+) -> None:
     data = rng.bytes(40)
     seed = int(rng.integers(1 << 32))
 
@@ -191,7 +253,7 @@ def test_first_use_verification_accepts_the_real_tape(rng: np.random.Generator) 
         bits = _random_bits(cs, bytes_to_bits(data), np.random.default_rng(seed), 0.3)
         return sha256(cs, bits) + sha256(cs, bits)
 
-    _both(build, DEFAULT_OPTIONS)
+    _both(build, SynthesisOptions(defer_bit_programs=defer))
     assert sha256_tape._tapes and all(t is not None for t in sha256_tape._tapes.values())
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from cuzk.errors import BadInput
 from cuzk.field import fr
 from cuzk.field.constants import R
 from cuzk.r1cs import (
@@ -147,3 +148,40 @@ def test_shape_mode_never_asks_for_values():
     cs.alloc("x", no_value)
     cs.alloc_input("y", no_value)
     assert (cs.num_aux, cs.num_inputs) == (1, 2)
+
+
+def test_witness_synthesis_pauses_cyclic_gc_and_restores_it():
+    """The collector is off inside a witness synthesis, back on after it (also after an error),
+    stays off when it was off before, and one synthesis ending does not re-enable it under
+    another still running (nested here, as two threads would overlap)."""
+    import gc
+
+    from cuzk.r1cs.system import gc_paused
+
+    seen = []
+
+    class Probe:
+        def synthesize(self, cs):
+            seen.append(gc.isenabled())
+            cs.alloc("x", 3)
+
+    class Failing:
+        def synthesize(self, cs):
+            raise BadInput("no")
+
+    assert gc.isenabled()
+    try:
+        synthesize_witness(Probe())
+        assert seen == [False] and gc.isenabled()
+        with pytest.raises(BadInput):
+            synthesize_witness(Failing())
+        assert gc.isenabled()
+        with gc_paused():
+            synthesize_witness(Probe())
+            assert not gc.isenabled()
+        assert gc.isenabled()
+        gc.disable()
+        synthesize_witness(Probe())
+        assert not gc.isenabled()
+    finally:
+        gc.enable()

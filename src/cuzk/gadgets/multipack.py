@@ -7,6 +7,8 @@ most bits that always fit below r.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from itertools import compress
+from operator import attrgetter
 
 from cuzk.field.constants import R
 from cuzk.gadgets._names import Name, builds_constraints, leaf
@@ -18,7 +20,17 @@ from cuzk.r1cs import ONE, ConstraintSystem
 FR_CAPACITY = 254
 
 
+_VALUE = attrgetter("value")
+_POW2 = [1 << i for i in range(FR_CAPACITY)]  # every weight below r: no reduction needed
+
+
 def _pack(bits: Sequence[Boolean], track: bool) -> Num:
+    """Σ 2^i b_i over at most 254 bits, with its linear combination when ``track``."""
+    if not track:  # witness mode: the value alone, summed in C
+        values = list(map(_VALUE, bits))
+        if None in values:
+            return Num(None, None)
+        return Num(sum(compress(_POW2, values)), None)
     num = Num.zero(track)
     coeff = 1
     for bit in bits:

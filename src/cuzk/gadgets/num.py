@@ -75,7 +75,7 @@ class AllocatedNum:
             return lc
 
         cs.enforce("unpacking constraint", 0, 0, packed)
-        return [Boolean(b) for b in bits]
+        return list(map(Boolean, bits))
 
     def to_bits_le_strict(self, cs: ConstraintSystem, ns: Name = None) -> list[Boolean]:
         """255 bits that must spell the canonical value (< r): bellpepper's runs-of-ones

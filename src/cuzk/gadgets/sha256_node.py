@@ -23,7 +23,8 @@ from cuzk.gadgets.boolean import FALSE, Boolean
 from cuzk.gadgets.multipack import FR_CAPACITY, pack_bits
 from cuzk.gadgets.num import AllocatedNum
 from cuzk.gadgets.sha256 import sha256
-from cuzk.r1cs import ConstraintSystem
+from cuzk.gadgets.sha256_message import Message, fast_path, field_bits, sha256_packed
+from cuzk.r1cs import ConstraintSystem, WitnessCS
 
 
 def trim_to_fr32(digest: bytes) -> bytes:
@@ -59,6 +60,8 @@ def sha256_node(
     cs: ConstraintSystem, children: Sequence[AllocatedNum], ns: Name = None
 ) -> AllocatedNum:
     """``hash_multi_leaf_circuit``: the node hash of any number of children."""
+    if fast_path(cs):
+        return _witness_node(cs, children, ns)
     bits: list[Boolean] = []
     for i, child in enumerate(children):
         bits += _num_bits(cs, child, leaf(ns, f"{i}_num_into_bits"))
@@ -69,6 +72,17 @@ def sha256_hash2(
     cs: ConstraintSystem, a: AllocatedNum, b: AllocatedNum, ns: Name = None
 ) -> AllocatedNum:
     """``hash2_circuit``: the node hash of two children (only the namespaces differ)."""
+    if fast_path(cs):
+        return _witness_node(cs, (a, b), ns)
     bits = _num_bits(cs, a, leaf(ns, "a_bits"))
     bits += _num_bits(cs, b, leaf(ns, "b_bits"))
     return hash_bits(cs, bits, ns)
+
+
+def _witness_node(cs: WitnessCS, children: Sequence[AllocatedNum], ns: Name) -> AllocatedNum:
+    """The node hash in witness mode: the same values, the children's bits in bulk."""
+    bits = [field_bits(cs, child) for child in children]
+    msg = Message()
+    for b in bits:
+        msg.add_field(b)
+    return sha256_packed(cs, msg, ns)

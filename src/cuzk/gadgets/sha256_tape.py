@@ -15,6 +15,14 @@ The tracer below mirrors the gadget branch for branch (constant folding of ``xor
 node 0 is the constant zero (so ``0`` is FALSE and ``1`` TRUE), nodes ``1..768`` are the input
 slots and later nodes are the values the gadget appends to ``cs.aux``, in append order.
 
+When the system defers bit programs (``options.defer_bit_programs``: the backend runs them),
+the host needs only a compression's eight output words, and takes them from SHA-256's own
+compression of the input values (:mod:`~cuzk.gadgets.sha256_native`) instead of running the
+program; the first-use check below compares those words too. A plain replay's outputs are
+words whose Booleans are made only when read (:class:`_TapeWord`): the next compression of a
+hash reads their values, and callers that hand over the block in bulk
+(:class:`SlotBlock`, :mod:`~cuzk.gadgets.sha256_message`) skip the per-bit walk as well.
+
 Because the tracer is a second copy of the gadget's logic, a pattern's first compression in a
 process (with the system's ``options.verify_first_use`` on, the default) runs the Python gadget,
 replays the tape over the same inputs, and compares every appended value and every output bit;
@@ -35,8 +43,9 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
-from cuzk.gadgets.boolean import FALSE, TRUE, AllocatedBit, Boolean
+from cuzk.gadgets.boolean import FALSE, TRUE, AllocatedBit, Boolean, bits_le
 from cuzk.gadgets.sha256_constants import ROUND_CONSTANTS
+from cuzk.gadgets.sha256_native import compress_slots
 from cuzk.gadgets.uint32 import UInt32
 from cuzk.r1cs import Variable, WitnessCS
 from cuzk.r1cs.bitprog import ADD, AND, CH, MAJ, XOR, BitProgram
@@ -279,22 +288,19 @@ def record(pattern: bytes) -> Tape:
 
 
 @njit(cache=True, nogil=True)
-def _outputs_of(v, out):
-    """The 256 output literals' values and the eight output words' values from node values."""
-    outv = np.empty(out.shape[0], dtype=np.uint8)
+def _words_of(v, out):  # pragma: no cover - numba
+    """The eight output words' values from node values."""
     words = np.zeros(out.shape[0] // 32, dtype=np.int64)
     for j in range(out.shape[0]):
         lit = out[j]
-        outv[j] = v[lit >> 1] ^ (lit & 1)
-        words[j >> 5] |= np.int64(outv[j]) << (j & 31)
-    return outv, words
+        words[j >> 5] |= np.int64(v[lit >> 1] ^ (lit & 1)) << (j & 31)
+    return words
 
 
-def _replay(tape: Tape, inputs: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The appended values, the 256 output literals' values and the output words' values."""
+def _replay(tape: Tape, inputs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The appended values and the output words' values, by running the tape's program."""
     v = tape.program.run(inputs)
-    outv, words = _outputs_of(v, tape.out)
-    return v[1 + _N_IN :], outv, words
+    return v[1 + _N_IN :], _words_of(v, tape.out)
 
 
 _tapes: dict[bytes, Tape | None] = {}  # None: the tape disagreed with the gadget; never replay
@@ -305,55 +311,128 @@ def clear_cache() -> None:
     _tapes.clear()
 
 
-def _gather(
-    block: Sequence[Boolean], state: Sequence[UInt32]
-) -> tuple[bytes, bytearray, list[AllocatedBit | None]] | None:
-    """Pattern codes, underlying bit values and AllocatedBits of the 768 input slots; None when
-    a value is missing or a state word's value disagrees with its bits (the gadget's additions
-    read word values, the tape reads bits)."""
+_UINT32_BITS = UInt32.__dict__["bits"]  # UInt32's slot, read and filled by _TapeWord.bits
+
+
+class _TapeWord(UInt32):
+    """A plain output word of a replayed compression (32 fresh, non-negated aux bits, value
+    known): its Booleans are made on first use. A compression's outputs mostly feed the next
+    compression of the same hash, whose :func:`_gather` reads the value alone, so the 256
+    Boolean and AllocatedBit objects per compression are never made."""
+
+    __slots__ = ("_base", "_offsets", "_at")
+
+    def __init__(self, value: int, base: int, offsets: list[int], at: int) -> None:
+        self.value = value
+        self._base = base  # aux index of the compression's first appended value
+        self._offsets = offsets  # the tape's plain_out
+        self._at = at  # this word's first entry in offsets
+
+    @property
+    def bits(self) -> list[Boolean]:  # type: ignore[override]
+        try:
+            return _UINT32_BITS.__get__(self)
+        except AttributeError:
+            base, v, at = self._base, self.value, self._at
+            assert v is not None
+            offs = self._offsets[at : at + 32]
+            made = [
+                Boolean(AllocatedBit(Variable(base + o), (v >> k) & 1 == 1))
+                for k, o in enumerate(offs)
+            ]
+            _UINT32_BITS.__set__(self, made)
+            return made
+
+
+_ALLOCATED32 = b"\x02" * 32
+
+
+def _walk(
+    group: Sequence[Boolean], weights: tuple[int, ...], codes: bytearray, vals: bytearray, i: int
+) -> int | None:
+    """Fill slots i… with ``group``'s codes and bit values; the sum of ``weights`` over its
+    true bits, or None when a value is missing."""
+    wv = 0
+    for k, b in enumerate(group):
+        ab = b.bit
+        if ab is None:
+            if b.constant:
+                codes[i] = 1
+                wv |= weights[k]
+        else:
+            v = ab.value
+            if v is None:
+                return None
+            codes[i] = 3 if b.negated else 2
+            vals[i] = 1 if v else 0
+            if v != b.negated:
+                wv |= weights[k]
+        i += 1
+    return wv
+
+
+class SlotBlock:
+    """A compression's 512 block bits handed over in bulk: the slots' codes and underlying bit
+    values (what :func:`_gather` reads from Booleans) and a function making the Booleans, for
+    the rare compression that needs them (a pattern's first use, outputs that alias inputs)."""
+
+    __slots__ = ("codes", "vals", "booleans")
+
+    def __init__(self, codes: bytes, vals: bytes, booleans: Callable[[], list[Boolean]]) -> None:
+        assert len(codes) == len(vals) == 512
+        self.codes = codes
+        self.vals = vals
+        self.booleans = booleans
+
+
+Block = Sequence[Boolean] | SlotBlock
+
+
+def _gather(block: Block, state: Sequence[UInt32]) -> tuple[bytes, bytearray] | None:
+    """Pattern codes and underlying bit values of the 768 input slots; None when a value is
+    missing or a state word's value disagrees with its bits (the gadget's additions read word
+    values, the tape reads bits). A state word that a replay made (:class:`_TapeWord`) is
+    read from its value."""
     codes = bytearray(_N_IN)
     vals = bytearray(_N_IN)
-    bits: list[AllocatedBit | None] = [None] * _N_IN
-    i = 0
-    # Only a state word's value is checked against its bits.
-    for word, group, weights in input_groups(block, state):
-        wv = 0
-        for k, b in enumerate(group):
-            ab = b.bit
-            if ab is None:
-                if b.constant:
-                    codes[i] = 1
-                    wv |= weights[k]
-            else:
-                v = ab.value
-                if v is None:
-                    return None
-                codes[i] = 3 if b.negated else 2
-                vals[i] = 1 if v else 0
-                bits[i] = ab
-                if v != b.negated:
-                    wv |= weights[k]
-            i += 1
-        if word is not None and wv != word.value:
+    if isinstance(block, SlotBlock):
+        codes[:512] = block.codes
+        vals[:512] = block.vals
+    elif _walk(block, _NO_WEIGHTS, codes, vals, 0) is None:
+        return None
+    i = 512
+    for word in state:
+        if type(word) is _TapeWord:
+            v = word.value
+            assert v is not None
+            codes[i : i + 32] = _ALLOCATED32
+            vals[i : i + 32] = bits_le(v, 32)
+        elif _walk(word.bits, _BIT_WEIGHTS, codes, vals, i) != word.value:
             return None
-    return bytes(codes), vals, bits
+        i += 32
+    return bytes(codes), vals
+
+
+def _input_bits(block: Block, state: Sequence[UInt32]) -> list[AllocatedBit | None]:
+    """The AllocatedBits of the 768 input slots (None for constants)."""
+    bits = block.booleans() if isinstance(block, SlotBlock) else block
+    return [b.bit for b in bits] + [b.bit for word in state for b in word.bits]
 
 
 def _outputs(
-    tape: Tape, outv: np.ndarray, words: np.ndarray, base: int, inputs: list[AllocatedBit | None]
+    tape: Tape, words: list[int], base: int, block: Block, state: Sequence[UInt32]
 ) -> list[UInt32]:
-    """The eight output words: Booleans over the appended values (aux ``base`` on), the input
-    bits, or constants, as the gadget returns them."""
-    if tape.plain_out is not None:  # fast path: fresh bits, no constants, no aliasing
-        bits = [
-            Boolean(AllocatedBit(Variable(base + o), v == 1))
-            for o, v in zip(tape.plain_out, outv.tolist(), strict=True)
-        ]
-        return [UInt32(bits[32 * j : 32 * j + 32], v) for j, v in enumerate(words.tolist())]
+    """The eight output words (values ``words``): Booleans over the appended values (aux
+    ``base`` on), the input bits, or constants, as the gadget returns them."""
+    plain = tape.plain_out
+    if plain is not None:  # fresh bits, no constants, no aliasing: made when first read
+        return [_TapeWord(v, base, plain, 32 * j) for j, v in enumerate(words)]
+    inputs = _input_bits(block, state)
     made: dict[int, AllocatedBit] = {}
-    bits = []
+    bits: list[Boolean] = []
     append = bits.append
-    for (node, neg), bv in zip(tape.out_spec, outv.tolist(), strict=True):
+    for (node, neg), w in zip(tape.out_spec, _bits_of(words), strict=True):
+        bv = w == 1
         if node == 0:
             append(TRUE if bv else FALSE)
             continue
@@ -362,9 +441,14 @@ def _outputs(
         else:
             ab = made.get(node)
             if ab is None:
-                ab = made[node] = AllocatedBit(Variable(base + node - 1 - _N_IN), bool(bv) != neg)
+                ab = made[node] = AllocatedBit(Variable(base + node - 1 - _N_IN), bv != neg)
         append(Boolean(ab, neg))
-    return [UInt32(bits[32 * j : 32 * j + 32], v) for j, v in enumerate(words.tolist())]
+    return [UInt32(bits[32 * j : 32 * j + 32], v) for j, v in enumerate(words)]
+
+
+def _bits_of(words: list[int]) -> list[int]:
+    """The words' bits, word by word, least significant first (the output literals' values)."""
+    return [(w >> k) & 1 for w in words for k in range(32)]
 
 
 def _same_words(xs: Sequence[UInt32], ys: Sequence[UInt32]) -> bool:
@@ -387,19 +471,16 @@ def _same_words(xs: Sequence[UInt32], ys: Sequence[UInt32]) -> bool:
 
 
 def compress_witness(
-    cs: WitnessCS,
-    block: Sequence[Boolean],
-    state: Sequence[UInt32],
-    python: Callable[[], list[UInt32]],
+    cs: WitnessCS, block: Block, state: Sequence[UInt32], python: Callable[[], list[UInt32]]
 ) -> list[UInt32]:
     """One compression in witness mode: replayed from the pattern's tape when possible, else
     (tapes off in ``cs.options``, a value missing, a new pattern under verification) by
-    ``python()``."""
+    ``python()``. The block is Booleans, or their slots in bulk (:class:`SlotBlock`)."""
     options = cs.options
     got = _gather(block, state) if options.sha256_tapes else None
     if got is None:
         return python()
-    pattern, vals, inputs = got
+    pattern, vals = got
     tape = _tapes.get(pattern, False)
     if tape is None:
         return python()
@@ -412,19 +493,24 @@ def compress_witness(
             _tapes[pattern] = tape
             verify = False
     assert isinstance(tape, Tape)
-    aux = cs.aux
     base = cs.num_aux
-    appended, outv, words = _replay(tape, np.frombuffer(vals, dtype=np.uint8))
+    if not verify and options.defer_bit_programs:
+        # The program runs later (backend); only the output words are needed now.
+        words = _native_words(pattern, vals)
+        cs.defer(tape.program, bytes(vals))
+        return _outputs(tape, words, base, block, state)
+    aux = cs.aux
+    appended, replayed = _replay(tape, np.frombuffer(vals, dtype=np.uint8))
     if not verify:
-        if options.defer_bit_programs:
-            cs.defer(tape.program, bytes(vals))
-        else:
-            aux.extend(appended.tolist())
-        return _outputs(tape, outv, words, base, inputs)
+        aux.extend(appended.tolist())
+        return _outputs(tape, replayed.tolist(), base, block, state)
     local = len(aux)
     ref = python()
-    ok = aux[local:] == appended.tolist() and _same_words(
-        ref, _outputs(tape, outv, words, base, inputs)
+    words = replayed.tolist()
+    ok = (
+        aux[local:] == appended.tolist()
+        and _native_words(pattern, vals) == words
+        and _same_words(ref, _outputs(tape, words, base, block, state))
     )
     if ok:
         _tapes[pattern] = tape
@@ -432,3 +518,9 @@ def compress_witness(
         _tapes[pattern] = None
         log.warning("SHA-256 tape disagrees with the gadget for one input pattern; not replayed")
     return ref
+
+
+def _native_words(pattern: bytes, vals: bytearray) -> list[int]:
+    """The output words by SHA-256's own compression of the input slots' values."""
+    codes = np.frombuffer(pattern, dtype=np.uint8)
+    return compress_slots(codes, np.frombuffer(vals, dtype=np.uint8)).tolist()

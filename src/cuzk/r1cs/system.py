@@ -15,6 +15,8 @@ synthesis the shape gets one ``input_i · 0 = 0`` row per input (added by :meth:
 
 from __future__ import annotations
 
+import gc
+import threading
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
@@ -412,10 +414,42 @@ def synthesize_shape(
     return cs.finish(circuit_id)
 
 
+_gc_lock = threading.Lock()
+_gc_users = 0  # witness syntheses running in this process
+_gc_was_enabled = False
+
+
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    """Python's cyclic garbage collector off while a witness is synthesized.
+
+    Witness mode creates and drops millions of small, acyclic objects (bits, words, numbers);
+    each batch of them triggers a collection, and the older collections walk every object the
+    process holds (the request's proofs, earlier bits), which took about half of a PoRep
+    partition's host CPU. Reference counting still frees those objects at once; only cyclic
+    garbage waits until the last synthesis in the process ends (counted across threads, so
+    concurrent syntheses do not turn it back on under each other).
+    """
+    global _gc_users, _gc_was_enabled
+    with _gc_lock:
+        if _gc_users == 0:
+            _gc_was_enabled = gc.isenabled()
+            gc.disable()
+        _gc_users += 1
+    try:
+        yield
+    finally:
+        with _gc_lock:
+            _gc_users -= 1
+            if _gc_users == 0 and _gc_was_enabled:
+                gc.enable()
+
+
 def synthesize_witness(circuit: Circuit, options: SynthesisOptions = DEFAULT_OPTIONS) -> WitnessCS:
     """Run ``circuit`` in witness mode; the result holds ``inputs`` (ONE first) and ``aux``."""
     cs = WitnessCS(options)
-    circuit.synthesize(cs)
+    with gc_paused():
+        circuit.synthesize(cs)
     return cs
 
 

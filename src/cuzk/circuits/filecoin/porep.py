@@ -35,6 +35,7 @@ import hashlib
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from cuzk.circuits.filecoin.merkle_json import leaf_index
 from cuzk.circuits.filecoin.post import (
@@ -55,6 +56,7 @@ from cuzk.gadgets.num import AllocatedNum
 from cuzk.gadgets.por import PathLevel, por
 from cuzk.gadgets.poseidon.circuit import poseidon_hash
 from cuzk.gadgets.sha256 import sha256
+from cuzk.gadgets.sha256_message import Message, fast_path, field_bits, sha256_packed
 from cuzk.gadgets.sha256_node import sha256_node
 from cuzk.gadgets.uint32 import UInt32
 from cuzk.r1cs import ONE, ConstraintSystem, Variable, repeat
@@ -64,6 +66,7 @@ from cuzk.r1cs.system import NO_NAMESPACE, NameSpec
 BASE_DEGREE = 6  # DRG parents per node (storage-proofs-core drgraph BASE_DEGREE)
 EXP_DEGREE = 8  # expander parents per node (stacked EXP_DEGREE)
 TOTAL_PARENTS = 37  # parent labels hashed into a label (stacked TOTAL_PARENTS)
+_P = TypeVar("_P")  # a parent's bits: Booleans, or witness mode's bulk FieldBits
 PARAMS_VERSION = 28  # parameter file generation (``v28-…``)
 
 # sector size -> (TreeR/TreeC base-sub-top arities, layers, challenges per partition,
@@ -273,10 +276,7 @@ def create_label(
 ) -> AllocatedNum:
     """``create_label_circuit``: SHA-256 of the label preimage, first 254 bits (after the
     per-byte bit reversal) packed into one number."""
-    bits = list(replica_id_bits) + [FALSE] * max(0, 256 - len(replica_id_bits))
-    bits += UInt32.constant(layer).into_bits_be()
-    bits += list(reversed(node_bits_le))
-    bits += [FALSE] * (512 - len(bits))
+    bits = _label_head(replica_id_bits, layer, node_bits_le)
     for p in parents:
         bits += p
         bits += [FALSE] * (-len(bits) % 256)
@@ -286,7 +286,19 @@ def create_label(
         return pack_bits(cs, reverse_bit_numbering(digest)[:254], "result_num")
 
 
-def _expand_parents(parents: list[list[Boolean]], layer: int) -> list[list[Boolean]]:
+def _label_head(
+    replica_id_bits: Sequence[Boolean], layer: int, node_bits_le: Sequence[Boolean]
+) -> list[Boolean]:
+    """The label preimage's first 512 bits: replica_id, the layer (u32 BE), the node (u64 BE)
+    and zero padding."""
+    bits = list(replica_id_bits) + [FALSE] * max(0, 256 - len(replica_id_bits))
+    bits += UInt32.constant(layer).into_bits_be()
+    bits += list(reversed(node_bits_le))
+    bits += [FALSE] * (512 - len(bits))
+    return bits
+
+
+def _expand_parents(parents: list[_P], layer: int) -> list[_P]:
     """The 37 parents hashed into a label: layer 1 repeats its 6 DRG parents, later layers
     their 14 parents (upstream's explicit duplication)."""
     if layer > 1:
@@ -439,7 +451,19 @@ def _label_layer(
     replica_id_bits: Sequence[Boolean],
     node_bits: Sequence[Boolean],
 ) -> AllocatedNum:
-    """One layer's label of the challenged node: the parents' bits, then ``create_label``."""
+    """One layer's label of the challenged node: the parents' bits, then ``create_label``.
+
+    In witness mode the same values in the same order, the parents' bits handed to SHA-256 in
+    bulk (:mod:`cuzk.gadgets.sha256_message`), never made as objects."""
+    if fast_path(cs):
+        fields = [field_bits(cs, col[layer - 1]) for col in drg]
+        if layer > 1:
+            fields += [field_bits(cs, col[layer - 2]) for col in exp]
+        msg = Message()
+        msg.add_bits(_label_head(replica_id_bits, layer, node_bits))
+        for f in _expand_parents(fields, layer):
+            msg.add_field(f)
+        return sha256_packed(cs, msg)
     with cs.namespace(f"labeling_{layer}"):
         parents: list[list[Boolean]] = []
         for col in drg:
@@ -449,8 +473,8 @@ def _label_layer(
             for col in exp:
                 bits = col[layer - 2].to_bits_le(cs, f"exp_parent_{len(parents)}_bits")
                 parents.append(reverse_bit_numbering(bits))
-        return create_label(cs, replica_id_bits, _expand_parents(parents, layer), layer,
-                            node_bits)  # fmt: skip
+        expanded = _expand_parents(parents, layer)
+        return create_label(cs, replica_id_bits, expanded, layer, node_bits)
 
 
 def blank_circuit(circuit_id: str) -> StackedCircuit:

@@ -6,8 +6,8 @@ Feistel rounds; a Python call per hash would dominate everything, so each loop l
 runs over a whole layer or level at once. Each primitive is checked against hashlib (or the
 upstream parent-cache digests) in the tests.
 
-SHA-256 keeps its words in uint32 and truncates every sum with ``uint32()`` (numba widens
-mixed-width integer arithmetic); ChaCha8 holds its words in uint64 masked to 32 bits.
+SHA-256's compression is :mod:`cuzk.gadgets.sha256_native`'s; ChaCha8 holds its words in
+uint64 masked to 32 bits.
 """
 
 from __future__ import annotations
@@ -15,62 +15,12 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit, prange, uint32
+from numba import njit, prange
+
+from cuzk.gadgets.sha256_native import H256 as _H256
+from cuzk.gadgets.sha256_native import compress as _compress
 
 _M32 = np.uint64(0xFFFFFFFF)
-
-_K256 = np.array([
-    0x428A2F98, 0x71374491, 0xB5C0FBCF, 0xE9B5DBA5, 0x3956C25B, 0x59F111F1, 0x923F82A4,
-    0xAB1C5ED5, 0xD807AA98, 0x12835B01, 0x243185BE, 0x550C7DC3, 0x72BE5D74, 0x80DEB1FE,
-    0x9BDC06A7, 0xC19BF174, 0xE49B69C1, 0xEFBE4786, 0x0FC19DC6, 0x240CA1CC, 0x2DE92C6F,
-    0x4A7484AA, 0x5CB0A9DC, 0x76F988DA, 0x983E5152, 0xA831C66D, 0xB00327C8, 0xBF597FC7,
-    0xC6E00BF3, 0xD5A79147, 0x06CA6351, 0x14292967, 0x27B70A85, 0x2E1B2138, 0x4D2C6DFC,
-    0x53380D13, 0x650A7354, 0x766A0ABB, 0x81C2C92E, 0x92722C85, 0xA2BFE8A1, 0xA81A664B,
-    0xC24B8B70, 0xC76C51A3, 0xD192E819, 0xD6990624, 0xF40E3585, 0x106AA070, 0x19A4C116,
-    0x1E376C08, 0x2748774C, 0x34B0BCB5, 0x391C0CB3, 0x4ED8AA4A, 0x5B9CCA4F, 0x682E6FF3,
-    0x748F82EE, 0x78A5636F, 0x84C87814, 0x8CC70208, 0x90BEFFFA, 0xA4506CEB, 0xBEF9A3F7,
-    0xC67178F2,
-], dtype=np.uint32)  # fmt: skip
-
-_H256 = np.array([0x6A09E667, 0xBB67AE85, 0x3C6EF372, 0xA54FF53A, 0x510E527F, 0x9B05688C,
-                  0x1F83D9AB, 0x5BE0CD19], dtype=np.uint32)  # fmt: skip
-
-
-@njit(cache=True, inline="always")
-def _rotr32(x, n):
-    # Bits above 31 may be left set; every value is truncated with uint32() before reuse.
-    return (x >> n) | (x << (32 - n))
-
-
-@njit(cache=True, nogil=True)
-def _compress(h, buf, off, w):
-    """One SHA-256 compression of the 64 bytes buf[off:off+64] into state h (8 uint32)."""
-    for i in range(16):
-        j = off + 4 * i
-        w[i] = ((uint32(buf[j]) << 24) | (uint32(buf[j + 1]) << 16)
-                | (uint32(buf[j + 2]) << 8) | uint32(buf[j + 3]))  # fmt: skip
-    for i in range(16, 64):
-        x, y = w[i - 15], w[i - 2]
-        s0 = _rotr32(x, uint32(7)) ^ _rotr32(x, uint32(18)) ^ (x >> uint32(3))
-        s1 = _rotr32(y, uint32(17)) ^ _rotr32(y, uint32(19)) ^ (y >> uint32(10))
-        w[i] = uint32(w[i - 16] + s0 + w[i - 7] + s1)
-    a, b, c, d, e, f, g, hh = h[0], h[1], h[2], h[3], h[4], h[5], h[6], h[7]
-    for i in range(64):
-        s1 = _rotr32(e, uint32(6)) ^ _rotr32(e, uint32(11)) ^ _rotr32(e, uint32(25))
-        ch = (e & f) ^ (~e & g)
-        t1 = uint32(hh + s1 + ch + _K256[i] + w[i])
-        s0 = _rotr32(a, uint32(2)) ^ _rotr32(a, uint32(13)) ^ _rotr32(a, uint32(22))
-        t2 = uint32(s0 + ((a & b) ^ (a & c) ^ (b & c)))
-        hh, g, f, e = g, f, e, uint32(d + t1)
-        d, c, b, a = c, b, a, uint32(t1 + t2)
-    h[0] += a
-    h[1] += b
-    h[2] += c
-    h[3] += d
-    h[4] += e
-    h[5] += f
-    h[6] += g
-    h[7] += hh
 
 
 @njit(cache=True, nogil=True)
