@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 #: Threads per block of the round kernel (a power of two: the inversion tree is binary).
 BA_BLOCK = 256
@@ -90,7 +90,7 @@ def locate(off: Any, task: int) -> tuple[int, int]:
     return lo, task - int(off[lo])
 
 
-def classify(a: tuple[int, int] | None, b: tuple[int, int] | None) -> int:
+def classify(a: tuple[int, int] | None, b: tuple[int, int] | None | Literal[False]) -> int:
     """What a task does with its input points (affine (x, y) pairs, None at infinity; b is
     absent — pass ``False`` — for the copy of an odd bucket's last point)."""
     if b is False:
