@@ -54,6 +54,7 @@ from cuzk.circuits.filecoin.merkle_json import (
     field,
     leaf_index,
     merkle_proof_json,
+    poseidon_roots,
     read_merkle_proof,
     uint,
 )
@@ -75,7 +76,7 @@ from cuzk.circuits.filecoin.post import GIB, KIB, MIB, SIZE_NAMES
 from cuzk.errors import BadInput
 from cuzk.field import fr
 from cuzk.field.constants import R
-from cuzk.gadgets.merkle import MerklePath, TreeShape
+from cuzk.gadgets.merkle import MerklePath
 from cuzk.gadgets.poseidon.native import hash_many, hash_one
 from cuzk.gadgets.sha256_node import node_hash
 
@@ -170,20 +171,6 @@ class C1Output:
 
 
 # -- bulk verification ----------------------------------------------------------------------
-
-
-def _poseidon_roots(paths: Sequence[MerklePath], shape: TreeShape) -> list[int]:
-    """Roots the paths hash to (Poseidon, Merkle tags), one bulk hash per level."""
-    cur = [mp.leaf for mp in paths]
-    for level, arity in enumerate(shape.arities):
-        if not cur:
-            break
-        pre: list[int] = []
-        for mp, c in zip(paths, cur, strict=True):
-            s, p = mp.siblings[level], mp.positions[level]
-            pre += [*s[:p], c, *s[p:]]
-        cur = fr.to_ints(hash_many(fr.from_ints(pre), arity))
-    return cur
 
 
 def _column_hashes(columns: Sequence[Sequence[int]], layers: int) -> list[int]:
@@ -494,7 +481,7 @@ def _verify(
         if mp.root != comm_r_last:
             raise BadInput(f"{what}: root differs from comm_r_last (the first challenge's root)")
     checked = [(f"{w} inclusion_proof", mp) for w, _, mp in columns] + tree_r
-    roots = _poseidon_roots([mp for _, mp in checked], p.tree)
+    roots = poseidon_roots([mp for _, mp in checked], p.tree)
     for (what, mp), root in zip(checked, roots, strict=True):
         if root != mp.root:
             raise BadInput(f"{what}: path does not hash to its root")
