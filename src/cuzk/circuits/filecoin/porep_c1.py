@@ -51,6 +51,7 @@ from cuzk.circuits.filecoin.merkle_json import (
     array,
     bytes32,
     fe,
+    fe_list,
     field,
     leaf_index,
     merkle_proof_json,
@@ -356,7 +357,7 @@ def _read_column(obj: Any, p: PoRepParams, what: str) -> tuple[int, list[int], M
     col = field(obj, "column", what)
     index = uint(field(col, "index", f"{what} column"), 32, f"{what} column index")
     rows = array(field(col, "rows", f"{what} column"), p.layers, f"{what} column rows")
-    vals = [fe(r, f"{what} column row {i}") for i, r in enumerate(rows)]
+    vals = fe_list(rows, f"{what} column row")
     path = read_merkle_proof(field(obj, "inclusion_proof", what), p.tree,
                              f"{what} inclusion_proof")  # fmt: skip
     return index, vals, path
@@ -364,7 +365,7 @@ def _read_column(obj: Any, p: PoRepParams, what: str) -> tuple[int, list[int], M
 
 def _read_labeling(obj: Any, what: str) -> tuple[list[int], int, int]:
     parents = array(field(obj, "parents", what), TOTAL_PARENTS, f"{what} parents")
-    vals = [fe(x, f"{what} parent {i}") for i, x in enumerate(parents)]
+    vals = fe_list(parents, f"{what} parent")
     layer = uint(field(obj, "layer_index", what), 32, f"{what} layer_index")
     node = uint(field(obj, "node", what), 64, f"{what} node")
     return vals, layer, node
@@ -390,7 +391,7 @@ def _read_challenge(obj: Any, p: PoRepParams, where: str) -> _RawChallenge:
 
 def _decode_payload(payload: bytes | str) -> tuple[Any, int | None, int | None]:
     """(SealCommitPhase1Output document, SectorNum, SectorSize) from either payload form."""
-    doc = safejson.loads(payload, "C1 output")
+    doc = safejson.loads(payload, "C1 output", bytes32=True)
     if not isinstance(doc, dict):
         raise BadInput("C1 output: expected a JSON object")
     if "Phase1Out" not in doc:
@@ -404,7 +405,7 @@ def _decode_payload(payload: bytes | str) -> tuple[Any, int | None, int | None]:
         inner = base64.b64decode(raw, validate=True)
     except (binascii.Error, ValueError) as e:
         raise BadInput(f"C1 wrapper Phase1Out: not valid base64 ({e})") from e
-    doc = safejson.loads(inner, "C1 wrapper Phase1Out")
+    doc = safejson.loads(inner, "C1 wrapper Phase1Out", bytes32=True)
     if not isinstance(doc, dict):
         raise BadInput("C1 wrapper Phase1Out: expected a JSON object")
     return doc, num, size

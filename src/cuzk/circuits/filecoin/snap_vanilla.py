@@ -41,6 +41,7 @@ from cuzk.circuits.filecoin.merkle_json import (
     array,
     fe,
     fe_json,
+    fe_list,
     field,
     leaf_index,
     merkle_proof_json,
@@ -335,9 +336,8 @@ def _parse_partition(doc: Any, p: SnapParams, k: int, comm_r_new: int) -> _RawPa
     """Partition ``k``'s proofs read and their format checked (hashes: :func:`_check_partition`)."""
     what = f"partition {k}"
     comm_c = fe(field(doc, "comm_c", what), f"{what} comm_c")
-    apex = [fe(a, f"{what} apex leaf {i}") for i, a in
-            enumerate(array(field(doc, "apex_leafs", what), p.apex_leaf_count,
-                            f"{what} apex_leafs"))]  # fmt: skip
+    apex = fe_list(array(field(doc, "apex_leafs", what), p.apex_leaf_count,
+                         f"{what} apex_leafs"), f"{what} apex leaf")  # fmt: skip
     raw = array(field(doc, "challenge_proofs", what), p.challenge_count,
                 f"{what} challenge_proofs")  # fmt: skip
     openings = []
@@ -448,7 +448,7 @@ def read_update(text: str | bytes, circuit_id: str | None = None) -> UpdateReque
         BadInput: malformed JSON, a different circuit than ``circuit_id``, wrong counts, or any
             proof that upstream's verifier or the circuit would reject — naming where and why.
     """
-    doc = safejson.loads(text, "SnapDeals request")
+    doc = safejson.loads(text, "SnapDeals request", bytes32=True)
     what = "SnapDeals request"
     cid = field(doc, "circuit", what)
     if not isinstance(cid, str):
