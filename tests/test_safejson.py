@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from cuzk import safejson
@@ -59,3 +61,108 @@ def test_deep_nesting_is_refused_even_under_a_raised_recursion_limit():
         assert sys.getrecursionlimit() == 100_000  # restored
     finally:
         sys.setrecursionlimit(old)
+
+
+# -- bytes32: arrays of 32 bytes decoded in bulk ----------------------------------------------
+
+
+def _unpack(doc):
+    """The document with every bytes value back as the list of ints it was read from."""
+    if isinstance(doc, bytes):
+        return list(doc)
+    if isinstance(doc, list):
+        return [_unpack(x) for x in doc]
+    if isinstance(doc, dict):
+        return {k: _unpack(v) for k, v in doc.items()}
+    return doc
+
+
+def _random_doc(rng, depth=0):
+    pick = int(rng.integers(0, 10 if depth < 3 else 6))
+    if pick <= 2:  # the values the fast path packs: 32 bytes, sometimes all 0 or all 255
+        fill = int(rng.integers(0, 3))
+        return [[0] * 32, [255] * 32, [int(b) for b in rng.integers(0, 256, 32)]][fill]
+    if pick == 3:  # near misses that stay lists: 31 or 33 bytes, a 256, a bool
+        v = [int(b) for b in rng.integers(0, 256, 32 + int(rng.integers(-1, 2)))]
+        if len(v) == 32:
+            v[int(rng.integers(0, 32))] = [256, True, False, None][int(rng.integers(0, 4))]
+        return v
+    if pick == 4:  # strings that look like arrays, with escapes
+        return ["[1,2,3]", 'a"[' + ",".join(["7"] * 32) + "]", "\\", "é[0]"][
+            int(rng.integers(0, 4))
+        ]
+    if pick == 5:
+        return [int(rng.integers(-1000, 1000)), True, False, None][int(rng.integers(0, 4))]
+    if pick <= 7:
+        return [_random_doc(rng, depth + 1) for _ in range(int(rng.integers(0, 4)))]
+    return {f"k{i}": _random_doc(rng, depth + 1) for i in range(int(rng.integers(0, 4)))}
+
+
+def _is_bytes32(v) -> bool:
+    return (isinstance(v, list) and len(v) == 32
+            and all(type(b) is int and 0 <= b < 256 for b in v))  # fmt: skip
+
+
+def _packed_as_expected(doc, plain) -> bool:
+    """Every array of 32 bytes of ``plain`` came back as bytes, nothing else did."""
+    if isinstance(doc, bytes):
+        return _is_bytes32(plain) and list(doc) == plain
+    if isinstance(doc, list):
+        if _is_bytes32(plain) or not isinstance(plain, list) or len(doc) != len(plain):
+            return False
+        return all(_packed_as_expected(a, b) for a, b in zip(doc, plain, strict=True))
+    if isinstance(doc, dict):
+        return doc.keys() == plain.keys() and all(_packed_as_expected(doc[k], plain[k])
+                                                  for k in doc)  # fmt: skip
+    return doc == plain and type(doc) is type(plain)
+
+
+@pytest.mark.parametrize("separators", [(",", ":"), (", ", ": ")])
+def test_bytes32_packs_exactly_the_arrays_of_32_bytes(rng, separators):
+    for _ in range(200):
+        doc = {"v": _random_doc(rng), "w": [_random_doc(rng) for _ in range(3)]}
+        text = json.dumps(doc, separators=separators, ensure_ascii=bool(rng.integers(0, 2)))
+        fast = safejson.loads(text.encode(), "x", bytes32=True)
+        assert _packed_as_expected(fast, json.loads(text))
+        assert safejson.loads(text, "x", bytes32=True) == fast  # str in, same document
+
+
+def test_bytes32_leaves_documents_with_floats_and_other_layouts_as_json_reads_them(rng):
+    value = [int(b) for b in rng.integers(0, 256, 32)]
+    for text in (
+        json.dumps({"a": value, "f": 1.5}),
+        json.dumps({"a": value, "f": 2e3}),
+        json.dumps({"a": value}, indent=1),
+    ):
+        assert safejson.loads(text, "x", bytes32=True) == json.loads(text)
+    for spaced in (
+        "[ " + " ,  ".join(map(str, value)) + "\t]",
+        "[" + "\t, ".join(map(str, value)) + "]",
+    ):
+        assert safejson.loads(spaced, "x", bytes32=True) == bytes(value)  # spaces, tabs: packed
+    assert safejson.loads('{"e": "1e5", "d": "."}', "x", bytes32=True) == {"e": "1e5", "d": "."}
+
+
+def test_bytes32_refuses_what_json_refuses_with_the_same_reason(rng):
+    """Random edits of valid documents: refused with json's own message, or read to the same
+    document."""
+    alphabet = list('[]{}",: 0123456789.e-\\\ntfn') + ["-[", "0[", "][", "[[", '"[']
+    for _ in range(1500):
+        doc = [_random_doc(rng) for _ in range(3)]
+        text = json.dumps(doc, separators=[(",", ":"), (", ", ": ")][int(rng.integers(0, 2))])
+        for _ in range(int(rng.integers(1, 3))):
+            at = int(rng.integers(0, len(text) + 1))
+            ch = alphabet[int(rng.integers(0, len(alphabet)))]
+            cut = int(rng.integers(0, 2))
+            text = text[:at] + ch + text[at + cut :]
+        plain, why = safejson.parse(text.encode())
+        fast, fast_why = safejson.parse(text.encode(), bytes32=True)
+        assert fast_why == why
+        if why is None:
+            assert _unpack(fast) == plain
+
+
+@pytest.mark.parametrize("before", ["-", "7", "0", "-0", "1e"])
+def test_bytes32_never_glues_a_token_onto_a_number(before):
+    text = ("[" + before + "[" + ",".join(["1"] * 32) + "]]").encode()
+    assert safejson.parse(text, bytes32=True)[1] == safejson.parse(text)[1] is not None

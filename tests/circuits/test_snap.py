@@ -425,3 +425,35 @@ def test_views_replay_the_header_of_their_partition(monkeypatch, seed):
         cs = WitnessCS()
         cs.alloc("x", 1)
         cs.replay_prefix(snap._last_header[0][1])
+
+
+def _byte_arrays(node: Any, out: list[list[int]]) -> list[list[int]]:
+    """Every 32-byte value of a parsed request, in document order."""
+    if isinstance(node, list) and len(node) == 32 and all(type(b) is int for b in node):
+        out.append(node)
+    elif isinstance(node, list):
+        for x in node:
+            _byte_arrays(x, out)
+    elif isinstance(node, dict):
+        for x in node.values():
+            _byte_arrays(x, out)
+    return out
+
+
+@pytest.mark.parametrize("layout", ["compact", "spaced", "one as written by hand"])
+def test_any_changed_value_is_refused(doc_2k: str, rng, layout: str) -> None:
+    """Every 32-byte value of a request is bound by a hash: changing a random one (a random
+    low bit, so it stays canonical) is refused whichever way the JSON is laid out, whether
+    the reader decodes the value in bulk or one by one."""
+    for _ in range(6):
+        d = json.loads(doc_2k)
+        values = _byte_arrays(d, [])
+        v = values[int(rng.integers(0, len(values)))]
+        v[int(rng.integers(0, 31))] ^= 1 << int(rng.integers(0, 8))
+        text = json.dumps(d, separators=(", ", ": ") if layout == "spaced" else (",", ":"))
+        if layout == "one as written by hand":  # a newline inside: read one byte at a time
+            written = json.dumps(v, separators=(",", ":"))
+            text = text.replace(written, written.replace(",", ",\n", 1), 1)
+        with pytest.raises(BadInput):
+            open_statement("snap-2k", text.encode())
+    assert open_statement("snap-2k", doc_2k.encode()).partitions == 1

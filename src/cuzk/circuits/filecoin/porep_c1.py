@@ -51,9 +51,11 @@ from cuzk.circuits.filecoin.merkle_json import (
     array,
     bytes32,
     fe,
+    fe_list,
     field,
     leaf_index,
     merkle_proof_json,
+    poseidon_roots,
     read_merkle_proof,
     uint,
 )
@@ -75,7 +77,7 @@ from cuzk.circuits.filecoin.post import GIB, KIB, MIB, SIZE_NAMES
 from cuzk.errors import BadInput
 from cuzk.field import fr
 from cuzk.field.constants import R
-from cuzk.gadgets.merkle import MerklePath, TreeShape
+from cuzk.gadgets.merkle import MerklePath
 from cuzk.gadgets.poseidon.native import hash_many, hash_one
 from cuzk.gadgets.sha256_node import node_hash
 
@@ -170,20 +172,6 @@ class C1Output:
 
 
 # -- bulk verification ----------------------------------------------------------------------
-
-
-def _poseidon_roots(paths: Sequence[MerklePath], shape: TreeShape) -> list[int]:
-    """Roots the paths hash to (Poseidon, Merkle tags), one bulk hash per level."""
-    cur = [mp.leaf for mp in paths]
-    for level, arity in enumerate(shape.arities):
-        if not cur:
-            break
-        pre: list[int] = []
-        for mp, c in zip(paths, cur, strict=True):
-            s, p = mp.siblings[level], mp.positions[level]
-            pre += [*s[:p], c, *s[p:]]
-        cur = fr.to_ints(hash_many(fr.from_ints(pre), arity))
-    return cur
 
 
 def _column_hashes(columns: Sequence[Sequence[int]], layers: int) -> list[int]:
@@ -369,7 +357,7 @@ def _read_column(obj: Any, p: PoRepParams, what: str) -> tuple[int, list[int], M
     col = field(obj, "column", what)
     index = uint(field(col, "index", f"{what} column"), 32, f"{what} column index")
     rows = array(field(col, "rows", f"{what} column"), p.layers, f"{what} column rows")
-    vals = [fe(r, f"{what} column row {i}") for i, r in enumerate(rows)]
+    vals = fe_list(rows, f"{what} column row")
     path = read_merkle_proof(field(obj, "inclusion_proof", what), p.tree,
                              f"{what} inclusion_proof")  # fmt: skip
     return index, vals, path
@@ -377,7 +365,7 @@ def _read_column(obj: Any, p: PoRepParams, what: str) -> tuple[int, list[int], M
 
 def _read_labeling(obj: Any, what: str) -> tuple[list[int], int, int]:
     parents = array(field(obj, "parents", what), TOTAL_PARENTS, f"{what} parents")
-    vals = [fe(x, f"{what} parent {i}") for i, x in enumerate(parents)]
+    vals = fe_list(parents, f"{what} parent")
     layer = uint(field(obj, "layer_index", what), 32, f"{what} layer_index")
     node = uint(field(obj, "node", what), 64, f"{what} node")
     return vals, layer, node
@@ -403,7 +391,7 @@ def _read_challenge(obj: Any, p: PoRepParams, where: str) -> _RawChallenge:
 
 def _decode_payload(payload: bytes | str) -> tuple[Any, int | None, int | None]:
     """(SealCommitPhase1Output document, SectorNum, SectorSize) from either payload form."""
-    doc = safejson.loads(payload, "C1 output")
+    doc = safejson.loads(payload, "C1 output", bytes32=True)
     if not isinstance(doc, dict):
         raise BadInput("C1 output: expected a JSON object")
     if "Phase1Out" not in doc:
@@ -417,7 +405,7 @@ def _decode_payload(payload: bytes | str) -> tuple[Any, int | None, int | None]:
         inner = base64.b64decode(raw, validate=True)
     except (binascii.Error, ValueError) as e:
         raise BadInput(f"C1 wrapper Phase1Out: not valid base64 ({e})") from e
-    doc = safejson.loads(inner, "C1 wrapper Phase1Out")
+    doc = safejson.loads(inner, "C1 wrapper Phase1Out", bytes32=True)
     if not isinstance(doc, dict):
         raise BadInput("C1 wrapper Phase1Out: expected a JSON object")
     return doc, num, size
@@ -494,7 +482,7 @@ def _verify(
         if mp.root != comm_r_last:
             raise BadInput(f"{what}: root differs from comm_r_last (the first challenge's root)")
     checked = [(f"{w} inclusion_proof", mp) for w, _, mp in columns] + tree_r
-    roots = _poseidon_roots([mp for _, mp in checked], p.tree)
+    roots = poseidon_roots([mp for _, mp in checked], p.tree)
     for (what, mp), root in zip(checked, roots, strict=True):
         if root != mp.root:
             raise BadInput(f"{what}: path does not hash to its root")

@@ -41,9 +41,11 @@ from cuzk.circuits.filecoin.merkle_json import (
     array,
     fe,
     fe_json,
+    fe_list,
     field,
     leaf_index,
     merkle_proof_json,
+    poseidon_roots,
     read_merkle_proof,
     read_path,
 )
@@ -85,8 +87,13 @@ def rho(phi_value: int, high: int) -> int:
 def rho_table(phi_value: int, h: int) -> fr.FrVec:
     """``rho`` of every value of the top ``h`` bits (node i uses entry ``i >> (log2 n − h)``),
     hashed in one bulk call."""
-    highs = fr.from_ints([v for hi in range(1 << h) for v in (phi_value, hi)])
-    return hash_many(highs, 2, tag=GEN_RANDOMNESS_TAG)
+    return rho_many(phi_value, range(1 << h))
+
+
+def rho_many(phi_value: int, highs: Sequence[int]) -> fr.FrVec:
+    """``rho(phi, high)`` for each of ``highs``, hashed in one bulk call."""
+    pairs = fr.from_ints([v for hi in highs for v in (phi_value, hi)])
+    return hash_many(pairs, 2, tag=GEN_RANDOMNESS_TAG)
 
 
 def challenges(params: SnapParams, comm_r_new: int, k: int) -> list[int]:
@@ -293,43 +300,84 @@ def _read_tree_d_proof(obj: Any, levels: int, what: str) -> MerklePath:
     leaf = fe(field(body, "leaf", what), f"{what} leaf")
     root = fe(field(body, "root", what), f"{what} root")
     sibs, pos = read_path(field(body, "path", what), 2, levels, what)
-    cur = leaf
-    for s, q in zip(sibs, pos, strict=True):
-        cur = node_hash([cur, s[0]] if q == 0 else [s[0], cur])
-    if cur != root:
-        raise BadInput(f"{what}: inclusion path does not hash to its root")
     return MerklePath(leaf, sibs, pos, root)
 
 
-def _read_partition(
-    doc: Any, p: SnapParams, k: int, h: int, comms: tuple[int, int, int]
-) -> PartitionWitness:
-    comm_r_old, comm_d_new, comm_r_new = comms
+def _sha_walk(mp: MerklePath, stop: int) -> tuple[int, int]:
+    """(the node a binary SHA-256 path reaches after ``stop`` levels, the root it reaches)."""
+    cur, at_stop = mp.leaf, mp.leaf
+    for level, (s, q) in enumerate(zip(mp.siblings, mp.positions, strict=True)):
+        if level == stop:
+            at_stop = cur
+        cur = node_hash([cur, s[0]] if q == 0 else [s[0], cur])
+    return (cur if stop >= len(mp.siblings) else at_stop), cur
+
+
+@dataclass(frozen=True)
+class _Opening:
+    """One challenge's three proofs as read, before their hashes are checked."""
+
+    where: str
+    challenge: int
+    r_old: MerklePath
+    d_new: MerklePath
+    r_new: MerklePath
+
+
+@dataclass(frozen=True)
+class _RawPartition:
+    k: int
+    comm_c: int
+    apex: list[int]
+    openings: list[_Opening]
+
+
+def _parse_partition(doc: Any, p: SnapParams, k: int, comm_r_new: int) -> _RawPartition:
+    """Partition ``k``'s proofs read and their format checked (hashes: :func:`_check_partition`)."""
     what = f"partition {k}"
     comm_c = fe(field(doc, "comm_c", what), f"{what} comm_c")
-    apex = [fe(a, f"{what} apex leaf {i}") for i, a in
-            enumerate(array(field(doc, "apex_leafs", what), p.apex_leaf_count,
-                            f"{what} apex_leafs"))]  # fmt: skip
+    apex = fe_list(array(field(doc, "apex_leafs", what), p.apex_leaf_count,
+                         f"{what} apex_leafs"), f"{what} apex leaf")  # fmt: skip
     raw = array(field(doc, "challenge_proofs", what), p.challenge_count,
                 f"{what} challenge_proofs")  # fmt: skip
-    want = challenges(p, comm_r_new, k)
-    phi_value = phi(comm_d_new, comm_r_old)
-    shift = p.challenge_bit_len - h
+    openings = []
+    for j, (c, item) in enumerate(zip(challenges(p, comm_r_new, k), raw, strict=True)):
+        w = f"{what} challenge {j}"
+        r_old = read_merkle_proof(field(item, "proof_r_old", w), p.tree, f"{w} proof_r_old")
+        d_new = _read_tree_d_proof(field(item, "proof_d_new", w), p.challenge_bit_len,
+                                   f"{w} proof_d_new")  # fmt: skip
+        r_new = read_merkle_proof(field(item, "proof_r_new", w), p.tree, f"{w} proof_r_new")
+        openings.append(_Opening(w, c, r_old, d_new, r_new))
+    return _RawPartition(k, comm_c, apex, openings)
+
+
+def _check_partition(
+    part: _RawPartition,
+    p: SnapParams,
+    h: int,
+    comms: tuple[int, int, int],
+    hashed: tuple[Sequence[int], Sequence[int], Sequence[int]],
+) -> PartitionWitness:
+    """Every check of partition ``part`` given its challenges' TreeR_old and TreeR_new path
+    roots and rho values (``hashed``, hashed in bulk for the whole request)."""
+    comm_r_old, comm_d_new, comm_r_new = comms
+    k, comm_c, apex = part.k, part.comm_c, part.apex
+    what = f"partition {k}"
     tree_d = TreeShape(1 << p.challenge_bit_len, 2)
     out: list[ChallengeWitness] = []
     roots: tuple[int, int] | None = None
     top = p.challenge_bit_len - p.partition_bit_len
     partition_path: list[list[int]] | None = None
-    for j, (c, item) in enumerate(zip(want, raw, strict=True)):
-        w = f"{what} challenge {j}"
-        r_old = read_merkle_proof(
-            field(item, "proof_r_old", w), p.tree, f"{w} proof_r_old", check_root=True
-        )
-        d_new = _read_tree_d_proof(field(item, "proof_d_new", w), p.challenge_bit_len,
-                                   f"{w} proof_d_new")  # fmt: skip
-        r_new = read_merkle_proof(
-            field(item, "proof_r_new", w), p.tree, f"{w} proof_r_new", check_root=True
-        )
+    for o, root_old, root_new, rho_c in zip(part.openings, *hashed, strict=True):
+        w, c, r_old, d_new, r_new = o.where, o.challenge, o.r_old, o.d_new, o.r_new
+        if root_old != r_old.root:
+            raise BadInput(f"{w} proof_r_old: inclusion path does not hash to its root")
+        # The path's node at the apex row must be this partition's apex leaf it selects.
+        apex_node, root_d = _sha_walk(d_new, p.apex_height)
+        if root_d != d_new.root:
+            raise BadInput(f"{w} proof_d_new: inclusion path does not hash to its root")
+        if root_new != r_new.root:
+            raise BadInput(f"{w} proof_r_new: inclusion path does not hash to its root")
         for name, proof, tree in (("proof_r_old", r_old, p.tree), ("proof_d_new", d_new, tree_d),
                                   ("proof_r_new", r_new, p.tree)):  # fmt: skip
             if leaf_index(proof, tree) != c:
@@ -348,13 +396,9 @@ def _read_partition(
             raise BadInput(f"{w} proof_d_new: root differs from comm_d_new")
         if d_new.siblings[top:] != partition_path:
             raise BadInput(f"{w} proof_d_new: partition path differs from challenge 0's")
-        if (r_old.leaf + d_new.leaf * rho(phi_value, c >> shift)) % R != r_new.leaf:
+        if (r_old.leaf + d_new.leaf * rho_c) % R != r_new.leaf:
             raise BadInput(f"{w}: new replica node is not old + data · rho")
-        # The path's node at the apex row must be this partition's apex leaf it selects.
-        node = d_new.leaf
-        for s, q in zip(d_new.siblings[: p.apex_height], d_new.positions, strict=False):
-            node = node_hash([node, s[0]] if q == 0 else [s[0], node])
-        if node != apex[(c >> p.apex_height) % p.apex_leaf_count]:
+        if apex_node != apex[(c >> p.apex_height) % p.apex_leaf_count]:
             raise BadInput(f"{w} proof_d_new: path does not pass through its apex leaf")
         out.append(ChallengeWitness(
             r_old.leaf, tuple(tuple(s) for s in r_old.siblings), d_new.leaf,
@@ -373,6 +417,30 @@ def _read_partition(
                             roots[1], tuple(apex), tuple(out))  # fmt: skip
 
 
+def _read_partitions(
+    docs: Sequence[Any], p: SnapParams, h: int, comms: tuple[int, int, int]
+) -> tuple[PartitionWitness, ...]:
+    """Read every partition, hash all TreeR paths and rho values of the request in bulk
+    (Poseidon is most of the cost), then check each partition in order."""
+    comm_r_old, comm_d_new, comm_r_new = comms
+    parts = [_parse_partition(d, p, k, comm_r_new) for k, d in enumerate(docs)]
+    opened = [o for part in parts for o in part.openings]
+    roots = poseidon_roots([o.r_old for o in opened] + [o.r_new for o in opened], p.tree)
+    shift = p.challenge_bit_len - h
+    highs = sorted({o.challenge >> shift for o in opened})
+    rho_of = dict(zip(highs, fr.to_ints(rho_many(phi(comm_d_new, comm_r_old), highs)),
+                      strict=True))  # fmt: skip
+    n, at = len(opened), 0
+    out = []
+    for part in parts:
+        m = len(part.openings)
+        hashed = (roots[at : at + m], roots[n + at : n + at + m],
+                  [rho_of[o.challenge >> shift] for o in part.openings])  # fmt: skip
+        out.append(_check_partition(part, p, h, comms, hashed))
+        at += m
+    return tuple(out)
+
+
 def read_update(text: str | bytes, circuit_id: str | None = None) -> UpdateRequest:
     """Parse and check a request document (every partition, every challenge).
 
@@ -380,7 +448,7 @@ def read_update(text: str | bytes, circuit_id: str | None = None) -> UpdateReque
         BadInput: malformed JSON, a different circuit than ``circuit_id``, wrong counts, or any
             proof that upstream's verifier or the circuit would reject — naming where and why.
     """
-    doc = safejson.loads(text, "SnapDeals request")
+    doc = safejson.loads(text, "SnapDeals request", bytes32=True)
     what = "SnapDeals request"
     cid = field(doc, "circuit", what)
     if not isinstance(cid, str):
@@ -401,8 +469,7 @@ def read_update(text: str | bytes, circuit_id: str | None = None) -> UpdateReque
     comms = (old, d_new, new)
     parts = array(field(doc, "partition_proofs", what), p.partition_count,
                   f"{what} partition_proofs")  # fmt: skip
-    witnesses = tuple(_read_partition(d, p, k, h, comms) for k, d in enumerate(parts))
-    return UpdateRequest(p, h, old, d_new, new, witnesses)
+    return UpdateRequest(p, h, old, d_new, new, _read_partitions(parts, p, h, comms))
 
 
 def open_statement(circuit_id: str, payload: bytes) -> Statement:

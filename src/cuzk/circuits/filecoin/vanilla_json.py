@@ -35,6 +35,7 @@ from cuzk.circuits.filecoin.merkle_json import (
     field,
     leaf_index,
     merkle_proof_json,
+    poseidon_roots,
     read_merkle_proof,
 )
 from cuzk.circuits.filecoin.post import FallbackPoStCircuit, PoStParams, SectorProof, pad_sectors
@@ -48,7 +49,8 @@ from cuzk.circuits.filecoin.vanilla import (
 )
 from cuzk.circuits.statement import Statement, payload_digest
 from cuzk.errors import BadInput
-from cuzk.gadgets.poseidon.native import hash_one
+from cuzk.field import fr
+from cuzk.gadgets.poseidon.native import hash_many
 
 
 @dataclass(frozen=True)
@@ -89,11 +91,20 @@ def loads(text: str | bytes, params: PoStParams) -> list[SectorVanilla]:
     Raises:
         BadInput: malformed JSON or any inconsistency, with where and why.
     """
-    doc = safejson.loads(text, "vanilla proofs")
+    return read_sectors(safejson.loads(text, "vanilla proofs", bytes32=True), params)
+
+
+def read_sectors(doc: Any, params: PoStParams) -> list[SectorVanilla]:
+    """:func:`loads` of an already parsed document: every sector read first, then all their
+    Poseidon hashes (comm_r and every inclusion path) computed in bulk and checked in order.
+
+    Raises:
+        BadInput: any inconsistency, with where and why.
+    """
     items = doc if isinstance(doc, list) else [doc]
     if not items:
         raise BadInput("vanilla proofs: empty list")
-    out = []
+    read = []
     for i, item in enumerate(items):
         what = f"sector proof {i}"
         sid = field(item, "sector_id", what)
@@ -106,19 +117,29 @@ def loads(text: str | bytes, params: PoStParams) -> list[SectorVanilla]:
         s = sectors[0]
         comm_c = fe(field(s, "comm_c", what), f"{what} comm_c")
         comm_r_last = fe(field(s, "comm_r_last", what), f"{what} comm_r_last")
-        if hash_one([comm_c, comm_r_last]) != comm_r:
-            raise BadInput(f"{what}: comm_r is not Poseidon(comm_c, comm_r_last)")
         incl = field(s, "inclusion_proofs", what)
         if not isinstance(incl, list) or not incl:
             raise BadInput(f"{what}: no inclusion proofs")
-        paths = []
-        for j, m in enumerate(incl):
-            mp = read_merkle_proof(m, params.tree, f"{what} challenge {j}", check_root=True)
-            if mp.root != comm_r_last:
+        paths = tuple(read_merkle_proof(m, params.tree, f"{what} challenge {j}")
+                      for j, m in enumerate(incl))  # fmt: skip
+        read.append(SectorVanilla(sid, SectorProof(comm_r, comm_c, comm_r_last, paths)))
+    comms = fr.to_ints(
+        hash_many(
+            fr.from_ints([x for sv in read for x in (sv.proof.comm_c, sv.proof.comm_r_last)]), 2
+        )
+    )
+    roots = iter(poseidon_roots([mp for sv in read for mp in sv.proof.inclusion_proofs],
+                                params.tree))  # fmt: skip
+    for i, (sv, comm_r) in enumerate(zip(read, comms, strict=True)):
+        what = f"sector proof {i}"
+        if comm_r != sv.proof.comm_r:
+            raise BadInput(f"{what}: comm_r is not Poseidon(comm_c, comm_r_last)")
+        for j, mp in enumerate(sv.proof.inclusion_proofs):
+            if next(roots) != mp.root:
+                raise BadInput(f"{what} challenge {j}: inclusion path does not hash to its root")
+            if mp.root != sv.proof.comm_r_last:
                 raise BadInput(f"{what} challenge {j}: root differs from comm_r_last")
-            paths.append(mp)
-        out.append(SectorVanilla(sid, SectorProof(comm_r, comm_c, comm_r_last, tuple(paths))))
-    return out
+    return read
 
 
 def challenged_leaves(
@@ -258,7 +279,7 @@ def read_request(text: str | bytes) -> tuple[str, FallbackPoStCircuit, list[int]
     """
     from cuzk.circuits.filecoin.post import post_params
 
-    doc = safejson.loads(text, "PoSt request")
+    doc = safejson.loads(text, "PoSt request", bytes32=True)
     cid = field(doc, "circuit", "PoSt request")
     if not isinstance(cid, str):
         raise BadInput("PoSt request: circuit must be a string")
@@ -268,7 +289,7 @@ def read_request(text: str | bytes) -> tuple[str, FallbackPoStCircuit, list[int]
         raise BadInput("PoSt request: partition must be a non-negative integer")
     randomness = fe(field(doc, "randomness", "PoSt request"), "randomness")
     fe(field(doc, "prover_id", "PoSt request"), "prover_id")
-    vanilla = loads(json.dumps(field(doc, "vanilla_proofs", "PoSt request")), params)
+    vanilla = read_sectors(field(doc, "vanilla_proofs", "PoSt request"), params)
     circuit, inputs = partition_circuit(params, vanilla, randomness, partition)
     return cid, circuit, inputs
 
@@ -290,7 +311,6 @@ def random_request(
     WinningPoSt one sector, WindowPoSt ``sectors`` (default: a full partition) of partition
     ``partition``, with random randomness and prover id. Returns (request JSON, vanilla)."""
     from cuzk.circuits.filecoin.vanilla import random_sector
-    from cuzk.field import fr
 
     if params.kind == "winning":
         count = 1
