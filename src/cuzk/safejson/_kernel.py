@@ -11,7 +11,7 @@ _SPACE, _TAB, _DOT, _ZERO, _NINE, _MINUS = 32, 9, 46, 48, 57, 45
 
 
 @njit(cache=True, nogil=True)
-def _digit(c: np.uint8) -> bool:
+def _digit(c: int) -> bool:
     return _ZERO <= c <= _NINE
 
 
