@@ -4,6 +4,8 @@ that cannot travel (a closure) is opened locally from then on."""
 
 from __future__ import annotations
 
+import pickle
+
 import numpy as np
 import pytest
 
@@ -13,8 +15,8 @@ from cuzk.circuits.filecoin.snap_vanilla import generate_update
 from cuzk.circuits.filecoin.vanilla_json import random_request
 from cuzk.engine import EngineConfig, ProofRequest
 from cuzk.engine.core import _open
-from cuzk.engine.opener import PayloadOpener
-from cuzk.errors import BadInput, BadPayload
+from cuzk.engine.opener import PayloadOpener, portable
+from cuzk.errors import BadInput, BadPayload, UnsatisfiedConstraint
 
 
 @pytest.fixture(scope="module")
@@ -63,3 +65,27 @@ def test_small_payloads_stay_in_the_engine():
     o = PayloadOpener()
     assert not o.wants(b"x" * 1000) and o.wants(b"x" * (1 << 20))
     o.close()  # never started: nothing to stop
+
+
+class _TwoArgs(KeyError):
+    def __init__(self, field: str, why: str) -> None:
+        super().__init__(f"{field}: {why}")
+
+
+def test_an_error_that_would_not_unpickle_travels_as_its_nearest_base():
+    """The executor reports a pool as broken when a worker's exception fails to unpickle in
+    the parent: the helper sends the nearest base class that travels, with the message."""
+    for error, kind in ((UnsatisfiedConstraint(7, "c7"), BadInput), (_TwoArgs("f", "x"), KeyError)):
+        with pytest.raises(TypeError):
+            pickle.loads(pickle.dumps(error))
+        back = pickle.loads(pickle.dumps(portable(error)))
+        assert type(back) is kind and str(error) in str(back)
+    ok = BadPayload("not valid JSON")
+    assert portable(ok) is ok
+
+
+def test_a_closed_opener_opens_nothing():
+    o = PayloadOpener(min_bytes=0)
+    o.close()
+    assert o.statement("snap-2k", (), b"{}") is None  # a late submit opens it locally
+    assert o._pool is None

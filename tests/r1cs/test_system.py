@@ -185,3 +185,33 @@ def test_witness_synthesis_pauses_cyclic_gc_and_restores_it():
         assert not gc.isenabled()
     finally:
         gc.enable()
+
+
+def test_overlapping_syntheses_still_collect_cycles():
+    """Syntheses that overlap without a break keep the collector off; every
+    GC_EVERY_SYNTHESES of them ending, a full collection runs anyway."""
+    import gc
+    import weakref
+
+    from cuzk.r1cs.system import GC_EVERY_SYNTHESES, gc_paused
+
+    class Cycle:
+        pass
+
+    assert gc.isenabled()
+    try:
+        with gc_paused():  # another thread's synthesis, running throughout
+            cycle = Cycle()
+            cycle.me = cycle
+            alive = weakref.ref(cycle)
+            del cycle
+            for _ in range(GC_EVERY_SYNTHESES - 1):
+                with gc_paused():
+                    pass
+            assert alive() is not None and not gc.isenabled()
+            with gc_paused():
+                pass
+            assert alive() is None and not gc.isenabled()
+        assert gc.isenabled()
+    finally:
+        gc.enable()

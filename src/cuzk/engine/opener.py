@@ -46,6 +46,7 @@ class PayloadOpener:
         self._lock = threading.Lock()
         self._pool: cf.ProcessPoolExecutor | None = None
         self._local: set[str] = set()  # circuit ids whose statements do not pickle
+        self._closed = False
         self.opened = 0  # statements opened in a helper (status and tests)
 
     def wants(self, payload: bytes) -> bool:
@@ -54,11 +55,12 @@ class PayloadOpener:
 
     def statement(self, circuit_id: str, seeds: Sequence[int], payload: bytes) -> Statement | None:
         """The request's statement opened in a helper process, or None where it must be
-        opened in this one (its statement does not pickle). Raises what the parser raised
+        opened in this one (its statement does not pickle, or the opener is closed: a submit
+        racing shutdown must not spawn a helper nobody stops). Raises what the parser raised
         (BadInput naming the field, or the parser's own error); InternalError if the helper
         died."""
         with self._lock:
-            if circuit_id in self._local:
+            if self._closed or circuit_id in self._local:
                 return None
             if self._pool is None:
                 self._pool = cf.ProcessPoolExecutor(
@@ -77,11 +79,14 @@ class PayloadOpener:
             with self._lock:
                 self._local.add(circuit_id)
             return None
-        self.opened += 1
+        with self._lock:
+            self.opened += 1
         return pickle.loads(blob)  # noqa: S301 - our own helper's output
 
     def close(self) -> None:
+        """Stop the helper; later requests are opened in the engine's process."""
         with self._lock:
+            self._closed = True
             pool, self._pool = self._pool, None
         if pool is not None:
             pool.shutdown(wait=True, cancel_futures=True)
@@ -90,8 +95,29 @@ class PayloadOpener:
 def _open_pickled(circuit_id: str, seeds: tuple[int, ...], payload: bytes) -> bytes | None:
     """(In the helper.) The statement, pickled here so that one that does not pickle comes
     back as None rather than as an error indistinguishable from the parser's."""
-    statement = open_statement(circuit_id, seeds, payload)
+    try:
+        statement = open_statement(circuit_id, seeds, payload)
+    except Exception as e:
+        raise portable(e) from None
     try:
         return pickle.dumps(statement, protocol=pickle.HIGHEST_PROTOCOL)
     except (pickle.PicklingError, AttributeError, TypeError):
         return None
+
+
+def portable(error: BaseException) -> BaseException:
+    """``error``, or where it would not survive the trip back to the engine, the nearest of
+    its base classes that does, carrying its message. An exception whose ``__init__`` takes
+    other arguments than its message (:class:`~cuzk.errors.UnsatisfiedConstraint`) fails to
+    unpickle in the engine, and the executor then reports the helper pool as broken: a bad
+    payload would surface as an InternalError instead of BadInput."""
+    for cls in type(error).__mro__:
+        if not issubclass(cls, BaseException):
+            continue
+        try:
+            stand_in = error if cls is type(error) else cls(str(error))
+            pickle.loads(pickle.dumps(stand_in))  # noqa: S301 - made just above
+        except Exception:  # noqa: BLE001, S112 - this class does not travel: try its base
+            continue
+        return stand_in
+    return InternalError(f"{type(error).__name__}: {error}")

@@ -13,7 +13,7 @@ from operator import attrgetter
 from cuzk.field.constants import R
 from cuzk.gadgets._names import Name, builds_constraints, leaf
 from cuzk.gadgets.boolean import Boolean
-from cuzk.gadgets.num import AllocatedNum, Num
+from cuzk.gadgets.num import POW2, AllocatedNum, Num
 from cuzk.r1cs import ONE, ConstraintSystem
 
 #: Bits that always fit in one Fr element (bellpepper's ``Scalar::CAPACITY``).
@@ -21,7 +21,6 @@ FR_CAPACITY = 254
 
 
 _VALUE = attrgetter("value")
-_POW2 = [1 << i for i in range(FR_CAPACITY)]  # every weight below r: no reduction needed
 
 
 def _pack(bits: Sequence[Boolean], track: bool) -> Num:
@@ -30,7 +29,7 @@ def _pack(bits: Sequence[Boolean], track: bool) -> Num:
         values = list(map(_VALUE, bits))
         if None in values:
             return Num(None, None)
-        return Num(sum(compress(_POW2, values)), None)
+        return Num(sum(compress(POW2, values)), None)
     num = Num.zero(track)
     coeff = 1
     for bit in bits:

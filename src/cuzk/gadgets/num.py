@@ -18,7 +18,8 @@ from cuzk.gadgets.boolean import (
 from cuzk.r1cs import ONE, ConstraintSystem, LinearCombination, Variable
 
 _ONE_KEY = ONE.key
-_POW2 = [pow(2, i, R) for i in range(256)]
+#: 2^i mod r for i < 256 (below 254 bits, plain powers of two: a sum of them needs no reduction).
+POW2 = [pow(2, i, R) for i in range(256)]
 
 
 def _mul(a: int | None, b: int | None) -> int | None:
@@ -69,7 +70,7 @@ class AllocatedNum:
 
         def packed(lc: LinearCombination) -> LinearCombination:
             terms = lc.terms
-            for b, p in zip(bits, _POW2, strict=False):
+            for b, p in zip(bits, POW2, strict=False):
                 terms[b.variable.key] = p
             lc.add_term(var, R - 1)
             return lc
@@ -110,7 +111,7 @@ class AllocatedNum:
         le = result[::-1]
 
         def packed(lc: LinearCombination) -> LinearCombination:
-            for b, p in zip(le, _POW2, strict=False):
+            for b, p in zip(le, POW2, strict=False):
                 lc.add_term(b.variable, p)
             return lc.add_term(var, R - 1)
 

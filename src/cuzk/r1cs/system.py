@@ -417,6 +417,11 @@ def synthesize_shape(
 _gc_lock = threading.Lock()
 _gc_users = 0  # witness syntheses running in this process
 _gc_was_enabled = False
+_gc_ended = 0  # syntheses ended since the collector was last on or last ran
+#: Syntheses that may end under one unbroken pause (overlapping threads that keep the count
+#: above zero) before the one ending runs a full collection anyway: a busy engine's pause
+#: would otherwise never end, and cyclic garbage would grow for the life of the daemon.
+GC_EVERY_SYNTHESES = 16
 
 
 @contextmanager
@@ -428,9 +433,10 @@ def gc_paused() -> Iterator[None]:
     process holds (the request's proofs, earlier bits), which took about half of a PoRep
     partition's host CPU. Reference counting still frees those objects at once; only cyclic
     garbage waits until the last synthesis in the process ends (counted across threads, so
-    concurrent syntheses do not turn it back on under each other).
+    concurrent syntheses do not turn it back on under each other), or, while they overlap
+    without a break, until :data:`GC_EVERY_SYNTHESES` of them have ended.
     """
-    global _gc_users, _gc_was_enabled
+    global _gc_users, _gc_was_enabled, _gc_ended
     with _gc_lock:
         if _gc_users == 0:
             _gc_was_enabled = gc.isenabled()
@@ -439,10 +445,20 @@ def gc_paused() -> Iterator[None]:
     try:
         yield
     finally:
+        collect = False
         with _gc_lock:
             _gc_users -= 1
-            if _gc_users == 0 and _gc_was_enabled:
-                gc.enable()
+            if _gc_users == 0:
+                _gc_ended = 0
+                if _gc_was_enabled:
+                    gc.enable()
+            else:
+                _gc_ended += 1
+                if _gc_ended >= GC_EVERY_SYNTHESES:
+                    _gc_ended = 0
+                    collect = _gc_was_enabled  # a caller that had it off keeps it off
+        if collect:
+            gc.collect()
 
 
 def synthesize_witness(circuit: Circuit, options: SynthesisOptions = DEFAULT_OPTIONS) -> WitnessCS:

@@ -48,7 +48,7 @@ from cuzk.gadgets.boolean import AllocatedBit, Boolean, field_into_allocated_bit
 from cuzk.gadgets.insertion import select
 from cuzk.gadgets.merkle import TreeShape
 from cuzk.gadgets.multipack import pack_bits
-from cuzk.gadgets.num import AllocatedNum
+from cuzk.gadgets.num import POW2, AllocatedNum
 from cuzk.gadgets.por import por_no_challenge_input
 from cuzk.gadgets.poseidon.circuit import poseidon_hash
 from cuzk.gadgets.poseidon.constants import custom_tag
@@ -316,9 +316,6 @@ def _sum_lc(
     return build
 
 
-_POW2 = [pow(2, i, R) for i in range(FR_NUM_BITS)]
-
-
 def _bits_of(value: int | None, n: int) -> list[bool | None]:
     return [None if value is None else bool((value >> i) & 1) for i in range(n)]
 
@@ -327,7 +324,12 @@ def num_to_bits(cs: ConstraintSystem, num: AllocatedNum, ns: str) -> list[Alloca
     """``allocated_num_to_allocated_bits``: 255 bits and ``Σ 2^i b_i · 1 = num`` (256)."""
     with cs.namespace(ns):
         bits = field_into_allocated_bits_le(cs, num.value)
-        cs.enforce("binary decomp", _sum_lc([b.variable for b in bits], _POW2), ONE, num.variable)
+        cs.enforce(
+            "binary decomp",
+            _sum_lc([b.variable for b in bits], POW2),
+            ONE,
+            num.variable,
+        )
     return bits
 
 
@@ -343,7 +345,7 @@ def _header(cs: ConstraintSystem, p: SnapParams, w: PartitionWitness | None) -> 
         for i, b in enumerate(_bits_of(kh, pbl + hbl))
     ]
     cs.enforce("k_and_h_select binary decomp",
-               _sum_lc([b.variable for b in kh_bits], _POW2), ONE, k_and_h.variable)  # fmt: skip
+               _sum_lc([b.variable for b in kh_bits], POW2), ONE, k_and_h.variable)  # fmt: skip
     partition_bits, h_select_bits = kh_bits[:pbl], kh_bits[pbl:]
     with cs.namespace("pack partition bits"):
         partition = pack_bits(cs, [Boolean(b) for b in partition_bits])
