@@ -15,7 +15,9 @@ CONC=${CONC:-2}
 SYNTH=${SYNTH:-14}        # synthesis processes (16 cores: leave two for the engine)
 WPD=${WPD:-2}             # workers per device
 SW=${SW:-2}               # synthesis workers
+BENCH_ARGS=${BENCH_ARGS:-}  # more `cuzk bench` options, e.g. --defer-poseidon all
 STEPS=${STEPS:-"setup vanilla bench"}
+TAG=${TAG:-}                # suffix of the bench output files
 CUZK=${CUZK:-python3 -m cuzk.cli.main}
 KEYS=$WORK/keys SHAPES=${SHAPES:-$WORK/shapes}  # SHAPES=/dev/shm/… when the disk is short
 mkdir -p "$OUT" "$KEYS" "$SHAPES"
@@ -43,10 +45,10 @@ for step in $STEPS; do
         | grep -E "wrote|Elapsed|Maximum resident|error" ;;
     bench)
       log "bench $CIRCUIT × $PROOFS"
-      $CUZK bench --backend "$BACKEND" --circuit "$CIRCUIT" --vanilla "$VANILLA" \
+      /usr/bin/time -v $CUZK bench --backend "$BACKEND" --circuit "$CIRCUIT" --vanilla "$VANILLA" \
         --param-dir "$KEYS" --shape-cache "$SHAPES" --proofs "$PROOFS" --concurrency "$CONC" --workers-per-device "$WPD" --synthesis-workers "$SW" \
-        --synthesis-processes "$SYNTH" --json "$OUT/bench_$CIRCUIT.json" \
-        --timeline "$OUT/timeline_$CIRCUIT.png" 2>&1 | tee "$OUT/bench_$CIRCUIT.log" | tail -40 ;;
+        --synthesis-processes "$SYNTH" $BENCH_ARGS --json "$OUT/bench_$CIRCUIT$TAG.json" \
+        --timeline "$OUT/timeline_$CIRCUIT$TAG.png" 2>&1 | tee "$OUT/bench_$CIRCUIT$TAG.log" | tail -64 ;;
   esac
 done
 df -h "$WORK" | tail -1

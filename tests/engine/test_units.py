@@ -135,10 +135,12 @@ def test_config_validation(tmp_path):
     cfg = EngineConfig(param_dir=str(tmp_path), devices=2, workers_per_device=3)  # type: ignore
     assert cfg.lookahead == 6
     assert cfg.params_path("synthetic:300") == tmp_path / "synthetic-300.params"
-    # Poseidon deferral: the CPU backend by default, CUDA only when asked for
+    # Poseidon deferral: every backend by default; "cpu" keeps CUDA witnesses on the host
     assert cfg.poseidon_deferred
-    assert not EngineConfig(param_dir=tmp_path, backend="cuda").poseidon_deferred
-    assert EngineConfig(param_dir=tmp_path, backend="cuda", defer_poseidon="all").poseidon_deferred
+    assert EngineConfig(param_dir=tmp_path, backend="cuda").poseidon_deferred
+    cuda_host_poseidon = EngineConfig(param_dir=tmp_path, backend="cuda", defer_poseidon="cpu")
+    assert not cuda_host_poseidon.poseidon_deferred
+    assert EngineConfig(param_dir=tmp_path, defer_poseidon="cpu").poseidon_deferred
     assert not EngineConfig(param_dir=tmp_path, defer_poseidon="off").poseidon_deferred
     with pytest.raises(BadInput):
         EngineConfig(param_dir=tmp_path, defer_poseidon="yes")

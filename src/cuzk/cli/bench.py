@@ -87,6 +87,12 @@ def add_parser(sub: Any, common: Callable[[argparse.ArgumentParser], None]) -> N
         help="leave SHA-256 compressions' inner bits to the backend (the default; on a GPU "
         "they are made on the device); --no-defer-witness: the whole witness on the host",
     )
+    s.add_argument(
+        "--defer-poseidon",
+        choices=["cpu", "all", "off"],
+        help="Poseidon hashes left to the backend: cpu (on the CPU backend only), all (on the "
+        "GPU too), off (default: the engine's)",
+    )
     s.add_argument("--json", type=Path, help="write per-job results here")
     s.add_argument("--timeline", type=Path, help="draw a Gantt chart (PNG; needs matplotlib)")
     common(s)
@@ -151,6 +157,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         faults=FaultInjection.uniform(args.inject_faults, seed=args.seed)
         if args.inject_faults
         else FaultInjection(),
+        **({} if args.defer_poseidon is None else {"defer_poseidon": args.defer_poseidon}),
     )
     with Engine(config) as engine:
         t0 = time.perf_counter()

@@ -398,7 +398,7 @@ class EngineSection(_Section):
     staging: bool = _setting(True, _boolean, "second per-device lock for uploads")
     defer_witness: bool = _setting(True, _boolean, "SHA-256 witness bits made by the backend")
     defer_poseidon: str = _setting(
-        "cpu", _choice("cpu", "all", "off"), "Poseidon witness values made by the backend"
+        "all", _choice("cpu", "all", "off"), "Poseidon witness values made by the backend"
     )
     staging_budget: int | None = _setting(None, _size(auto=True), "None: half the GPU memory")
     pinned_pool_bytes: int = _setting(2 << 30, _size(), "idle pinned buffers kept per device")
