@@ -99,3 +99,36 @@ def test_post_sectors_are_blocks_too(synth_pool, seed):
     assert isinstance(deferred, DeferredAux) and deferred.deferred > len(deferred.host)
     assert inputs == local.inputs
     assert np.array_equal(deferred.expand(), local.aux_vector())
+
+
+@pytest.mark.parametrize("failure", ["open", "assemble"])
+def test_block_witness_frees_every_segment_when_gathering_fails(synth_pool, monkeypatch, failure):
+    """The workers' shared-memory segments are removed however gathering them fails: a segment
+    that will not open (the second here), or an error while assembling the views."""
+    import os
+    from multiprocessing import shared_memory
+
+    from cuzk.circuits.filecoin.seal import generate_c1
+    from cuzk.engine import synth_pool as module
+
+    circuit = open_statement("porep-2k", payload=generate_c1(2048, 11).encode()).circuit(0)
+    names: list[str] = []
+    real = shared_memory.SharedMemory
+
+    def opening(name: str, *args, **kwargs):
+        names.append(name)
+        if failure == "open" and len(names) == 2:
+            raise OSError(24, "Too many open files")
+        return real(name, *args, **kwargs)
+
+    def assembling(*args, **kwargs):
+        raise MemoryError("no room for the partition")
+
+    monkeypatch.setattr(module.shared_memory, "SharedMemory", opening)
+    if failure == "assemble":
+        monkeypatch.setattr(module, "assemble", assembling)
+    with pytest.raises(OSError if failure == "open" else MemoryError):
+        synth_pool.synthesize_blocks(circuit, SHA256)
+    monkeypatch.undo()
+    assert len(names) == 3 + (failure == "open")  # header + two challenges (+ one retry)
+    assert not [n for n in set(names) if os.path.exists(f"/dev/shm/{n.lstrip('/')}")]

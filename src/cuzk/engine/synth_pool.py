@@ -23,6 +23,7 @@ partition takes the time of its slowest challenge, not of all 18 in a row.
 from __future__ import annotations
 
 import concurrent.futures as cf
+import contextlib
 import multiprocessing
 from multiprocessing import resource_tracker, shared_memory
 
@@ -78,8 +79,10 @@ class SynthesisPool:
                 if not f.cancelled() and f.exception() is None:
                     _free(f.result()[1])
             raise
-        segments = [shared_memory.SharedMemory(name=name) for _, name, _, _ in results]
+        segments: list[shared_memory.SharedMemory] = []
         try:
+            for _, name, _, _ in results:
+                segments.append(shared_memory.SharedMemory(name=name))
             pieces = [
                 (inputs, _with_runs(np.ndarray((rows, 4), dtype=np.uint64, buffer=shm.buf), runs))
                 for (inputs, _, rows, runs), shm in zip(results, segments, strict=True)
@@ -88,9 +91,16 @@ class SynthesisPool:
             del pieces  # the views into the segments, before they close
             return witness
         finally:
+            # Every segment goes, whatever failed: the opened ones (unlinked first, so a view
+            # an exception's traceback still holds cannot keep the name alive), then those
+            # that were never opened.
             for shm in segments:
-                shm.close()
                 shm.unlink()
+                with contextlib.suppress(BufferError):
+                    shm.close()
+            for _, name, _, _ in results[len(segments) :]:
+                with contextlib.suppress(OSError):  # the one that would not open, if any
+                    _free(name)
 
     def close(self) -> None:
         self._pool.shutdown(wait=True, cancel_futures=True)
@@ -111,9 +121,13 @@ def _result(future: cf.Future) -> tuple[list[int], str, int, Runs]:
 
 
 def _free(name: str) -> None:
-    shm = shared_memory.SharedMemory(name=name)
-    shm.close()
+    """Remove a worker's segment that was never opened here (gone already: nothing to do)."""
+    try:
+        shm = shared_memory.SharedMemory(name=name)
+    except FileNotFoundError:
+        return
     shm.unlink()
+    shm.close()
 
 
 def _take(name: str, rows: int) -> np.ndarray:
