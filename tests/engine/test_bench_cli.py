@@ -50,6 +50,9 @@ def test_bench_json(param_dir, tmp_path, capsys):
     ):
         assert 0 < whole <= steady <= 1  # the steady window lies inside the measured one
     assert len(doc["jobs"]) == 3
+    cpu = doc["summary"]["host_cpu_s_per_proof"]  # the MSM worker processes are helpers
+    assert cpu["engine_process"] > 0 and cpu["helper_processes"] > 0
+    assert "host CPU per proof" in printed
     timelines = doc["timelines"]  # one per measured partition, stages in order
     assert sorted((t["job_id"], t["partition"]) for t in timelines) == sorted(
         (j["job_id"], p) for j in doc["jobs"] for p in range(2)

@@ -3,15 +3,15 @@
 Prints proofs per minute, seconds per proof, device busy % (the union of kernel regions over
 the measured window, and over the steady state between a device's first kernel start and its
 last kernel end, which leaves out the pipeline's fill and drain), the engine's hand-off
-overhead and per-stage medians; ``--json`` writes every job's outcome (state, error, proof
-hex, public inputs per partition), every partition's stage timestamps under ``timelines`` and
-the verifying key's path under ``vk``; ``--timeline``
-draws a Gantt chart of every partition's stages.
+overhead, host CPU per proof (:mod:`cuzk.cli.cpu_time`) and per-stage medians; ``--json``
+writes every job's outcome (state, error, proof hex, public inputs per partition), every
+partition's stage timestamps under ``timelines`` and the verifying key's path under ``vk``;
+``--timeline`` draws a Gantt chart of every partition's stages.
 
 The circuit's parameters are preloaded and one warm-up proof per device worker runs before
 the clock starts (CPU MSM processes start and load their points on first use), so the figures
-are steady state. Imports of the engine and of matplotlib happen inside the command, keeping ``cuzk
---help`` fast.
+are steady state. Imports of the engine and of matplotlib happen inside the command, keeping
+``cuzk --help`` fast.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from cuzk.cli.cpu_time import CpuTimes, cpu_times
 from cuzk.cli.timeline_chart import draw_timeline, require_matplotlib
 from cuzk.errors import BadInput, CuzkError
 
@@ -165,13 +166,16 @@ def cmd_bench(args: argparse.Namespace) -> int:
         _warm_up(engine, args)
         load_s = time.perf_counter() - t0
         window_start = engine.status().uptime
+        cpu_start = cpu_times()
         outcomes, wall = _run_jobs(engine, args)
+        cpu_end = cpu_times()
         status = engine.status()
         window = (window_start, status.uptime)
         measured = {o.job_id for o in outcomes}
         timelines = [p.timeline for j in status.jobs if j.job_id in measured for p in j.partitions]
         vk = str(config.params_path(args.circuit).with_suffix(".vk"))
-    report = _summarize(args, outcomes, timelines, window, wall, load_s)
+    cpu = None if cpu_start is None or cpu_end is None else cpu_end - cpu_start
+    report = _summarize(args, outcomes, timelines, window, wall, load_s, cpu)
     _print_report(args, report)
     if args.json is not None:
         _write_json(args, report, outcomes, vk, timelines)
@@ -271,6 +275,7 @@ def _summarize(
     window: tuple[float, float],
     wall: float,
     load_s: float,
+    cpu: CpuTimes | None,
 ) -> dict:
     from cuzk.engine.timeline import (
         busy_fraction,
@@ -300,6 +305,10 @@ def _summarize(
         "device_busy_steady": [steady_busy_fraction(timelines, d) for d in range(args.devices)],
         "handoff_gap_median_s": statistics.median(gaps) if gaps else None,
         "stage_medians_s": stage_medians(timelines),
+        # Host CPU seconds per succeeded proof over the measured window (None: no /proc).
+        "host_cpu_s_per_proof": None
+        if cpu is None or not ok
+        else {"engine_process": cpu.process_s / ok, "helper_processes": cpu.helpers_s / ok},
     }
 
 
@@ -331,6 +340,7 @@ def _print_report(args: argparse.Namespace, report: dict) -> None:
             )
         ),
         ("hand-off gap (median)", "—" if gap is None else f"{gap * 1e3:.2f} ms"),
+        ("host CPU per proof (engine process + helpers)", _cpu_text(report)),
     ]
     for k, v in rows:
         table.add_row(k, v)
@@ -341,6 +351,13 @@ def _print_report(args: argparse.Namespace, report: dict) -> None:
     for name, seconds in report["stage_medians_s"].items():
         stages.add_row(name, f"{seconds:.4f}")
     out.print(stages)
+
+
+def _cpu_text(report: dict) -> str:
+    cpu = report["host_cpu_s_per_proof"]
+    if cpu is None:
+        return "—"
+    return f"{cpu['engine_process']:.1f} s + {cpu['helper_processes']:.1f} s"
 
 
 def _write_json(
