@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import secrets
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 
@@ -281,11 +281,12 @@ def start(
     circuit: Circuit | None = None,
     timings: Timings | None = None,
 ) -> PendingProof:
-    """Stage 2b: evaluate, check, submit the MSMs, run the H pipeline (staging first if given
-    a bare assignment).
+    """Stage 2b: submit the witness MSMs, evaluate and check a, b, c, run the H pipeline and
+    submit its MSM (staging first if given a bare assignment).
 
     Raises UnsatisfiedConstraint (naming the constraint, via a check-mode run of ``circuit``
-    when given) if the witness does not satisfy the circuit — no proof is ever made for it.
+    when given) if the witness does not satisfy the circuit — no proof is ever made for it;
+    the MSMs already submitted are waited out first.
     """
     timings = timings if timings is not None else Timings()
     check_compatible(params, shape)
@@ -296,15 +297,9 @@ def start(
     )
     domain = Domain.for_size(shape.num_constraints)
 
-    t0 = time.perf_counter()
-    a, b, c = backend.evaluate_abc(shape, staged.z)
-    if params.reduction.checks_constraints:
-        bad = backend.unsatisfied_rows(a, b, c)
-        if len(bad):
-            raise _unsatisfied(int(bad[0]), shape, circuit)
-    timings.record("abc", time.perf_counter() - t0)
-
-    # MSMs over the witness go first so they run while the H pipeline does.
+    # The witness MSMs go first: they read only the staged scalars, so they run while a, b, c
+    # are evaluated and checked and while the H pipeline runs (on a GPU, the a·b = c check's
+    # wait for its answer no longer leaves the MSM stream idle).
     t1 = time.perf_counter()
     futures = {
         "l": backend.split_msm(params.l, staged.aux),
@@ -314,6 +309,18 @@ def start(
     }
     for name, f in futures.items():
         timings.watch(f"msm_{name}", f, t1)
+
+    t0 = time.perf_counter()
+    try:
+        a, b, c = backend.evaluate_abc(shape, staged.z)
+        if params.reduction.checks_constraints:
+            bad = backend.unsatisfied_rows(a, b, c)
+            if len(bad):
+                raise _unsatisfied(int(bad[0]), shape, circuit)
+    except BaseException:
+        _wait_out(futures.values())  # no device work of this partition outlives its failure
+        raise
+    timings.record("abc", time.perf_counter() - t0)
 
     t2 = time.perf_counter()
     h = params.reduction.h(backend, a, b, c, domain)
@@ -371,7 +378,11 @@ def wait_kernels(pending: PendingProof) -> MsmSums:
 def drain(pending: PendingProof) -> None:
     """After a failure: wait out every MSM still running, ignoring their errors (the first
     one was already reported), so the device's work ends before the next partition's."""
-    for f in (pending.h, pending.l, pending.a, pending.b_g1, pending.b_g2):
+    _wait_out((pending.h, pending.l, pending.a, pending.b_g1, pending.b_g2))
+
+
+def _wait_out(futures: Iterable[Future]) -> None:
+    for f in futures:
         try:
             f.result()
         except BaseException:  # noqa: BLE001, S110 - the first failure is already reported
