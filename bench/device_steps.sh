@@ -7,6 +7,10 @@
 #   etests the engine's Filecoin tests on the GPU (deferred witnesses through staging)
 #   msmba  batch-affine against XYZZ bucket accumulation (G1 2^20/24/26, G2 2^20/22)
 #   dwit   witness made on the device, 2 KiB circuits (SHA-256 and Poseidon deferred)
+#   snap8m SnapDeals 8 MiB (4 × 10M constraints): keys, an update, 6 proofs with 2 in flight
+#   p32    porep-32g: keys, virtual C1, 6 proofs with 2 in flight, then 2 one at a time
+#   w32    wpost-32g: keys, virtual vanilla proofs, 3 proofs one at a time (61 GB key: run it
+#          after p32 only on a fresh disk, or remove /var/tmp/cuzk32 first)
 set -u
 OUT=${OUT:?set OUT}
 DEADLINE=${DEADLINE:-590}
@@ -38,6 +42,14 @@ for s in "$@"; do
       --batch-affine g1:20,24,26 --batch-affine g2:20,22" ;;
     dwit) step dwit "for c in porep-2k snap-2k wpost-2k winning-2k; do \
       python3 bench/bench_device_witness.py --circuit \$c --backend cuda; done" ;;
+    snap8m) step snap8m "rm -rf /var/tmp/cuzk8m; OUT=$OUT WORK=/var/tmp/cuzk8m CIRCUIT=snap-8m \
+      SIZE=8MiB CONC=2 PROOFS=6 CUZK='$CUZK' bash bench/filecoin_32g.sh" ;;
+    p32) step p32 "OUT=$OUT WORK=/var/tmp/cuzk32 SHAPES=/dev/shm/shapes CIRCUIT=porep-32g CONC=2 \
+      PROOFS=6 CUZK='$CUZK' bash bench/filecoin_32g.sh && OUT=$OUT WORK=/var/tmp/cuzk32 \
+      SHAPES=/dev/shm/shapes CIRCUIT=porep-32g STEPS=bench CONC=1 PROOFS=2 WPD=1 TAG=_one \
+      CUZK='$CUZK' bash bench/filecoin_32g.sh" ;;
+    w32) step w32 "rm -rf /var/tmp/cuzk32 /dev/shm/shapes; OUT=$OUT WORK=/var/tmp/cuzk32 \
+      SHAPES=/dev/shm/shapes CIRCUIT=wpost-32g CONC=1 PROOFS=3 CUZK='$CUZK' bash bench/filecoin_32g.sh" ;;
     e22) step e22 "OUT=$OUT SIZE=4194304 BACKEND=cuda PROOFS=6 WORKERS=2 MODES=staging \
       DEVICES_ALL=1 CUZK='$CUZK' bash bench/engine_matrix.sh" ;;
   esac
