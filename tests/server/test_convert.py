@@ -15,6 +15,7 @@ from cuzk.circuits.filecoin.vanilla import random_sector
 from cuzk.circuits.filecoin.vanilla_json import generate, read_request, sector_vanilla_json
 from cuzk.circuits.filecoin.wire import prover_id
 from cuzk.engine import Priority
+from cuzk.engine.request import MAX_REQUEST_ID_LEN
 from cuzk.errors import BadInput
 from cuzk.field import fr
 from cuzk.server import convert
@@ -93,11 +94,21 @@ def test_direct_circuit_requests(rng):
         pb.SubmitProofRequest(circuit_id="synthetic:512", seeds=seeds, request_id="r")
     )
     assert conv.request.seeds == tuple(seeds) and conv.request.request_id == "r"
+    # Curio's id for a full WindowPoSt partition names its 2,349 sectors
+    sectors = " ".join(str(int(x)) for x in rng.integers(1 << 40, 1 << 63, size=2349))
+    wdpost = f"wdpost-1000-0-[{sectors}]"
+    assert len(wdpost) > 40_000
+    conv = convert.to_engine(
+        pb.SubmitProofRequest(circuit_id="synthetic:512", seeds=seeds, request_id=wdpost)
+    )
+    assert conv.request.request_id == wdpost
     for bad in (
         pb.SubmitProofRequest(circuit_id="synthetic:512"),
         pb.SubmitProofRequest(circuit_id="synthetic:512", seeds=[1], vanilla_proof=b"x"),
         pb.SubmitProofRequest(circuit_id="synthetic:512", vanilla_proofs=[b"x"]),
-        pb.SubmitProofRequest(circuit_id="synthetic:512", seeds=[1], request_id="x" * 257),
+        pb.SubmitProofRequest(
+            circuit_id="synthetic:512", seeds=[1], request_id="x" * (MAX_REQUEST_ID_LEN + 1)
+        ),
     ):
         with pytest.raises(BadInput):
             convert.to_engine(bad)

@@ -16,7 +16,9 @@ from dataclasses import dataclass, field
 from cuzk.circuits.statement import payload_digest
 from cuzk.errors import BadInput, CuzkError
 
-MAX_REQUEST_ID_LEN = 256
+#: Curio's WindowPoSt ids name every sector of the partition ("wdpost-<miner>-<partition>-[n n
+#: …]"): up to 2,349 sector numbers of up to 20 digits, ≈ 50 KB.
+MAX_REQUEST_ID_LEN = 1 << 16
 MAX_SEED = (1 << 64) - 1
 
 
@@ -96,7 +98,7 @@ class ProofRequest:
     circuit_id: str  # a registered circuit id, e.g. "synthetic:400", "wpost-2k", "snarkjs:NAME"
     seeds: tuple[int, ...] = ()  # one witness seed per partition, 0 ≤ seed < 2⁶⁴
     priority: Priority = Priority.NORMAL
-    request_id: str | None = None  # client idempotency key (≤ 256 characters)
+    request_id: str | None = None  # client idempotency key (≤ MAX_REQUEST_ID_LEN characters)
     payload: bytes = field(default=b"", repr=False)  # the circuit family's input document
 
     @classmethod
@@ -133,7 +135,7 @@ class ProofRequest:
             not isinstance(self.request_id, str)
             or not 0 < len(self.request_id) <= MAX_REQUEST_ID_LEN
         ):
-            raise BadInput(f"request id must be a string of 1–{MAX_REQUEST_ID_LEN} characters")
+            raise BadInput(f"request id must be a string of 1–{MAX_REQUEST_ID_LEN:,} characters")
 
     @property
     def partitions(self) -> int | None:

@@ -29,7 +29,7 @@ from google.protobuf.message import DecodeError, Message
 from cuzk.circuits.catalogue import canonical_id, filecoin_circuit, payload_from_parts
 from cuzk.circuits.filecoin.wire import ClientParts
 from cuzk.engine import Priority, ProofRequest
-from cuzk.engine.request import JobResult, PartitionTimeline
+from cuzk.engine.request import MAX_REQUEST_ID_LEN, JobResult, PartitionTimeline
 from cuzk.errors import BadInput
 from cuzk.server.proto import proving_pb2 as pb
 
@@ -124,8 +124,10 @@ def to_engine(msg: pb.SubmitProofRequest) -> Converted:
     """Translate a SubmitProofRequest into the engine's request."""
     priority = engine_priority(msg.priority)
     request_id = msg.request_id or None
-    if request_id is not None and len(request_id) > 256:
-        raise BadInput("request_id: at most 256 characters")
+    if request_id is not None and len(request_id) > MAX_REQUEST_ID_LEN:
+        raise BadInput(
+            f"request_id: at most {MAX_REQUEST_ID_LEN:,} characters, got {len(request_id):,}"
+        )
     if msg.circuit_id:
         circuit_id, seeds, payload = _direct(msg)
         kind = "circuit"
