@@ -4,6 +4,7 @@ that decoding anything at all ends in a request or BadInput, never another excep
 
 from __future__ import annotations
 
+import base64
 import json
 
 import pytest
@@ -135,10 +136,16 @@ def test_winning_post_envelope_round_trip(encoding, rng):
     assert conv.kind == "winning" and conv.request.circuit_id == "winning-2k"
     assert conv.request.priority is Priority.CRITICAL
     env = json.loads(conv.request.payload)
-    assert env["vanilla_proofs"] == docs
+    assert [base64.b64decode(b) for b in env["vanilla_proof_blobs"]] == blobs  # as sent
     assert int.from_bytes(bytes(env["prover_id"]), "little") == prover_id(miner)
-    cid, _circuit, inputs = read_request(conv.request.payload)
+    cid, circuit, inputs = read_request(conv.request.payload)
     assert cid == "winning-2k" and len(inputs) == 132
+    # the same statement as the JSON request file of those sector proofs
+    del env["vanilla_proof_blobs"]
+    env["vanilla_proofs"] = docs
+    same_cid, same_circuit, same_inputs = read_request(json.dumps(env).encode())
+    assert (same_cid, same_inputs) == (cid, inputs)
+    assert same_circuit.sectors == circuit.sectors
 
 
 def test_bincode_starting_with_a_brace_is_still_bincode(rng):
@@ -153,7 +160,9 @@ def test_bincode_starting_with_a_brace_is_still_bincode(rng):
         vanilla_proofs=[raw],
         randomness=(3).to_bytes(32, "little"),
     )
-    assert json.loads(convert.to_engine(msg).request.payload)["vanilla_proofs"] == [doc]
+    payload = convert.to_engine(msg).request.payload
+    assert json.loads(payload)["vanilla_proof_blobs"] == [base64.b64encode(raw).decode()]
+    read_request(payload)  # read as bincode, and it checks out
 
 
 def test_bad_post_inputs_are_refused(rng):
@@ -168,12 +177,18 @@ def test_bad_post_inputs_are_refused(rng):
         "not JSON": [b'{"sector_id": '],
         "expected a JSON object": [b"{}"[:1]],
     }
-    for what, blobs in cases.items():
-        try:
-            convert.to_engine(pb.SubmitProofRequest(vanilla_proofs=blobs, **base))
-        except BadInput:
-            continue
-        pytest.fail(f"{what}: accepted")
+    for blobs in cases.values():  # refused when the engine opens the request
+        payload = convert.to_engine(pb.SubmitProofRequest(vanilla_proofs=blobs, **base)).request
+        with pytest.raises(BadInput, match=r"vanilla_proofs\[0\]"):
+            read_request(payload.payload)
+    env = json.loads(
+        convert.to_engine(pb.SubmitProofRequest(vanilla_proofs=[good], **base)).request.payload
+    )
+    for bad, match in (([], "non-empty"), (["%%"], "base64"), ([7], "base64")):
+        with pytest.raises(BadInput, match=match):
+            read_request(json.dumps({**env, "vanilla_proof_blobs": bad}).encode())
+    with pytest.raises(BadInput, match="together"):
+        read_request(json.dumps({**env, "vanilla_proofs": [doc]}).encode())
     with pytest.raises(BadInput, match="32 bytes"):
         convert.to_engine(
             pb.SubmitProofRequest(

@@ -23,8 +23,12 @@ from cuzk.errors import BadInput
 
 
 class _Reader:
-    def __init__(self, data: bytes, what: str) -> None:
-        self.data, self.pos, self.what = data, 0, what
+    """``raw32``: 32-byte domain elements come back as ``bytes``, as
+    :func:`cuzk.safejson.loads` with ``bytes32`` gives them (the readers take both; bytes
+    skip a list of 32 ints per value), instead of the list of ints serde's JSON holds."""
+
+    def __init__(self, data: bytes, what: str, raw32: bool = False) -> None:
+        self.data, self.pos, self.what, self.raw32 = data, 0, what, raw32
 
     def take(self, n: int) -> bytes:
         if self.pos + n > len(self.data):
@@ -39,8 +43,9 @@ class _Reader:
     def u64(self) -> int:
         return int.from_bytes(self.take(8), "little")
 
-    def domain(self) -> list[int]:
-        return list(self.take(32))
+    def domain(self) -> list[int] | bytes:
+        value = self.take(32)
+        return value if self.raw32 else list(value)
 
     def seq(self, item: Callable[[], Any], min_item_bytes: int) -> list[Any]:
         n = self.u64()
@@ -51,10 +56,20 @@ class _Reader:
             )
         return [item() for _ in range(n)]
 
+    def domains(self) -> list[Any]:
+        """A sequence of domain elements, taken in one slice (most of a PoSt proof)."""
+        n = self.u64()
+        if n * 32 > len(self.data) - self.pos:
+            raise BadInput(
+                f"{self.what}: bincode sequence of {n} items at offset "
+                f"{self.pos - 8} is longer than the data"
+            )
+        raw = self.take(32 * n)
+        values = [raw[i : i + 32] for i in range(0, len(raw), 32)]
+        return values if self.raw32 else [list(v) for v in values]
+
     def path(self) -> dict[str, Any]:
-        return {
-            "path": self.seq(lambda: {"hashes": self.seq(self.domain, 32), "index": self.u64()}, 16)
-        }
+        return {"path": self.seq(lambda: {"hashes": self.domains(), "index": self.u64()}, 16)}
 
     def merkle_proof(self) -> dict[str, Any]:
         variant = int.from_bytes(self.take(4), "little")
@@ -92,9 +107,10 @@ class _Reader:
         return out
 
 
-def sector_proof_from_bincode(data: bytes, what: str) -> dict[str, Any]:
-    """A bincode ``FallbackPoStSectorProof`` as the dict its serde JSON would parse to."""
-    r = _Reader(data, what)
+def sector_proof_from_bincode(data: bytes, what: str, raw32: bool = False) -> dict[str, Any]:
+    """A bincode ``FallbackPoStSectorProof`` as the dict its serde JSON would parse to (its
+    32-byte values as ``bytes`` with ``raw32``)."""
+    r = _Reader(data, what, raw32)
     return r.whole(lambda: {
         "sector_id": r.u64(),
         "comm_r": r.domain(),
@@ -113,9 +129,10 @@ def partition_proof_from_bincode(data: bytes, what: str) -> dict[str, Any]:
     })  # fmt: skip
 
 
-def read_sector_proof(raw: bytes, what: str) -> dict[str, Any]:
-    """One ``FallbackPoStSectorProof`` in either encoding, as its serde JSON dict."""
-    return read_either(raw, what, sector_proof_from_bincode)
+def read_sector_proof(raw: bytes, what: str, raw32: bool = False) -> dict[str, Any]:
+    """One ``FallbackPoStSectorProof`` in either encoding, as its serde JSON dict (32-byte
+    values as ``bytes`` with ``raw32``)."""
+    return read_either(raw, what, lambda d, w: sector_proof_from_bincode(d, w, raw32), raw32)
 
 
 def read_partition_proof(raw: bytes, what: str) -> dict[str, Any]:
@@ -124,7 +141,10 @@ def read_partition_proof(raw: bytes, what: str) -> dict[str, Any]:
 
 
 def read_either(
-    raw: bytes, what: str, from_bincode: Callable[[bytes, str], dict[str, Any]]
+    raw: bytes,
+    what: str,
+    from_bincode: Callable[[bytes, str], dict[str, Any]],
+    raw32: bool = False,
 ) -> dict[str, Any]:
     """A vanilla proof as serde JSON text or bincode, as its serde JSON dict.
 
@@ -134,7 +154,7 @@ def read_either(
     """
     json_error = None
     if raw.lstrip()[:1] == b"{":
-        doc, json_error = safejson.parse(raw)  # text starting with "{": an object or an error
+        doc, json_error = safejson.parse(raw, bytes32=raw32)  # an object or an error
         if json_error is None:
             return doc
     try:

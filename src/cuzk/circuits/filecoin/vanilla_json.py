@@ -20,6 +20,8 @@ reason, never a proof.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import io
 import json
 from collections.abc import Iterable, Sequence
@@ -47,6 +49,7 @@ from cuzk.circuits.filecoin.vanilla import (
     sector_challenges,
     sector_proof,
 )
+from cuzk.circuits.filecoin.vanilla_bincode import read_sector_proof
 from cuzk.circuits.statement import Statement, payload_digest
 from cuzk.errors import BadInput
 from cuzk.field import fr
@@ -289,9 +292,32 @@ def read_request(text: str | bytes) -> tuple[str, FallbackPoStCircuit, list[int]
         raise BadInput("PoSt request: partition must be a non-negative integer")
     randomness = fe(field(doc, "randomness", "PoSt request"), "randomness")
     fe(field(doc, "prover_id", "PoSt request"), "prover_id")
-    vanilla = read_sectors(field(doc, "vanilla_proofs", "PoSt request"), params)
+    if "vanilla_proof_blobs" in doc:  # a daemon's envelope: the sector proofs as sent
+        if "vanilla_proofs" in doc:
+            raise BadInput("PoSt request: vanilla_proofs and vanilla_proof_blobs together")
+        vanilla = read_sectors(_sector_blobs(doc["vanilla_proof_blobs"]), params)
+    else:
+        vanilla = read_sectors(field(doc, "vanilla_proofs", "PoSt request"), params)
     circuit, inputs = partition_circuit(params, vanilla, randomness, partition)
     return cid, circuit, inputs
+
+
+def _sector_blobs(blobs: Any) -> list[dict[str, Any]]:
+    """The sector proofs of a daemon's envelope (:func:`.wire.post_payload`): base64 of each
+    proof as the client sent it, serde JSON or bincode, read with 32-byte values as bytes."""
+    if not isinstance(blobs, list) or not blobs:
+        raise BadInput("PoSt request: vanilla_proof_blobs must be a non-empty array")
+    out = []
+    for k, blob in enumerate(blobs):
+        what = f"vanilla_proofs[{k}]"
+        try:
+            raw = base64.b64decode(blob, validate=True) if isinstance(blob, str) else None
+        except (binascii.Error, ValueError):
+            raw = None
+        if raw is None:
+            raise BadInput(f"PoSt request: {what} is not base64 text")
+        out.append(read_sector_proof(raw, what, raw32=True))
+    return out
 
 
 def open_statement(circuit_id: str, payload: bytes) -> Statement:
