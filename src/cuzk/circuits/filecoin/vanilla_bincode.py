@@ -65,8 +65,9 @@ class _Reader:
                 f"{self.pos - 8} is longer than the data"
             )
         raw = self.take(32 * n)
-        values = [raw[i : i + 32] for i in range(0, len(raw), 32)]
-        return values if self.raw32 else [list(v) for v in values]
+        if self.raw32:
+            return [raw[i : i + 32] for i in range(0, len(raw), 32)]
+        return [list(raw[i : i + 32]) for i in range(0, len(raw), 32)]
 
     def path(self) -> dict[str, Any]:
         return {"path": self.seq(lambda: {"hashes": self.domains(), "index": self.u64()}, 16)}
