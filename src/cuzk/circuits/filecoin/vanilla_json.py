@@ -31,6 +31,7 @@ from typing import Any, TextIO
 import numpy as np
 
 from cuzk import safejson
+from cuzk.circuits.filecoin import post_bincode
 from cuzk.circuits.filecoin.merkle_json import (
     fe,
     fe_json,
@@ -126,6 +127,15 @@ def read_sectors(doc: Any, params: PoStParams) -> list[SectorVanilla]:
         paths = tuple(read_merkle_proof(m, params.tree, f"{what} challenge {j}")
                       for j, m in enumerate(incl))  # fmt: skip
         read.append(SectorVanilla(sid, SectorProof(comm_r, comm_c, comm_r_last, paths)))
+    return check_hashes(read, params)
+
+
+def check_hashes(read: list[SectorVanilla], params: PoStParams) -> list[SectorVanilla]:
+    """``read`` once every sector's comm_r and inclusion paths hash as they claim (in bulk).
+
+    Raises:
+        BadInput: the first sector or path that does not, in order.
+    """
     comms = fr.to_ints(
         hash_many(
             fr.from_ints([x for sv in read for x in (sv.proof.comm_c, sv.proof.comm_r_last)]), 2
@@ -295,29 +305,34 @@ def read_request(text: str | bytes) -> tuple[str, FallbackPoStCircuit, list[int]
     if "vanilla_proof_blobs" in doc:  # a daemon's envelope: the sector proofs as sent
         if "vanilla_proofs" in doc:
             raise BadInput("PoSt request: vanilla_proofs and vanilla_proof_blobs together")
-        vanilla = read_sectors(_sector_blobs(doc["vanilla_proof_blobs"]), params)
+        vanilla = _read_blobs(doc["vanilla_proof_blobs"], params)
     else:
         vanilla = read_sectors(field(doc, "vanilla_proofs", "PoSt request"), params)
     circuit, inputs = partition_circuit(params, vanilla, randomness, partition)
     return cid, circuit, inputs
 
 
-def _sector_blobs(blobs: Any) -> list[dict[str, Any]]:
+def _read_blobs(blobs: Any, params: PoStParams) -> list[SectorVanilla]:
     """The sector proofs of a daemon's envelope (:func:`.wire.post_payload`): base64 of each
-    proof as the client sent it, serde JSON or bincode, read with 32-byte values as bytes."""
+    proof as the client sent it, serde JSON or bincode. Bincode in the tree's layout is read in
+    bulk (:mod:`.post_bincode`); otherwise each proof the general way, 32-byte values as bytes."""
     if not isinstance(blobs, list) or not blobs:
         raise BadInput("PoSt request: vanilla_proof_blobs must be a non-empty array")
-    out = []
+    raws = []
     for k, blob in enumerate(blobs):
-        what = f"vanilla_proofs[{k}]"
         try:
             raw = base64.b64decode(blob, validate=True) if isinstance(blob, str) else None
         except (binascii.Error, ValueError):
             raw = None
         if raw is None:
-            raise BadInput(f"PoSt request: {what} is not base64 text")
-        out.append(read_sector_proof(raw, what, raw32=True))
-    return out
+            raise BadInput(f"PoSt request: vanilla_proofs[{k}] is not base64 text")
+        raws.append(raw)
+    bulk = post_bincode.read_sector_proofs(raws, params.tree)
+    if bulk is not None:
+        return check_hashes([SectorVanilla(sid, proof) for sid, proof in bulk], params)
+    docs = [read_sector_proof(raw, f"vanilla_proofs[{k}]", raw32=True)
+            for k, raw in enumerate(raws)]  # fmt: skip
+    return read_sectors(docs, params)
 
 
 def open_statement(circuit_id: str, payload: bytes) -> Statement:
