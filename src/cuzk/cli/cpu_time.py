@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 PROC = Path("/proc")
+TICKS_PER_S = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
 
 @dataclass(frozen=True)
@@ -35,8 +36,7 @@ def _stat(pid: int, proc: Path) -> tuple[int, float] | None:
         return None
     # "pid (comm) state ppid …": comm may hold spaces and parentheses, so split after the last ")".
     fields = text[text.rindex(")") + 2 :].split()
-    ticks = os.sysconf("SC_CLK_TCK")
-    return int(fields[1]), (int(fields[11]) + int(fields[12])) / ticks
+    return int(fields[1]), (int(fields[11]) + int(fields[12])) / TICKS_PER_S
 
 
 def helpers_seconds(root: int, proc: Path = PROC) -> float:

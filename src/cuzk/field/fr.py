@@ -80,14 +80,15 @@ def random(n: int, rng: np.random.Generator) -> FrVec:
     while todo.size:
         cand = rng.integers(0, 2**64, size=(todo.size, 4), dtype=np.uint64)
         cand[:, 3] &= np.uint64((1 << 63) - 1)
-        ok = _below_r(cand)
+        ok = below_r(cand)
         out[todo[ok]] = cand[ok]
         todo = todo[~ok]
     return from_canonical_limbs(out)
 
 
-def _below_r(words: np.ndarray) -> np.ndarray:
-    """Vectorised lexicographic limb comparison words < r (most significant limb first)."""
+def below_r(words: np.ndarray) -> np.ndarray:
+    """Per row of (n, 4) little-endian uint64 limbs: whether it is below r (vectorised,
+    most significant limb first)."""
     q = limbs(R)
     less = np.zeros(words.shape[0], dtype=bool)
     same = np.ones(words.shape[0], dtype=bool)

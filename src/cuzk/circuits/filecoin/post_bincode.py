@@ -23,12 +23,11 @@ import numpy as np
 
 from cuzk import safejson
 from cuzk.circuits.filecoin.post import SectorProof
-from cuzk.field.constants import R
+from cuzk.field import fr
 from cuzk.gadgets.merkle import MerklePath, TreeShape
 
 _HEADER = 56  # sector_id u64, comm_r 32, vanilla_proof.sectors length u64, inclusion count u64
 _TAIL = 64  # comm_c, comm_r_last
-_R_LIMBS = np.array([(R >> (64 * i)) & (2**64 - 1) for i in range(4)], dtype=np.uint64)
 
 
 @dataclass(frozen=True)
@@ -135,13 +134,7 @@ def _fixed_fields_hold(rows: np.ndarray, lay: _Layout) -> bool:
 
 def _canonical(values: np.ndarray) -> bool:
     """Whether every 32-byte little-endian value in the rows of ``values`` is below r."""
-    limbs = np.ascontiguousarray(values).view("<u8").reshape(-1, 4)
-    below = np.zeros(len(limbs), dtype=bool)
-    equal = np.ones(len(limbs), dtype=bool)
-    for i in range(3, -1, -1):
-        below |= equal & (limbs[:, i] < _R_LIMBS[i])
-        equal &= limbs[:, i] == _R_LIMBS[i]
-    return bool(below.all())
+    return bool(fr.below_r(np.ascontiguousarray(values).view("<u8").reshape(-1, 4)).all())
 
 
 def _ints(values: np.ndarray) -> list[int]:

@@ -47,24 +47,23 @@ class _Reader:
         value = self.take(32)
         return value if self.raw32 else list(value)
 
-    def seq(self, item: Callable[[], Any], min_item_bytes: int) -> list[Any]:
+    def length(self, min_item_bytes: int) -> int:
+        """A sequence's length, refused before anything is allocated for it if its items
+        cannot fit the bytes that remain."""
         n = self.u64()
         if n * min_item_bytes > len(self.data) - self.pos:
             raise BadInput(
                 f"{self.what}: bincode sequence of {n} items at offset "
                 f"{self.pos - 8} is longer than the data"
             )
-        return [item() for _ in range(n)]
+        return n
+
+    def seq(self, item: Callable[[], Any], min_item_bytes: int) -> list[Any]:
+        return [item() for _ in range(self.length(min_item_bytes))]
 
     def domains(self) -> list[Any]:
         """A sequence of domain elements, taken in one slice (most of a PoSt proof)."""
-        n = self.u64()
-        if n * 32 > len(self.data) - self.pos:
-            raise BadInput(
-                f"{self.what}: bincode sequence of {n} items at offset "
-                f"{self.pos - 8} is longer than the data"
-            )
-        raw = self.take(32 * n)
+        raw = self.take(32 * self.length(32))
         if self.raw32:
             return [raw[i : i + 32] for i in range(0, len(raw), 32)]
         return [list(raw[i : i + 32]) for i in range(0, len(raw), 32)]
