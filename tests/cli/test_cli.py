@@ -214,6 +214,21 @@ def test_prove_from_vanilla_request(tmp_path, capsys):
     prove[2] = "winning-2k"
     assert main(prove) == 2
     assert "is for wpost-2k" in capsys.readouterr().err
+    # The bench proves a request as Curio sends it, converted per proof like the daemon does.
+    curio = tmp_path / "curio"
+    assert main(["gen-vanilla", "window-post", "--sector-size", "2KiB", "--curio",
+                 "--out", str(curio)]) == 0  # fmt: skip
+    bench = ["bench", "--backend", "cpu", "--circuit", "wpost-2k", "--vanilla", str(curio),
+             "--param-dir", str(tmp_path), "--shape-cache", str(cache), "--proofs", "2",
+             "--concurrency", "1", "--workers-per-device", "1",
+             "--json", str(tmp_path / "b.json")]  # fmt: skip
+    assert main(bench) == 0
+    summary = json.loads((tmp_path / "b.json").read_text())["summary"]
+    assert (summary["succeeded"], summary["failed"]) == (2, 0)
+    capsys.readouterr()
+    bench[4] = "winning-2k"
+    assert main(bench) == 2
+    assert "is a wpost-2k request, not winning-2k" in capsys.readouterr().err
 
 
 def test_verify_takes_several_partitions(keys, proof_files, tmp_path):

@@ -42,11 +42,23 @@ def test_a_statement_opened_in_the_helper_equals_the_local_one(opener, seed):
         assert remote.circuit(i) == local.circuit(i)
 
 
-def test_a_statement_that_does_not_pickle_is_opened_locally_from_then_on(opener, seed):
+def test_a_post_request_comes_back_from_the_helper(opener, seed):
+    """A PoSt statement holds its circuit (built while opening) in a picklable ``Built``: a
+    lambda there once sent every PoSt request back to the engine's process, GIL and all."""
     text, _ = random_request(post_params("wpost-2k"), np.random.default_rng(seed))
+    local = open_statement("wpost-2k", (), text.encode())
     before = opener.opened
-    assert opener.statement("wpost-2k", (), text.encode()) is None
-    assert opener.statement("wpost-2k", (), text.encode()) is None  # not sent again
+    remote = opener.statement("wpost-2k", (), text.encode())
+    assert remote is not None and opener.opened == before + 1
+    assert remote.expected_inputs == local.expected_inputs
+    assert remote.circuit(0) == local.circuit(0)
+
+
+def test_a_statement_that_does_not_pickle_is_opened_locally_from_then_on(opener, seed):
+    """Seeded statements build their circuits in a closure."""
+    before = opener.opened
+    assert opener.statement("winning-2k", (seed,), b"") is None
+    assert opener.statement("winning-2k", (seed,), b"") is None  # not sent again
     assert opener.opened == before
 
 

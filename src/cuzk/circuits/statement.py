@@ -50,6 +50,19 @@ class Statement:
         return self.expected_inputs[index] if self.expected_inputs else None
 
 
+@dataclass(frozen=True)
+class Built:
+    """The ``build`` of a statement whose circuits were made while it was opened (a PoSt
+    request's one partition). Unlike a lambda it pickles, so the engine's payload opener can
+    send the statement back from its helper process instead of opening it again in the
+    engine's own, where the parse would hold the GIL the device workers need."""
+
+    circuits: tuple[Circuit, ...]
+
+    def __call__(self, index: int) -> Circuit:
+        return self.circuits[index]
+
+
 def payload_digest(circuit_id: str, seeds: Sequence[int], payload: bytes) -> str:
     """SHA-256 over what a request asks to prove (never over how urgently)."""
     h = hashlib.sha256()

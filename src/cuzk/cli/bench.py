@@ -66,7 +66,9 @@ def add_parser(sub: Any, common: Callable[[argparse.ArgumentParser], None]) -> N
         "--vanilla",
         type=Path,
         help="prove this request file every time (cuzk gen-vanilla; e.g. a virtual 32 GiB C1) "
-        "instead of seeded witnesses; --partitions is then the file's",
+        "instead of seeded witnesses; --partitions is then the file's. A directory is a "
+        "request as Curio sends it (gen-vanilla --curio), converted for every proof the way "
+        "the daemon converts a SubmitProofRequest, so its time counts",
     )
     s.add_argument(
         "--param-dir",
@@ -135,12 +137,16 @@ def cmd_bench(args: argparse.Namespace) -> int:
         raise BadInput("--inject-faults must lie in [0, 1]")
     if args.timeline is not None:
         require_matplotlib()
-    args.payload = None
+    args.payload = args.curio = None
     if args.vanilla is not None:
         from cuzk.circuits import open_statement
         from cuzk.cli.inputs import read_input
 
-        args.payload = read_input(args.vanilla)
+        if args.vanilla.is_dir():
+            args.curio = _curio_message(args)
+            args.payload = _request(args, 0, "bench-check").payload
+        else:
+            args.payload = read_input(args.vanilla)
         args.partitions = open_statement(args.circuit, payload=args.payload).partitions
     config = EngineConfig(
         param_dir=args.param_dir or default_cache_dir().parent / "params",
@@ -195,10 +201,29 @@ def _request(args: argparse.Namespace, seed: int, request_id: str) -> Any:
     """The bench's request: ``--partitions`` seeded partitions, or the ``--vanilla`` file."""
     from cuzk.engine import ProofRequest
 
+    if args.curio is not None:
+        from cuzk.server.convert import to_engine
+
+        msg = type(args.curio)()
+        msg.CopyFrom(args.curio)
+        msg.request_id = request_id  # the directory's own id would make every proof one job
+        return to_engine(msg).request
     if args.vanilla is not None:
         return ProofRequest(args.circuit, payload=args.payload, request_id=request_id)
     return ProofRequest.of(args.circuit, partitions=args.partitions, seed=seed,
                            request_id=request_id)  # fmt: skip
+
+
+def _curio_message(args: argparse.Namespace) -> Any:
+    """The SubmitProofRequest of a ``--curio`` directory, for ``--circuit``."""
+    from cuzk.cli.filecoin_cmd import curio_message
+    from cuzk.server.convert import to_engine
+
+    msg = curio_message(args.vanilla)
+    got = to_engine(msg).request.circuit_id
+    if got != args.circuit:
+        raise BadInput(f"{args.vanilla} is a {got} request, not {args.circuit}")
+    return msg
 
 
 def _warm_up(engine: Any, args: argparse.Namespace) -> None:

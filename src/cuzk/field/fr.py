@@ -191,8 +191,14 @@ def take_into(v: FrVec, rows: np.ndarray | None, out: FrVec, offset: int = 0) ->
 
 
 def to_ints(v: FrVec) -> list[int]:
-    """FrVec → canonical Python ints (vectorised through an object array)."""
-    w = to_canonical_limbs(v).astype(object)
+    """FrVec → canonical Python ints."""
+    return limbs_to_ints(to_canonical_limbs(v))
+
+
+def limbs_to_ints(words: np.ndarray) -> list[int]:
+    """(…, 4) little-endian uint64 limbs → Python ints, row by row (through an object array,
+    so the shifts run in numpy's loops rather than a Python ``for``)."""
+    w = np.asarray(words, dtype=np.uint64).reshape(-1, 4).astype(object)
     if w.shape[0] == 0:
         return []
     return (w[:, 0] | (w[:, 1] << 64) | (w[:, 2] << 128) | (w[:, 3] << 192)).tolist()

@@ -9,8 +9,11 @@ never a Python loop per hash.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from typing import overload
+
+import numpy as np
 
 from cuzk.errors import BadInput
 from cuzk.field import fr
@@ -68,6 +71,148 @@ class MerklePath:
     siblings: list[list[int]]  # per level, bottom-up
     positions: list[int]  # per level, 0 … arity − 1
     root: int
+
+
+@dataclass(frozen=True, eq=False)
+class PathBatch(Sequence[MerklePath]):
+    """Inclusion paths of one tree shape, column by column.
+
+    A full 32 GiB WindowPoSt partition carries 23,490 paths of ten levels: 1.7M field elements.
+    As Python ints in :class:`MerklePath` objects they take seconds to make, to hash (converted
+    back to Montgomery form) and to pickle to the engine and its synthesis workers. Held here
+    as numpy columns, a request is read, hash-checked and sent between processes without a
+    per-value step; a path becomes a :class:`MerklePath` only where a gadget walks it (one
+    sector's ten, in the synthesis worker that proves it). Values are canonical (below r),
+    as (…, 4) little-endian uint64 limbs.
+    """
+
+    leaves: np.ndarray  # (n, 4)
+    siblings: tuple[np.ndarray, ...]  # per level, bottom-up: (n, arity − 1, 4)
+    positions: np.ndarray  # (n, levels) int64, each 0 … arity − 1
+    roots: np.ndarray  # (n, 4)
+
+    @classmethod
+    def of(cls, paths: Sequence[MerklePath]) -> PathBatch:
+        """The batch of ``paths`` (returned as is when it is one already).
+
+        Raises:
+            BadInput: the paths have different level counts or arities.
+        """
+        if isinstance(paths, PathBatch):
+            return paths
+        if not paths:
+            raise BadInput("no inclusion paths")
+        widths = [len(s) for s in paths[0].siblings]
+        if any([len(s) for s in mp.siblings] != widths for mp in paths):
+            raise BadInput("inclusion paths of different tree shapes in one batch")
+        n = len(paths)
+
+        def limbs(values: list[int], shape: tuple[int, ...]) -> np.ndarray:
+            return fr.to_canonical_limbs(fr.from_ints(values)).reshape(*shape, 4)
+
+        return cls(
+            limbs([mp.leaf for mp in paths], (n,)),
+            tuple(
+                limbs([x for mp in paths for x in mp.siblings[k]], (n, w))
+                for k, w in enumerate(widths)
+            ),
+            np.array([mp.positions for mp in paths], dtype=np.int64).reshape(n, len(widths)),
+            limbs([mp.root for mp in paths], (n,)),
+        )
+
+    @classmethod
+    def concat(cls, batches: Sequence[Sequence[MerklePath]]) -> PathBatch:
+        """One batch of every path of ``batches`` in order (of one tree shape)."""
+        parts = [cls.of(b) for b in batches]
+        return cls(
+            np.concatenate([b.leaves for b in parts]),
+            tuple(
+                np.concatenate(level) for level in zip(*(b.siblings for b in parts), strict=True)
+            ),
+            np.concatenate([b.positions for b in parts]),
+            np.concatenate([b.roots for b in parts]),
+        )
+
+    def __len__(self) -> int:
+        return self.leaves.shape[0]
+
+    @overload
+    def __getitem__(self, index: int) -> MerklePath: ...
+    @overload
+    def __getitem__(self, index: slice) -> PathBatch: ...
+    def __getitem__(self, index: int | slice) -> MerklePath | PathBatch:
+        if isinstance(index, slice):
+            return PathBatch(self.leaves[index], tuple(s[index] for s in self.siblings),
+                             self.positions[index], self.roots[index])  # fmt: skip
+        i = range(len(self))[index]  # IndexError past the end; negative indices count back
+        return MerklePath(
+            fr.limbs_to_ints(self.leaves[i])[0],
+            [fr.limbs_to_ints(s[i]) for s in self.siblings],
+            self.positions[i].tolist(),
+            fr.limbs_to_ints(self.roots[i])[0],
+        )
+
+    def __iter__(self) -> Iterator[MerklePath]:
+        return (self[i] for i in range(len(self)))
+
+    def __eq__(self, other: object) -> bool:
+        """Equal to any sequence of the same paths (the general readers give tuples)."""
+        if not isinstance(other, Sequence) or len(other) != len(self):
+            return False
+        if isinstance(other, PathBatch):
+            return all(np.array_equal(a, b) for a, b in zip(self._columns(), other._columns(),
+                                                              strict=True))  # fmt: skip
+        return all(a == b for a, b in zip(self, other, strict=True))
+
+    __hash__ = None  # type: ignore[assignment]  # mutable arrays inside, like MerklePath's lists
+
+    def _columns(self) -> tuple[np.ndarray, ...]:
+        return (self.leaves, *self.siblings, self.positions, self.roots)
+
+    def leaf_indices(self) -> np.ndarray:
+        """The leaf each path proves (positions as mixed-radix digits, lowest level first)."""
+        index = np.zeros(len(self), dtype=np.int64)
+        scale = 1
+        for k, level in enumerate(self.siblings):
+            index += self.positions[:, k] * scale
+            scale *= level.shape[1] + 1
+        return index
+
+    def hash_roots(self) -> np.ndarray:
+        """The roots the paths hash to with Poseidon (Merkle tags by arity), as (n, 4) limbs.
+
+        One bulk :func:`hash_many` per level, and each distinct preimage of a level hashed
+        once: a Poseidon hash costs ~80 µs of a core natively, and paths to one root share
+        their top levels (a level ``d`` below the root has at most arity^d distinct nodes), so
+        a request's thousands of paths cost about a third less than every level of every path.
+        """
+        n = len(self)
+        cur = fr.from_canonical_limbs(self.leaves)
+        rows = np.arange(n)[:, None]
+        for k, level in enumerate(self.siblings):
+            width = level.shape[1]
+            pos = self.positions[:, k]
+            pre = np.empty((n, width + 1, 4), dtype=np.uint64)
+            pre[rows[:, 0], pos] = cur
+            # Sibling j of a path sits in slot j, or j + 1 at and after the path's own position.
+            slots = np.arange(width)[None, :]
+            sibs = fr.from_canonical_limbs(level.reshape(-1, 4)).reshape(n, width, 4)
+            pre[rows, slots + (slots >= pos[:, None])] = sibs
+            cur = _hash_distinct(pre, width + 1)
+        return fr.to_canonical_limbs(cur)
+
+
+def _hash_distinct(pre: np.ndarray, arity: int) -> fr.FrVec:
+    """``hash_many`` of the (n, arity, 4) preimages, each distinct one hashed once (a dict of
+    their bytes finds repeats faster than sorting rows of 8·32 bytes)."""
+    raw, width = pre.tobytes(), arity * 32
+    seen: dict[bytes, int] = {}  # preimage -> its number among the distinct ones
+    back = np.array([seen.setdefault(raw[i : i + width], len(seen))
+                     for i in range(0, len(raw), width)], dtype=np.int64)  # fmt: skip
+    if len(seen) == len(pre):
+        return hash_many(pre.reshape(-1, 4), arity)
+    first = np.unique(back, return_index=True)[1]  # where distinct preimage j first occurs
+    return hash_many(pre[first].reshape(-1, 4), arity)[back]
 
 
 def build_tree(leaves: fr.FrVec, shape: TreeShape) -> list[fr.FrVec]:

@@ -13,13 +13,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-import numpy as np
-
 from cuzk.errors import BadInput
 from cuzk.field import fr
 from cuzk.field.constants import R
-from cuzk.gadgets.merkle import MerklePath, TreeShape
-from cuzk.gadgets.poseidon.native import hash_many, hash_one
+from cuzk.gadgets.merkle import MerklePath, PathBatch, TreeShape
+from cuzk.gadgets.poseidon.native import hash_one
 
 # -- JSON primitives ----------------------------------------------------------------------------
 
@@ -160,41 +158,14 @@ def path_root(mp: MerklePath) -> int:
 
 
 def poseidon_roots(paths: Sequence[MerklePath], shape: TreeShape) -> list[int]:
-    """The roots the Poseidon inclusion paths of a tree of shape ``shape`` hash to.
-
-    One bulk :func:`hash_many` per level, and each distinct preimage of a level hashed once:
-    a Poseidon hash costs ~80 µs of a core natively, and paths to one root share their top
-    levels (a level ``d`` below the root has at most arity^d distinct nodes), so a request's
-    thousands of paths cost about a third less than hashing every level of every path.
-    """
-    n = len(paths)
-    if not n:
+    """The roots the Poseidon inclusion paths of a tree of shape ``shape`` hash to, in bulk
+    (:meth:`PathBatch.hash_roots`)."""
+    if not paths:
         return []
-    cur = fr.from_ints([mp.leaf for mp in paths])
-    rows = np.arange(n)[:, None]
-    for level, arity in enumerate(shape.arities):
-        pos = np.array([mp.positions[level] for mp in paths], dtype=np.int64)
-        sibs = fr.from_ints([s for mp in paths for s in mp.siblings[level]])
-        pre = np.empty((n, arity, 4), dtype=np.uint64)
-        pre[rows[:, 0], pos] = cur
-        # Sibling j of a path sits in slot j, or j + 1 at and after the path's own position.
-        slots = np.arange(arity - 1)[None, :]
-        pre[rows, slots + (slots >= pos[:, None])] = sibs.reshape(n, arity - 1, 4)
-        cur = _hash_distinct(pre, arity)
-    return fr.to_ints(cur)
-
-
-def _hash_distinct(pre: np.ndarray, arity: int) -> fr.FrVec:
-    """``hash_many`` of the (n, arity, 4) preimages, each distinct one hashed once (a dict of
-    their bytes finds repeats faster than sorting rows of 8·32 bytes)."""
-    raw, width = pre.tobytes(), arity * 32
-    seen: dict[bytes, int] = {}  # preimage -> its number among the distinct ones
-    back = np.array([seen.setdefault(raw[i : i + width], len(seen))
-                     for i in range(0, len(raw), width)], dtype=np.int64)  # fmt: skip
-    if len(seen) == len(pre):
-        return hash_many(pre.reshape(-1, 4), arity)
-    first = np.unique(back, return_index=True)[1]  # where distinct preimage j first occurs
-    return hash_many(pre[first].reshape(-1, 4), arity)[back]
+    batch = PathBatch.of(paths)
+    if [w.shape[1] + 1 for w in batch.siblings] != shape.arities:
+        raise BadInput("inclusion paths do not have the tree's levels")
+    return fr.limbs_to_ints(batch.hash_roots())
 
 
 def leaf_index(mp: MerklePath, tree: TreeShape) -> int:

@@ -129,7 +129,8 @@ class SectorProof:
     comm_r: int  # Poseidon2(comm_c, comm_r_last): the sector's public commitment
     comm_c: int  # TreeC root
     comm_r_last: int  # TreeR root
-    inclusion_proofs: tuple[MerklePath, ...]  # one per challenge, in challenge order
+    # One per challenge, in challenge order (a PathBatch slice when read in bulk).
+    inclusion_proofs: Sequence[MerklePath]
 
 
 def _blank_path(tree: TreeShape) -> list[PathLevel]:

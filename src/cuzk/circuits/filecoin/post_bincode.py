@@ -6,7 +6,8 @@ into serde's dicts, then :func:`.merkle_json.read_merkle_proof`) that is ≈ 10 
 for a given tree every path has the same byte layout (bincode writes fixed-width integers and
 raw 32-byte values), so the whole partition is a matrix of equal-length rows: its length fields
 and positions are checked column by column with numpy, its field elements compared with r in
-bulk, and only the final ints are made one by one.
+bulk, and its paths kept as those columns (:class:`~cuzk.gadgets.merkle.PathBatch`): no value
+becomes a Python int until a synthesis worker walks its sector's paths.
 
 Anything outside that layout — JSON text, another Merkle variant, a length that differs, a value
 of r or more, bytes left over — makes :func:`read_sector_proofs` answer None, and the caller
@@ -24,7 +25,7 @@ import numpy as np
 from cuzk import safejson
 from cuzk.circuits.filecoin.post import SectorProof
 from cuzk.field import fr
-from cuzk.gadgets.merkle import MerklePath, TreeShape
+from cuzk.gadgets.merkle import PathBatch, TreeShape
 
 _HEADER = 56  # sector_id u64, comm_r 32, vanilla_proof.sectors length u64, inclusion count u64
 _TAIL = 64  # comm_c, comm_r_last
@@ -96,19 +97,16 @@ def read_sector_proofs(
     if not all(_canonical(v) for v in values):
         return None
     sector_ids = _u64(head, 0).tolist()
-    comm_r, comm_c, comm_r_last, roots, leaves = (_ints(v) for v in values[:5])
-    level_sibs = [_ints(rows[:, off : off + 32 * k]) for off, k in lay.siblings]
-    level_pos = [_u64(rows, off).tolist() for off, _ in lay.positions]
-    widths = [k for _, k in lay.siblings]
-    paths = [
-        MerklePath(leaves[i],
-                   [s[i * k : (i + 1) * k] for s, k in zip(level_sibs, widths, strict=True)],
-                   [p[i] for p in level_pos], roots[i])
-        for i in range(len(rows))
-    ]  # fmt: skip
+    comm_r, comm_c, comm_r_last = (_ints(v) for v in values[:3])
+    paths = PathBatch(
+        _limbs(rows[:, lay.leaf : lay.leaf + 32]),
+        tuple(_limbs(rows[:, off : off + 32 * k]).reshape(-1, k, 4) for off, k in lay.siblings),
+        np.stack([_u64(rows, off).astype(np.int64) for off, _ in lay.positions], axis=1),
+        _limbs(rows[:, lay.root : lay.root + 32]),
+    )
     out, first = [], 0
     for s, n in enumerate(counts):
-        proof = SectorProof(comm_r[s], comm_c[s], comm_r_last[s], tuple(paths[first : first + n]))
+        proof = SectorProof(comm_r[s], comm_c[s], comm_r_last[s], paths[first : first + n])
         out.append((sector_ids[s], proof))
         first += n
     return out
@@ -137,6 +135,10 @@ def _canonical(values: np.ndarray) -> bool:
     return bool(fr.below_r(np.ascontiguousarray(values).view("<u8").reshape(-1, 4)).all())
 
 
+def _limbs(values: np.ndarray) -> np.ndarray:
+    """Rows of 32-byte little-endian values as (n, 4) uint64 limbs (a copy of their own)."""
+    return np.ascontiguousarray(values).view("<u8").reshape(-1, 4).astype(np.uint64)
+
+
 def _ints(values: np.ndarray) -> list[int]:
-    raw = np.ascontiguousarray(values).tobytes()
-    return [int.from_bytes(raw[i : i + 32], "little") for i in range(0, len(raw), 32)]
+    return fr.limbs_to_ints(_limbs(values))

@@ -38,7 +38,6 @@ from cuzk.circuits.filecoin.merkle_json import (
     field,
     leaf_index,
     merkle_proof_json,
-    poseidon_roots,
     read_merkle_proof,
 )
 from cuzk.circuits.filecoin.post import FallbackPoStCircuit, PoStParams, SectorProof, pad_sectors
@@ -51,9 +50,10 @@ from cuzk.circuits.filecoin.vanilla import (
     sector_proof,
 )
 from cuzk.circuits.filecoin.vanilla_bincode import read_sector_proof
-from cuzk.circuits.statement import Statement, payload_digest
+from cuzk.circuits.statement import Built, Statement, payload_digest
 from cuzk.errors import BadInput
 from cuzk.field import fr
+from cuzk.gadgets.merkle import PathBatch
 from cuzk.gadgets.poseidon.native import hash_many
 
 
@@ -131,7 +131,8 @@ def read_sectors(doc: Any, params: PoStParams) -> list[SectorVanilla]:
 
 
 def check_hashes(read: list[SectorVanilla], params: PoStParams) -> list[SectorVanilla]:
-    """``read`` once every sector's comm_r and inclusion paths hash as they claim (in bulk).
+    """``read`` once every sector's comm_r and inclusion paths hash as they claim (in bulk,
+    all the sectors' paths as one :class:`PathBatch`).
 
     Raises:
         BadInput: the first sector or path that does not, in order.
@@ -141,17 +142,26 @@ def check_hashes(read: list[SectorVanilla], params: PoStParams) -> list[SectorVa
             fr.from_ints([x for sv in read for x in (sv.proof.comm_c, sv.proof.comm_r_last)]), 2
         )
     )
-    roots = iter(poseidon_roots([mp for sv in read for mp in sv.proof.inclusion_proofs],
-                                params.tree))  # fmt: skip
-    for i, (sv, comm_r) in enumerate(zip(read, comms, strict=True)):
+    batch = PathBatch.concat([sv.proof.inclusion_proofs for sv in read])
+    if [w.shape[1] + 1 for w in batch.siblings] != params.tree.arities:
+        raise BadInput("vanilla proofs: inclusion paths do not have TreeR's levels")
+    hashes_ok = (batch.hash_roots() == batch.roots).all(axis=1)
+    counts = [len(sv.proof.inclusion_proofs) for sv in read]
+    last = fr.to_canonical_limbs(fr.from_ints([sv.proof.comm_r_last for sv in read]))
+    roots_ok = (batch.roots == np.repeat(last, counts, axis=0)).all(axis=1)
+    first = 0
+    for i, (sv, comm_r, n) in enumerate(zip(read, comms, counts, strict=True)):
         what = f"sector proof {i}"
         if comm_r != sv.proof.comm_r:
             raise BadInput(f"{what}: comm_r is not Poseidon(comm_c, comm_r_last)")
-        for j, mp in enumerate(sv.proof.inclusion_proofs):
-            if next(roots) != mp.root:
-                raise BadInput(f"{what} challenge {j}: inclusion path does not hash to its root")
-            if mp.root != sv.proof.comm_r_last:
-                raise BadInput(f"{what} challenge {j}: root differs from comm_r_last")
+        if not (hashes_ok[first : first + n].all() and roots_ok[first : first + n].all()):
+            for j in range(n):
+                if not hashes_ok[first + j]:
+                    raise BadInput(f"{what} challenge {j}: inclusion path does not hash to "
+                                   "its root")  # fmt: skip
+                if not roots_ok[first + j]:
+                    raise BadInput(f"{what} challenge {j}: root differs from comm_r_last")
+        first += n
     return read
 
 
@@ -222,8 +232,9 @@ def _check_leaves(sv: SectorVanilla, want: list[int], params: PoStParams, i: int
     got = sv.proof.inclusion_proofs
     if len(got) != len(want):
         raise BadInput(f"sector proof {i}: {len(got)} inclusion proofs, expected {len(want)}")
-    for j, (m, leaf) in enumerate(zip(got, want, strict=True)):
-        proved = leaf_index(m, params.tree)
+    proved_leaves = (got.leaf_indices().tolist() if isinstance(got, PathBatch)
+                     else [leaf_index(m, params.tree) for m in got])  # fmt: skip
+    for j, (proved, leaf) in enumerate(zip(proved_leaves, want, strict=True)):
         if proved != leaf:
             raise BadInput(f"sector proof {i} challenge {j}: proves leaf {proved}, "
                            f"the challenge is leaf {leaf}")  # fmt: skip
@@ -342,7 +353,7 @@ def open_statement(circuit_id: str, payload: bytes) -> Statement:
     if vanilla_id != circuit_id:
         raise BadInput(f"the PoSt request is for {vanilla_id}, not {circuit_id}")
     digest = payload_digest(circuit_id, (), payload)
-    return Statement(circuit_id, 1, lambda _i: circuit, digest, (tuple(inputs),))
+    return Statement(circuit_id, 1, Built((circuit,)), digest, (tuple(inputs),))
 
 
 def random_request(
