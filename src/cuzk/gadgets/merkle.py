@@ -9,6 +9,7 @@ never a Python loop per hash.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import overload
@@ -90,6 +91,9 @@ class PathBatch(Sequence[MerklePath]):
     siblings: tuple[np.ndarray, ...]  # per level, bottom-up: (n, arity − 1, 4)
     positions: np.ndarray  # (n, levels) int64, each 0 … arity − 1
     roots: np.ndarray  # (n, 4)
+    #: Per level, the (n, 4) Montgomery digest each path reaches there, once someone hashed
+    #: them (:meth:`with_digests`: the request's hash check, so synthesis need not hash again).
+    digests: tuple[np.ndarray, ...] | None = None
 
     @classmethod
     def of(cls, paths: Sequence[MerklePath]) -> PathBatch:
@@ -124,13 +128,17 @@ class PathBatch(Sequence[MerklePath]):
     def concat(cls, batches: Sequence[Sequence[MerklePath]]) -> PathBatch:
         """One batch of every path of ``batches`` in order (of one tree shape)."""
         parts = [cls.of(b) for b in batches]
+
+        def levels(columns: list[tuple[np.ndarray, ...]]) -> tuple[np.ndarray, ...]:
+            return tuple(np.concatenate(level) for level in zip(*columns, strict=True))
+
+        digests = [b.digests for b in parts]
         return cls(
             np.concatenate([b.leaves for b in parts]),
-            tuple(
-                np.concatenate(level) for level in zip(*(b.siblings for b in parts), strict=True)
-            ),
+            levels([b.siblings for b in parts]),
             np.concatenate([b.positions for b in parts]),
             np.concatenate([b.roots for b in parts]),
+            None if any(d is None for d in digests) else levels(digests),  # type: ignore[arg-type]
         )
 
     def __len__(self) -> int:
@@ -142,8 +150,9 @@ class PathBatch(Sequence[MerklePath]):
     def __getitem__(self, index: slice) -> PathBatch: ...
     def __getitem__(self, index: int | slice) -> MerklePath | PathBatch:
         if isinstance(index, slice):
+            digests = None if self.digests is None else tuple(d[index] for d in self.digests)
             return PathBatch(self.leaves[index], tuple(s[index] for s in self.siblings),
-                             self.positions[index], self.roots[index])  # fmt: skip
+                             self.positions[index], self.roots[index], digests)  # fmt: skip
         i = range(len(self))[index]  # IndexError past the end; negative indices count back
         return MerklePath(
             fr.limbs_to_ints(self.leaves[i])[0],
@@ -179,7 +188,21 @@ class PathBatch(Sequence[MerklePath]):
         return index
 
     def hash_roots(self) -> np.ndarray:
-        """The roots the paths hash to with Poseidon (Merkle tags by arity), as (n, 4) limbs.
+        """The roots the paths hash to with Poseidon (Merkle tags by arity), as (n, 4) limbs,
+        hashed here (never taken from :attr:`digests`: this is what checks a request)."""
+        return fr.to_canonical_limbs(self.hash_levels()[-1])
+
+    def with_digests(self, digests: Sequence[fr.FrVec]) -> PathBatch:
+        """This batch carrying ``digests`` (from :meth:`hash_levels` of these very paths)."""
+        return dataclasses.replace(self, digests=tuple(digests))
+
+    def level_digests(self) -> list[fr.FrVec]:
+        """:attr:`digests` where they are known, else :meth:`hash_levels`."""
+        return list(self.digests) if self.digests is not None else self.hash_levels()
+
+    def hash_levels(self) -> list[fr.FrVec]:
+        """Per level bottom-up, the (n, 4) Montgomery digest each path reaches there (the last
+        level's are the roots).
 
         One bulk :func:`hash_many` per level, and each distinct preimage of a level hashed
         once: a Poseidon hash costs ~80 µs of a core natively, and paths to one root share
@@ -189,6 +212,7 @@ class PathBatch(Sequence[MerklePath]):
         n = len(self)
         cur = fr.from_canonical_limbs(self.leaves)
         rows = np.arange(n)[:, None]
+        out = []
         for k, level in enumerate(self.siblings):
             width = level.shape[1]
             pos = self.positions[:, k]
@@ -199,7 +223,8 @@ class PathBatch(Sequence[MerklePath]):
             sibs = fr.from_canonical_limbs(level.reshape(-1, 4)).reshape(n, width, 4)
             pre[rows, slots + (slots >= pos[:, None])] = sibs
             cur = _hash_distinct(pre, width + 1)
-        return fr.to_canonical_limbs(cur)
+            out.append(cur)
+        return out
 
 
 def _hash_distinct(pre: np.ndarray, arity: int) -> fr.FrVec:

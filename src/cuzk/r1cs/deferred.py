@@ -160,21 +160,36 @@ def concat(parts: Sequence[fr.FrVec | DeferredAux]) -> fr.FrVec | DeferredAux:
     if len(plain) == len(parts):
         return _join(plain)
     hosts: list[fr.FrVec] = []
-    runs: dict[bytes, tuple[Program, list[tuple[np.ndarray, np.ndarray]]]] = {}
+    shifted: list[RunGroup] = []
     at = 0
     for p in parts:
         if isinstance(p, DeferredAux):
             hosts.append(p.host)
-            for g in p.groups:
-                runs.setdefault(g.program.key, (g.program, []))[1].append((g.starts + at, g.inputs))
+            shifted += [RunGroup(g.program, g.starts + at, g.inputs) for g in p.groups]
         else:
             hosts.append(p)
         at += len(p)
-    groups = tuple(
-        RunGroup(prog, np.concatenate([s for s, _ in rs]), np.concatenate([i for _, i in rs]))
-        for prog, rs in runs.values()
-    )
-    return DeferredAux(at, _join(hosts), groups)
+    return DeferredAux(at, _join(hosts), _by_program(shifted))
+
+
+def merge_groups(aux: DeferredAux, more: Sequence[RunGroup]) -> DeferredAux:
+    """``aux`` with the runs of ``more`` (numbered in ``aux``'s positions) added."""
+    return DeferredAux(aux.n, aux.host, _by_program([*aux.groups, *more]))
+
+
+def _by_program(groups: Sequence[RunGroup]) -> tuple[RunGroup, ...]:
+    """One group per program (runs of equal key joined, in the order given)."""
+    runs: dict[bytes, tuple[Program, list[RunGroup]]] = {}
+    for g in groups:
+        runs.setdefault(g.program.key, (g.program, []))[1].append(g)
+    return tuple(_joined(prog, gs) for prog, gs in runs.values())
+
+
+def _joined(program: Program, groups: Sequence[RunGroup]) -> RunGroup:
+    if len(groups) == 1:
+        return groups[0]
+    starts = np.concatenate([g.starts for g in groups])
+    return RunGroup(program, starts, np.concatenate([g.inputs for g in groups]))
 
 
 def group_runs(

@@ -28,7 +28,7 @@ import numpy as np
 from cuzk.errors import BadInput
 from cuzk.field import fr
 from cuzk.field.constants import R
-from cuzk.r1cs.deferred import DeferredAux, Program, group_runs
+from cuzk.r1cs.deferred import DeferredAux, Program, RunGroup, group_runs, merge_groups
 from cuzk.r1cs.lc import LcSpec, LinearCombination, Variable, resolve
 from cuzk.r1cs.names import NameBuilder, PrefixedNames
 from cuzk.r1cs.rows import MatrixBuilder, Rows
@@ -187,6 +187,7 @@ class WitnessCS(ConstraintSystem):
         self._runs: list[tuple[Program, int, bytes | np.ndarray]] = []
         self._chunks: list[tuple[int, fr.FrVec]] = []  # (len(aux) when added, values)
         self._mont = 0  # values in _chunks
+        self._groups: list[RunGroup] = []  # runs appended already grouped (extend_deferred)
 
     @property
     def num_aux(self) -> int:
@@ -212,6 +213,15 @@ class WitnessCS(ConstraintSystem):
         self.gap += len(values)
         self._mont += len(values)
 
+    def extend_deferred(self, block: DeferredAux) -> None:
+        """Append ``block`` (values made in bulk by a circuit that knows its own layout, runs
+        numbered from 0) as the next ``len(block)`` aux variables."""
+        base = self.num_aux
+        if len(block.host):
+            self.extend_mont(block.host)
+        self.gap += len(block) - len(block.host)
+        self._groups.extend(RunGroup(g.program, g.starts + base, g.inputs) for g in block.groups)
+
     @property
     def host_len(self) -> int:
         """How many values :meth:`aux_vector` holds on the host (all but the deferred)."""
@@ -220,6 +230,8 @@ class WitnessCS(ConstraintSystem):
     def prefix(self) -> WitnessPrefix:
         """Everything synthesized so far, for :meth:`replay_prefix` into another fresh system
         (a block circuit's header, which every view of a partition repeats)."""
+        if self._groups:
+            raise ValueError("a prefix cannot hold runs appended in bulk")
         return WitnessPrefix(
             tuple(self.inputs), self._host(None), tuple(self._runs), self.num_aux, self.options
         )
@@ -242,7 +254,7 @@ class WitnessCS(ConstraintSystem):
         Raises:
             ValueError: some values are deferred (they do not exist on the host).
         """
-        if self._runs:
+        if self._runs or self._groups:
             raise ValueError("deferred values have no ints on the host (use aux_vector)")
         return fr.to_ints(self._host(None)) if self._chunks else list(self.aux)
 
@@ -251,7 +263,10 @@ class WitnessCS(ConstraintSystem):
         ``out``: an (:attr:`host_len`, 4) uint64 array to hold the host values (a worker's
         shared memory), so they are written once."""
         host = self._host(out)
-        return group_runs(self.num_aux, host, self._runs) if self._runs else host
+        if not (self._runs or self._groups):
+            return host
+        made = group_runs(self.num_aux, host, self._runs)
+        return made if not self._groups else merge_groups(made, self._groups)
 
     def _host(self, out: fr.FrVec | None) -> fr.FrVec:
         if out is not None and out.shape != (self.host_len, 4):

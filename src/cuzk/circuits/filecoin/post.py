@@ -27,7 +27,7 @@ from cuzk.gadgets.merkle import MerklePath, TreeShape
 from cuzk.gadgets.num import AllocatedNum
 from cuzk.gadgets.por import PathLevel, por
 from cuzk.gadgets.poseidon import constraint_count, poseidon_hash
-from cuzk.r1cs import ONE, Circuit, ConstraintSystem, R1CSShape, ShapeCS, repeat
+from cuzk.r1cs import ONE, Circuit, ConstraintSystem, R1CSShape, ShapeCS, WitnessCS, repeat
 
 NODE_SIZE = 32  # bytes per tree leaf
 
@@ -182,6 +182,15 @@ class FallbackPoStCircuit:
     def synthesize(self, cs: ConstraintSystem) -> None:
         count = self.params.sector_count if self.sectors is None else len(self.sectors)
         sectors = self.sectors
+        if sectors is not None and isinstance(cs, WitnessCS):
+            from cuzk.circuits.filecoin.post_witness import sectors_witness
+
+            bulk = sectors_witness(self.params, sectors, cs.options)
+            if bulk is not None:  # every sector's values at once, as the gadgets would give
+                inputs, aux = bulk
+                cs.inputs.extend(inputs)
+                cs.extend_deferred(aux)
+                return
         with cs.namespace("outer namespace"):
             # Sectors differ only in their variables (shape mode replays most of them).
             repeat(cs, count, "sector_{}".format,

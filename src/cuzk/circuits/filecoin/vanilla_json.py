@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import dataclasses
 import io
 import json
 from collections.abc import Iterable, Sequence
@@ -145,7 +146,9 @@ def check_hashes(read: list[SectorVanilla], params: PoStParams) -> list[SectorVa
     batch = PathBatch.concat([sv.proof.inclusion_proofs for sv in read])
     if [w.shape[1] + 1 for w in batch.siblings] != params.tree.arities:
         raise BadInput("vanilla proofs: inclusion paths do not have TreeR's levels")
-    hashes_ok = (batch.hash_roots() == batch.roots).all(axis=1)
+    digests = batch.hash_levels()
+    batch = batch.with_digests(digests)
+    hashes_ok = (fr.to_canonical_limbs(digests[-1]) == batch.roots).all(axis=1)
     counts = [len(sv.proof.inclusion_proofs) for sv in read]
     last = fr.to_canonical_limbs(fr.from_ints([sv.proof.comm_r_last for sv in read]))
     roots_ok = (batch.roots == np.repeat(last, counts, axis=0)).all(axis=1)
@@ -162,7 +165,12 @@ def check_hashes(read: list[SectorVanilla], params: PoStParams) -> list[SectorVa
                 if not roots_ok[first + j]:
                     raise BadInput(f"{what} challenge {j}: root differs from comm_r_last")
         first += n
-    return read
+    # Each sector's paths as its slice of the checked batch: columns that pickle as buffers,
+    # with the digests synthesis would otherwise hash again.
+    ends = np.cumsum(counts)
+    return [SectorVanilla(sv.sector_id, dataclasses.replace(sv.proof,
+                                                           inclusion_proofs=batch[e - n : e]))
+            for sv, n, e in zip(read, counts, ends.tolist(), strict=True)]  # fmt: skip
 
 
 def challenged_leaves(

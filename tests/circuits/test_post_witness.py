@@ -1,0 +1,109 @@
+"""The bulk PoSt witness (a template learned from the gadgets) gives exactly the gadgets'
+inputs and values, for every PoSt tree shape up to 32 GiB, with random positions; a template
+that disagrees on its first use is never used; without deferred Poseidon the gadgets run."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from cuzk.circuits.filecoin import post_witness
+from cuzk.circuits.filecoin.post import (
+    FallbackPoStCircuit,
+    PoStParams,
+    SectorProof,
+    pad_sectors,
+    post_params,
+    synthesize_sector,
+)
+from cuzk.field import fr
+from cuzk.gadgets.merkle import MerklePath, PathBatch
+from cuzk.r1cs import SynthesisOptions, WitnessCS, synthesize_witness
+from cuzk.r1cs.deferred import DeferredAux
+
+DEFERRED = SynthesisOptions(defer_poseidon=True)
+
+
+def _sector(params: PoStParams, rng: np.random.Generator, batch: bool) -> SectorProof:
+    """Random values and random positions (the witness does not need them to hash up)."""
+
+    def rand(n: int) -> list[int]:
+        return fr.to_ints(fr.random(n, rng))
+
+    arities = params.tree.arities
+    paths = [
+        MerklePath(
+            rand(1)[0],
+            [rand(a - 1) for a in arities],
+            [int(rng.integers(0, a)) for a in arities],
+            rand(1)[0],
+        )  # fmt: skip
+        for _ in range(params.challenge_count)
+    ]
+    comm_c, comm_r_last, comm_r = rand(3)
+    return SectorProof(comm_r, comm_c, comm_r_last, PathBatch.of(paths) if batch else tuple(paths))
+
+
+def _gadgets(params: PoStParams, sectors, options=DEFERRED):
+    cs = WitnessCS(options)
+    for s in sectors:
+        synthesize_sector(cs, params, s)
+    made = cs.aux_vector()
+    return cs.inputs[1:], made.expand() if isinstance(made, DeferredAux) else made
+
+
+@pytest.mark.parametrize("cid", ["wpost-2k", "winning-2k", "wpost-8m", "wpost-32g", "winning-32g"])
+def test_bulk_witness_equals_the_gadgets(cid, rng):
+    post_witness.clear_templates()
+    params = post_params(cid)
+    sectors = [_sector(params, rng, batch=i % 2 == 0) for i in range(3)]
+    made = post_witness.sectors_witness(params, sectors, DEFERRED)
+    assert made is not None
+    inputs, aux = made
+    want_inputs, want_aux = _gadgets(params, sectors)
+    assert inputs == want_inputs
+    assert np.array_equal(aux.expand(), want_aux)
+
+
+def test_a_circuit_takes_the_bulk_witness_through_its_system(rng):
+    """FallbackPoStCircuit.synthesize in witness mode: the same vector either way, and the
+    deferred runs where the gadgets would have recorded them."""
+    params = post_params("wpost-2k")
+    circuit = FallbackPoStCircuit(params, pad_sectors([_sector(params, rng, True)], params))
+    bulk = synthesize_witness(circuit, DEFERRED)
+    assert bulk._groups  # noqa: SLF001 - the bulk path ran
+    post_witness.clear_templates()
+    key = (dataclasses.replace(params, sector_count=1), DEFERRED)
+    post_witness._templates[key] = None  # noqa: SLF001 - the gadgets, for the reference
+    slow = synthesize_witness(circuit, DEFERRED)
+    assert not slow._groups  # noqa: SLF001
+    assert bulk.inputs == slow.inputs
+    assert np.array_equal(bulk.aux_vector().expand(), slow.aux_vector().expand())
+    post_witness.clear_templates()
+
+
+def test_a_template_that_disagrees_is_never_used(rng, monkeypatch, caplog):
+    post_witness.clear_templates()
+    params = post_params("wpost-2k")
+    sectors = [_sector(params, rng, True)]
+    real = post_witness._apply  # noqa: SLF001
+
+    def wrong(template, params, sectors):
+        inputs, aux = real(template, params, sectors)
+        aux.host[0, 0] ^= 1
+        return inputs, aux
+
+    monkeypatch.setattr(post_witness, "_apply", wrong)
+    assert post_witness.sectors_witness(params, sectors, DEFERRED) is None
+    assert "disagrees with the gadgets" in caplog.text
+    monkeypatch.setattr(post_witness, "_apply", real)
+    assert post_witness.sectors_witness(params, sectors, DEFERRED) is None  # refused for good
+    post_witness.clear_templates()
+
+
+def test_without_deferred_poseidon_the_gadgets_run(rng):
+    params = post_params("wpost-2k")
+    assert post_witness.sectors_witness(params, [_sector(params, rng, True)],
+                                        SynthesisOptions()) is None  # fmt: skip
