@@ -11,6 +11,8 @@
 #   p32    porep-32g: keys, virtual C1, 6 proofs with 2 in flight, then 2 one at a time
 #   w32    wpost-32g: keys, virtual vanilla proofs, 3 proofs one at a time (61 GB key: run it
 #          after p32 only on a fresh disk, or remove /var/tmp/cuzk32 first)
+#   w32c   wpost-32g, a full partition (2,349 sectors) as Curio sends it: keys, the --curio
+#          directory, 3 proofs one at a time (the latency, request reading included)
 set -u
 OUT=${OUT:?set OUT}
 DEADLINE=${DEADLINE:-590}
@@ -50,6 +52,10 @@ for s in "$@"; do
       CUZK='$CUZK' bash bench/filecoin_32g.sh" ;;
     w32) step w32 "rm -rf /var/tmp/cuzk32 /dev/shm/shapes; OUT=$OUT WORK=/var/tmp/cuzk32 \
       SHAPES=/dev/shm/shapes CIRCUIT=wpost-32g CONC=1 PROOFS=3 CUZK='$CUZK' bash bench/filecoin_32g.sh" ;;
+    w32c) step w32c "rm -rf /var/tmp/cuzk32 /dev/shm/shapes; \
+      OUT=$OUT WORK=/var/tmp/cuzk32 SHAPES=/dev/shm/shapes CIRCUIT=wpost-32g CONC=1 PROOFS=3 \
+      VANILLA=/var/tmp/cuzk32/wpost-32g.curio VANILLA_ARGS='--sectors 2349 --seed 3 --curio' \
+      TAG=_curio CUZK='$CUZK' bash bench/filecoin_32g.sh" ;;
     e22) step e22 "OUT=$OUT SIZE=4194304 BACKEND=cuda PROOFS=6 WORKERS=2 MODES=staging \
       DEVICES_ALL=1 CUZK='$CUZK' bash bench/engine_matrix.sh" ;;
   esac

@@ -16,6 +16,7 @@ SYNTH=${SYNTH:-14}        # synthesis processes (16 cores: leave two for the eng
 WPD=${WPD:-2}             # workers per device
 SW=${SW:-2}               # synthesis workers
 BENCH_ARGS=${BENCH_ARGS:-}  # more `cuzk bench` options, e.g. --defer-poseidon all
+VANILLA_ARGS=${VANILLA_ARGS:-}  # more `cuzk gen-vanilla` options, e.g. --sectors 2349 --curio
 STEPS=${STEPS:-"setup vanilla bench"}
 TAG=${TAG:-}                # suffix of the bench output files
 CUZK=${CUZK:-python3 -m cuzk.cli.main}
@@ -28,7 +29,7 @@ case $CIRCUIT in
   snap-*) KIND=snap ;;
   *) echo "unknown circuit $CIRCUIT"; exit 2 ;;
 esac
-VANILLA=$WORK/$CIRCUIT.vanilla
+VANILLA=${VANILLA:-$WORK/$CIRCUIT.vanilla}  # a directory with VANILLA_ARGS=--curio
 for step in $STEPS; do
   case $step in
     setup)
@@ -39,8 +40,8 @@ for step in $STEPS; do
         | grep -E "wrote|Elapsed|Maximum resident|shape|error" ;;
     vanilla)
       if [ -s "$VANILLA" ]; then log "vanilla exists"; continue; fi
-      log "gen-vanilla $KIND $SIZE --virtual"
-      /usr/bin/time -v $CUZK gen-vanilla "$KIND" --sector-size "$SIZE" --virtual \
+      log "gen-vanilla $KIND $SIZE --virtual $VANILLA_ARGS"
+      /usr/bin/time -v $CUZK gen-vanilla "$KIND" --sector-size "$SIZE" --virtual $VANILLA_ARGS \
         --out "$VANILLA" 2>&1 | tee "$OUT/vanilla_$CIRCUIT.log" \
         | grep -E "wrote|Elapsed|Maximum resident|error" ;;
     bench)
