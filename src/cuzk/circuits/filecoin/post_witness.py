@@ -23,15 +23,19 @@ import dataclasses
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from cuzk.circuits.filecoin.post import PoStParams, SectorProof, synthesize_sector
+from cuzk.circuits.filecoin.post_sector import SectorProof, synthesize_sector
 from cuzk.field import fr
 from cuzk.gadgets.merkle import MerklePath, PathBatch
 from cuzk.gadgets.poseidon.native import hash_many
 from cuzk.r1cs import SynthesisOptions, WitnessCS
 from cuzk.r1cs.deferred import DeferredAux, Program, RunGroup, merge_groups
+
+if TYPE_CHECKING:
+    from cuzk.circuits.filecoin.post import PoStParams
 
 log = logging.getLogger(__name__)
 
