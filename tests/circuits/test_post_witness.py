@@ -103,6 +103,17 @@ def test_a_template_that_disagrees_is_never_used(rng, monkeypatch, caplog):
     post_witness.clear_templates()
 
 
+def test_paths_of_the_wrong_shape_leave_the_fault_to_the_gadgets(rng):
+    """No bulk witness for them, and the template stays in use for good data."""
+    post_witness.clear_templates()
+    params = post_params("wpost-2k")
+    good = _sector(params, rng, True)
+    short = SectorProof(good.comm_r, good.comm_c, good.comm_r_last, good.inclusion_proofs[:-1])
+    assert post_witness.sectors_witness(params, [short], DEFERRED) is None
+    assert post_witness.sectors_witness(params, [good], DEFERRED) is not None
+    post_witness.clear_templates()
+
+
 def test_without_deferred_poseidon_the_gadgets_run(rng):
     params = post_params("wpost-2k")
     assert post_witness.sectors_witness(params, [_sector(params, rng, True)],

@@ -57,6 +57,8 @@ def test_paths_of_different_shapes_are_refused(rng) -> None:
         PathBatch.of([a, b])
     with pytest.raises(BadInput, match="no inclusion paths"):
         PathBatch.of([])
+    with pytest.raises(BadInput, match="different tree shapes"):
+        PathBatch.concat([[a], [b]])
 
 
 def test_limbs_to_ints_round_trips(rng) -> None:

@@ -128,6 +128,9 @@ class PathBatch(Sequence[MerklePath]):
     def concat(cls, batches: Sequence[Sequence[MerklePath]]) -> PathBatch:
         """One batch of every path of ``batches`` in order (of one tree shape)."""
         parts = [cls.of(b) for b in batches]
+        widths = {tuple(level.shape[1] for level in b.siblings) for b in parts}
+        if len(widths) > 1:
+            raise BadInput("inclusion paths of different tree shapes in one batch")
 
         def levels(columns: list[tuple[np.ndarray, ...]]) -> tuple[np.ndarray, ...]:
             return tuple(np.concatenate(level) for level in zip(*columns, strict=True))

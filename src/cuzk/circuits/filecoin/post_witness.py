@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from cuzk.circuits.filecoin.post_sector import SectorProof, synthesize_sector
+from cuzk.errors import BadInput
 from cuzk.field import fr
 from cuzk.gadgets.merkle import MerklePath, PathBatch
 from cuzk.gadgets.poseidon.native import hash_many
@@ -83,8 +84,8 @@ def sectors_witness(
     if key not in _templates:
         _templates[key] = _learn(key[0], options)
     template = _templates[key]
-    if template is None:
-        return None
+    if template is None or _paths(sectors, params) is None:
+        return None  # (paths of the wrong shape: the gadgets name the fault)
     if key not in _verified:
         if not _agrees(template, key[0], sectors[0], options):
             log.warning("%s: the bulk PoSt witness disagrees with the gadgets; not used",
@@ -120,8 +121,13 @@ def _table(params: PoStParams, sectors: Sequence[SectorProof], batch: PathBatch)
 
 
 def _paths(sectors: Sequence[SectorProof], params: PoStParams) -> PathBatch | None:
-    batch = PathBatch.concat([p.inclusion_proofs for p in sectors])
-    if len(batch) != len(sectors) * params.challenge_count:
+    """All the sectors' paths as one batch, or None unless each sector has one path per
+    challenge, each with the tree's levels."""
+    if any(len(p.inclusion_proofs) != params.challenge_count for p in sectors):
+        return None
+    try:
+        batch = PathBatch.concat([p.inclusion_proofs for p in sectors])
+    except BadInput:
         return None
     if [w.shape[1] + 1 for w in batch.siblings] != params.tree.arities:
         return None
