@@ -90,8 +90,8 @@ def test_a_template_that_disagrees_is_never_used(rng, monkeypatch, caplog):
     sectors = [_sector(params, rng, True)]
     real = post_witness._apply  # noqa: SLF001
 
-    def wrong(template, params, sectors):
-        inputs, aux = real(template, params, sectors)
+    def wrong(*args):
+        inputs, aux = real(*args)
         aux.host[0, 0] ^= 1
         return inputs, aux
 

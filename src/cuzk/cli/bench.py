@@ -143,8 +143,14 @@ def cmd_bench(args: argparse.Namespace) -> int:
         from cuzk.cli.inputs import read_input
 
         if args.vanilla.is_dir():
-            args.curio = _curio_message(args)
-            args.payload = _request(args, 0, "bench-check").payload
+            from cuzk.cli.filecoin_cmd import curio_message
+
+            args.curio = curio_message(args.vanilla)
+            first = _request(args, 0, "bench-check")
+            if first.circuit_id != args.circuit:
+                raise BadInput(f"{args.vanilla} is a {first.circuit_id} request, "
+                               f"not {args.circuit}")  # fmt: skip
+            args.payload = first.payload
         else:
             args.payload = read_input(args.vanilla)
         args.partitions = open_statement(args.circuit, payload=args.payload).partitions
@@ -212,18 +218,6 @@ def _request(args: argparse.Namespace, seed: int, request_id: str) -> Any:
         return ProofRequest(args.circuit, payload=args.payload, request_id=request_id)
     return ProofRequest.of(args.circuit, partitions=args.partitions, seed=seed,
                            request_id=request_id)  # fmt: skip
-
-
-def _curio_message(args: argparse.Namespace) -> Any:
-    """The SubmitProofRequest of a ``--curio`` directory, for ``--circuit``."""
-    from cuzk.cli.filecoin_cmd import curio_message
-    from cuzk.server.convert import to_engine
-
-    msg = curio_message(args.vanilla)
-    got = to_engine(msg).request.circuit_id
-    if got != args.circuit:
-        raise BadInput(f"{args.vanilla} is a {got} request, not {args.circuit}")
-    return msg
 
 
 def _warm_up(engine: Any, args: argparse.Namespace) -> None:

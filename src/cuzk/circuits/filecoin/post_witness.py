@@ -84,7 +84,8 @@ def sectors_witness(
     if key not in _templates:
         _templates[key] = _learn(key[0], options)
     template = _templates[key]
-    if template is None or _paths(sectors, params) is None:
+    batch = None if template is None else _paths(sectors, params)
+    if template is None or batch is None:
         return None  # (paths of the wrong shape: the gadgets name the fault)
     if key not in _verified:
         if not _agrees(template, key[0], sectors[0], options):
@@ -93,7 +94,7 @@ def sectors_witness(
             _templates[key] = None
             return None
         _verified.add(key)
-    return _apply(template, params, sectors)
+    return _apply(template, params, sectors, batch)
 
 
 # -- a sector's table of values ------------------------------------------------------------------
@@ -149,7 +150,7 @@ def _probe(params: PoStParams, position: int, rng: np.random.Generator) -> Secto
     paths = tuple(
         MerklePath(
             rand(1)[0], [rand(a - 1) for a in arities], [position % a for a in arities], comm_r_last
-        )  # fmt: skip
+        )
         for _ in range(params.challenge_count)
     )
     return SectorProof(comm_r, comm_c, comm_r_last, paths)
@@ -211,9 +212,9 @@ def _lookup(index: dict[bytes, int], values: np.ndarray) -> np.ndarray | None:
 
 def _assemble(params: PoStParams, n_aux: int, probes: list) -> _Template | None:
     """Pieces from the probes (probe p: every path at position p): a piece of level
-    (challenge j, level k) takes its columns per position from the probes at that position
-    and must read the same columns in every challenge's place; any other piece must read the
-    same columns in every probe."""
+    (challenge j, level k) takes its columns for position q from probe q; any other piece must
+    read the same columns in every probe. Whatever this does not check, the first use does
+    (:func:`_agrees`, on a sector with positions of its own)."""
     arities = params.tree.arities
     levels = len(arities)
     gaps_n, runs_n = len(probes[0][0]), len(probes[0][1])
@@ -248,11 +249,10 @@ def _per_position(
 
 
 def _apply(
-    template: _Template, params: PoStParams, sectors: Sequence[SectorProof]
-) -> tuple[list[int], DeferredAux] | None:
-    batch = _paths(sectors, params)
-    if batch is None:
-        return None
+    template: _Template, params: PoStParams, sectors: Sequence[SectorProof], batch: PathBatch
+) -> tuple[list[int], DeferredAux]:
+    """The sectors' inputs and values from their own table (``batch``: their paths, checked
+    by :func:`_paths`)."""
     s, levels = len(sectors), len(params.tree.arities)
     table = _table(params, sectors, batch)
     positions = batch.positions.reshape(s, params.challenge_count * levels)
@@ -278,9 +278,10 @@ def _agrees(
     template: _Template, params: PoStParams, sector: SectorProof, options: SynthesisOptions
 ) -> bool:
     """Whether the template gives the gadgets' inputs and values for ``sector``."""
-    made = _apply(template, params, [sector])
-    if made is None:
+    batch = _paths([sector], params)
+    if batch is None:
         return False
+    made = _apply(template, params, [sector], batch)
     cs = WitnessCS(options)
     synthesize_sector(cs, params, sector)
     want = cs.aux_vector()

@@ -37,7 +37,6 @@ from cuzk.circuits.filecoin.merkle_json import (
     fe,
     fe_json,
     field,
-    leaf_index,
     merkle_proof_json,
     read_merkle_proof,
 )
@@ -240,8 +239,7 @@ def _check_leaves(sv: SectorVanilla, want: list[int], params: PoStParams, i: int
     got = sv.proof.inclusion_proofs
     if len(got) != len(want):
         raise BadInput(f"sector proof {i}: {len(got)} inclusion proofs, expected {len(want)}")
-    proved_leaves = (got.leaf_indices().tolist() if isinstance(got, PathBatch)
-                     else [leaf_index(m, params.tree) for m in got])  # fmt: skip
+    proved_leaves = PathBatch.of(got).leaf_indices().tolist()
     for j, (proved, leaf) in enumerate(zip(proved_leaves, want, strict=True)):
         if proved != leaf:
             raise BadInput(f"sector proof {i} challenge {j}: proves leaf {proved}, "
