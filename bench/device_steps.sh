@@ -4,7 +4,8 @@
 #   tests  the GPU test suite (CuPy tests and the CUDA halves of the conformance suite)
 #   p24    2^24 synthetic proofs: keys, then one at a time and two in flight
 #   e22    the engine's 10 × 2^22 proofs (bench/engine_matrix.sh, staging, 2 workers)
-#   etests the engine's Filecoin tests on the GPU (deferred witnesses through staging)
+#   etests the engine's Filecoin GPU test: an 8 MiB SnapDeals update from its payload (keys made
+#          on the GPU, 4 partitions through staging); its CPU tests (marked heavy) run elsewhere
 #   msmba  batch-affine against XYZZ bucket accumulation (G1 2^20/24/26, G2 2^20/22)
 #   dwit   witness made on the device, 2 KiB circuits (SHA-256 and Poseidon deferred)
 #   snap8m SnapDeals 8 MiB (4 × 10M constraints): keys, an update, 6 proofs with 2 in flight
@@ -38,7 +39,7 @@ for s in "$@"; do
       --shape-cache /tmp/s24 && for c in 1 2; do $CUZK bench --backend cuda \
       --circuit synthetic:16777216 --proofs \$((2 + 2 * c)) --concurrency \$c --param-dir /tmp/k24 \
       --shape-cache /tmp/s24 --json $OUT/p24_c\$c.json 2>&1 | grep -E 'seconds per|kernels|synthesis |stage '; done" ;;
-    etests) TAIL=6 step etests "python3 -m pytest -q -m 'gpu or heavy' -p no:cacheprovider \
+    etests) TAIL=6 step etests "python3 -m pytest -q -s -m gpu -p no:cacheprovider \
       tests/engine/test_filecoin_engine.py" ;;
     msmba) step msmba "python3 bench/gpu_msm.py --g1 '' --g2 '' --no-fp --no-save --runs 5 \
       --batch-affine g1:20,24,26 --batch-affine g2:20,22" ;;
