@@ -6,6 +6,8 @@
 #   e22    the engine's 10 × 2^22 proofs (bench/engine_matrix.sh, staging, 2 workers)
 #   etests the engine's Filecoin GPU test: an 8 MiB SnapDeals update from its payload (keys made
 #          on the GPU, 4 partitions through staging); its CPU tests (marked heavy) run elsewhere
+#   mtests the MSM GPU tests alone
+#   msmred G1 2^16–2^24 and G2 2^14–2^24, the bucket reduction's plan vs the fixed 32-bucket one
 #   msmba  batch-affine against XYZZ bucket accumulation (G1 2^20/24/26, G2 2^20/22)
 #   dwit   witness made on the device, 2 KiB circuits (SHA-256 and Poseidon deferred)
 #   snap8m SnapDeals 8 MiB (4 × 10M constraints): keys, an update, 6 proofs with 2 in flight
@@ -41,6 +43,10 @@ for s in "$@"; do
       --shape-cache /tmp/s24 --json $OUT/p24_c\$c.json 2>&1 | grep -E 'seconds per|kernels|synthesis |stage '; done" ;;
     etests) TAIL=6 step etests "python3 -m pytest -q -s -m gpu -p no:cacheprovider \
       tests/engine/test_filecoin_engine.py" ;;
+    mtests) TAIL=6 step mtests "python3 -m pytest -q -m gpu -p no:cacheprovider \
+      tests/backend/test_cuda_msm.py" ;;
+    msmred) step msmred "python3 bench/gpu_msm.py --g1 16:24 --g2 14:24 --no-fp --no-save \
+      --runs 5 --reduce-threads 0 --profile 14,16,20" ;;
     msmba) step msmba "python3 bench/gpu_msm.py --g1 '' --g2 '' --no-fp --no-save --runs 5 \
       --batch-affine g1:20,24,26 --batch-affine g2:20,22" ;;
     dwit) step dwit "for c in porep-2k snap-2k wpost-2k winning-2k; do \

@@ -3,6 +3,7 @@
 Usage: python bench/gpu_msm.py [--g1 16:26] [--g2 16:24] [--runs 5] [--sweep g1:24:16,18,20,22]
        [--profile 24] [--no-check] [--distinct 4096] [--variant g1:22,24:ACC_MIN_BLOCKS=4 ...]
        [--batch-affine g1:20,24,26]  (old vs batch-affine accumulation, distinct bases)
+       [--reduce-threads 0]  (also time other bucket-reduction plans)
 
 Points: --distinct random points per group (k·G with random k, from the fixed-base batch),
 written zcash-uncompressed to a temporary file and preloaded, then tiled on the device up to the
@@ -32,7 +33,7 @@ import numpy as np
 from cuzk.backend.base import PointSet
 from cuzk.backend.cuda import loader
 from cuzk.backend.cuda.device import Gpu
-from cuzk.backend.cuda.msm import GpuMsm, choose_window
+from cuzk.backend.cuda.msm import REDUCE_THREADS, GpuMsm, choose_window
 from cuzk.curve import g1_generator, g2_generator
 from cuzk.curve.encoding import (
     g1_array_from_uncompressed,
@@ -47,7 +48,7 @@ from cuzk.openmp import configure_openmp
 RESULTS = Path(__file__).resolve().parent / "results" / "h200.json"
 SPPARK = {  # ms, H200, device-resident (the sppark anchors in BENCHMARKS.md)
     "g1": {16: 6.8, 18: 20.3, 20: 22.1, 22: 54.9, 24: 162.3, 26: 567.4},
-    "g2": {18: 32.7, 20: 49.3, 22: 137.9},
+    "g2": {14: 6.3, 18: 32.7, 20: 49.3, 22: 137.9},
 }
 GROUP = {
     "g1": (96, g1_generator, g1_fixed_base_batch, g1_array_from_uncompressed, g1_msm, g1_to_bytes),
@@ -308,6 +309,13 @@ class Bench:
                     + f" (total {total:.2f} ms; cupy ops count toward the next kernel)",
                     flush=True,
                 )
+            for threads in args.reduce_threads:
+                self.gpu.reduce_threads = threads
+                try:
+                    t = self.time_device(bases, d_scalars, None, args.runs)
+                finally:
+                    self.gpu.reduce_threads = REDUCE_THREADS
+                print(f"      reduction aiming at {threads} threads: {t:9.2f} ms", flush=True)
             for vgroup, vlogs, vdefs in args.variants:
                 if vgroup == group and lg in vlogs:
                     self.gpu.defines = vdefs
@@ -370,6 +378,13 @@ def main() -> None:
         default=[],
         help="GROUP:LOGS, e.g. g1:20,24,26: old vs batch-affine accumulation on distinct bases "
         "(results cross-checked), besides the --g1/--g2 tables (pass --g1 '' --g2 '' to skip)",
+    )
+    ap.add_argument(
+        "--reduce-threads",
+        type=lambda s: [int(x) for x in s.split(",") if x],
+        default=[],
+        help="also time every size with the bucket reduction aiming at these thread counts "
+        "per level (0: fixed 32-bucket groups, the plan before session 10)",
     )
     ap.add_argument("--device", type=int, default=0)
     ap.add_argument("--seed", type=int, default=None)

@@ -124,6 +124,25 @@ def test_msm_windows(gpu, rng, seed, tmp_path, group, window):
 
 
 @pytest.mark.parametrize("group", ["g1", "g2"])
+@pytest.mark.parametrize("threads", [0, 64, 1 << 15])
+def test_msm_reduction_plans(gpu, rng, seed, tmp_path, group, threads):
+    """Each bucket-reduction plan (fixed 32-bucket groups, groups shrunk towards a thread
+    target) gives the CPU's result; c = 13 makes a 4096-bucket, four-level reduction."""
+    from cuzk.backend.cuda.msm import REDUCE_THREADS
+
+    n = 1000
+    bases, points = make_bases(group, n, rng, tmp_path)
+    scalars = make_scalars(n, rng)
+    gpu.reduce_threads = threads
+    try:
+        got = gpu.msm(bases, scalars, window=13).result()
+    finally:
+        gpu.reduce_threads = REDUCE_THREADS
+    want = reference(group, points, scalars)
+    assert encoded(group, got) == want, f"seed {seed}, reduce_threads {threads}"
+
+
+@pytest.mark.parametrize("group", ["g1", "g2"])
 def test_msm_skewed_buckets(gpu, rng, seed, tmp_path, group):
     """All scalars equal (one huge bucket per window, split across many chunks), then all
     scalars r − 1, then scalars below 2^16 (most windows empty)."""

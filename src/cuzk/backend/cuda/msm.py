@@ -47,8 +47,12 @@ TARGET_CHUNKS = 1 << 19
 MIN_CHUNK = 16
 #: Partial sums of one bucket added per thread and tree level.
 SEG_FANIN = 8
-#: Buckets per thread in the bucket reduction (a power of two).
+#: Buckets per thread in the bucket reduction (a power of two), at most...
 GROUP_SIZE = 32
+#: ...and at least this many; between the two, a level's groups shrink until it has about
+#: REDUCE_THREADS threads (two blocks of 128 per SM: what a G2 reduction keeps resident).
+MIN_GROUP = 8
+REDUCE_THREADS = 1 << 15
 #: Points summed per thread by the batch-addition and tree-reduction kernels.
 SUM_FANIN = 8
 ONES_FANIN = 32
@@ -71,6 +75,32 @@ def choose_window(m: int, group: str = "g1") -> int:
         if cost < best:
             best_c, best = c, cost
     return best_c
+
+
+def reduction_levels(
+    nb: int, rows: int, min_threads: int = REDUCE_THREADS
+) -> list[tuple[int, int, int]]:
+    """The levels (width, group size, groups) of the bucket reduction of ``rows`` windows of
+    ``nb`` buckets: level l+1's buckets are level l's group totals 1..groups-1.
+
+    Each thread of a level runs a chain of 2·gs dependent additions plus one doubling per bit
+    of the earlier levels' weights, so the level's time is the longer of that chain and its
+    total work spread over the device. With few buckets (small MSMs, and every level after
+    the first) the chain is the cost: G2 2^20's reduction of 16 × 2^15 buckets took 9.3 of
+    39.6 ms on the H200 with 32-bucket groups (later levels of 512 and 16 threads; ≈ 190
+    dependent additions in all, so ≈ 50 µs each). Groups shrink (never below MIN_GROUP, whose
+    extra levels' doublings would cost more than they save) until a level has about
+    ``min_threads`` threads; ``min_threads = 0`` keeps GROUP_SIZE throughout."""
+    levels, width = [], nb
+    while width > 0:
+        gs = GROUP_SIZE
+        while gs > MIN_GROUP and rows * -(-width // gs) < min_threads:
+            gs //= 2
+        gs = min(gs, width)
+        ngroups = -(-width // gs)
+        levels.append((width, gs, ngroups))
+        width = ngroups - 1
+    return levels
 
 
 def _words(group: str) -> tuple[int, int]:
@@ -140,6 +170,9 @@ class GpuMsm:
         self.trace: list | None = None
         #: Extra -D options for the kernels (tuning switches such as ACC_MIN_BLOCKS).
         self.defines: dict[str, object] = {}
+        #: Threads the bucket reduction aims at per level (:func:`reduction_levels`); 0 keeps
+        #: GROUP_SIZE buckets per thread (the benchmark compares the two).
+        self.reduce_threads = REDUCE_THREADS
 
     # -- residency -----------------------------------------------------------------------------
     def preload(self, bases: PointSet) -> None:
@@ -383,12 +416,7 @@ class GpuMsm:
         # Σ (b+1)·S_b per window, level by level: level l's buckets are level l-1's group
         # totals 1.., its results weighted by the product of the earlier group sizes (powers
         # of two, applied in the kernel), all written into one (W, Σ groups) array.
-        levels, width = [], nb
-        while width > 0:
-            gs = min(GROUP_SIZE, width)
-            ngroups = -(-width // gs)
-            levels.append((width, gs, ngroups))
-            width = ngroups - 1
+        levels = reduction_levels(nb, nwin, self.reduce_threads)
         total_cols = sum(lv[2] for lv in levels)
         all_a = cp.empty((nwin * total_cols, xyzz_words), dtype=cp.uint32)
         a_off, shift = 0, 0
