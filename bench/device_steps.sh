@@ -11,6 +11,7 @@
 #   msmba  batch-affine against XYZZ bucket accumulation (G1 2^20/24/26, G2 2^20/22)
 #   dwit   witness made on the device, 2 KiB circuits (SHA-256 and Poseidon deferred)
 #   snap8m SnapDeals 8 MiB (4 × 10M constraints): keys, an update, 6 proofs with 2 in flight
+#   snapc  snap-8m again (after snap8m, same keys) with 1 and 4 proofs in flight
 #   p32    porep-32g: keys, virtual C1, 6 proofs with 2 in flight, then 2 one at a time
 #   w32    wpost-32g: keys, virtual vanilla proofs, 3 proofs one at a time (61 GB key: run it
 #          after p32 only on a fresh disk, or remove /var/tmp/cuzk32 first)
@@ -53,6 +54,8 @@ for s in "$@"; do
       python3 bench/bench_device_witness.py --circuit \$c --backend cuda; done" ;;
     snap8m) step snap8m "rm -rf /var/tmp/cuzk8m; OUT=$OUT WORK=/var/tmp/cuzk8m CIRCUIT=snap-8m \
       SIZE=8MiB CONC=2 PROOFS=6 CUZK='$CUZK' bash bench/filecoin_32g.sh" ;;
+    snapc) step snapc "for c in 1 4; do OUT=$OUT WORK=/var/tmp/cuzk8m CIRCUIT=snap-8m SIZE=8MiB \
+      STEPS=bench CONC=\$c PROOFS=\$((4 * c)) TAG=_c\$c CUZK='$CUZK' bash bench/filecoin_32g.sh; done" ;;
     p32) step p32 "OUT=$OUT WORK=/var/tmp/cuzk32 SHAPES=/dev/shm/shapes CIRCUIT=porep-32g CONC=2 \
       PROOFS=6 CUZK='$CUZK' bash bench/filecoin_32g.sh && OUT=$OUT WORK=/var/tmp/cuzk32 \
       SHAPES=/dev/shm/shapes CIRCUIT=porep-32g STEPS=bench CONC=1 PROOFS=2 WPD=1 TAG=_one \

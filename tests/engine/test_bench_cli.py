@@ -53,6 +53,9 @@ def test_bench_json(param_dir, tmp_path, capsys):
     cpu = doc["summary"]["host_cpu_s_per_proof"]  # the MSM worker processes are helpers
     assert cpu["engine_process"] > 0 and cpu["helper_processes"] > 0
     assert "host CPU per proof" in printed
+    gil = doc["summary"]["engine_gil"]  # sampled ~200 times a second over the window
+    assert gil["samples"] > 10 and 0 <= gil["held_share"] <= 1 and 0 <= gil["wait_share"] < 1
+    assert "engine GIL found held" in printed
     timelines = doc["timelines"]  # one per measured partition, stages in order
     assert sorted((t["job_id"], t["partition"]) for t in timelines) == sorted(
         (j["job_id"], p) for j in doc["jobs"] for p in range(2)

@@ -3,7 +3,8 @@
 Prints proofs per minute, seconds per proof, device busy % (the union of kernel regions over
 the measured window, and over the steady state between a device's first kernel start and its
 last kernel end, which leaves out the pipeline's fill and drain), the engine's hand-off
-overhead, host CPU per proof (:mod:`cuzk.cli.cpu_time`) and per-stage medians; ``--json``
+overhead, host CPU per proof (:mod:`cuzk.cli.cpu_time`), how often the engine process's
+interpreter lock was found held (:mod:`cuzk.cli.gil_meter`) and per-stage medians; ``--json``
 writes every job's outcome (state, error, proof hex, public inputs per partition), every
 partition's stage timestamps under ``timelines`` and the verifying key's path under ``vk``;
 ``--timeline`` draws a Gantt chart of every partition's stages.
@@ -28,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from cuzk.cli.cpu_time import CpuTimes, cpu_times
+from cuzk.cli.gil_meter import GilMeter, GilReading
 from cuzk.cli.timeline_chart import draw_timeline, require_matplotlib
 from cuzk.errors import BadInput, CuzkError
 
@@ -179,7 +181,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
         load_s = time.perf_counter() - t0
         window_start = engine.status().uptime
         cpu_start = cpu_times()
-        outcomes, wall = _run_jobs(engine, args)
+        with GilMeter() as gil:
+            outcomes, wall = _run_jobs(engine, args)
         cpu_end = cpu_times()
         status = engine.status()
         window = (window_start, status.uptime)
@@ -187,7 +190,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         timelines = [p.timeline for j in status.jobs if j.job_id in measured for p in j.partitions]
         vk = str(config.params_path(args.circuit).with_suffix(".vk"))
     cpu = None if cpu_start is None or cpu_end is None else cpu_end - cpu_start
-    report = _summarize(args, outcomes, timelines, window, wall, load_s, cpu)
+    report = _summarize(args, outcomes, timelines, window, wall, load_s, cpu, gil.reading())
     _print_report(args, report)
     if args.json is not None:
         _write_json(args, report, outcomes, vk, timelines)
@@ -295,6 +298,7 @@ def _summarize(
     wall: float,
     load_s: float,
     cpu: CpuTimes | None,
+    gil: GilReading,
 ) -> dict:
     from cuzk.engine.timeline import (
         busy_fraction,
@@ -328,6 +332,13 @@ def _summarize(
         "host_cpu_s_per_proof": None
         if cpu is None or not ok
         else {"engine_process": cpu.process_s / ok, "helper_processes": cpu.helpers_s / ok},
+        # The engine process's interpreter lock over the window (cuzk.cli.gil_meter).
+        "engine_gil": {
+            "held_share": gil.held_share,
+            "wait_share": gil.wait_share,
+            "mean_wait_ms": gil.mean_wait_ms,
+            "samples": gil.samples,
+        },
     }
 
 
@@ -360,6 +371,11 @@ def _print_report(args: argparse.Namespace, report: dict) -> None:
         ),
         ("hand-off gap (median)", "—" if gap is None else f"{gap * 1e3:.2f} ms"),
         ("host CPU per proof (engine process + helpers)", _cpu_text(report)),
+        (
+            "engine GIL found held / time lost waiting",
+            f"{100 * report['engine_gil']['held_share']:.1f} % / "
+            f"{100 * report['engine_gil']['wait_share']:.1f} %",
+        ),
     ]
     for k, v in rows:
         table.add_row(k, v)
