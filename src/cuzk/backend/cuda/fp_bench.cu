@@ -1,6 +1,7 @@
 // Fp product-rate microbenchmark (bench/gpu_msm.py): the MSM never launches it, so it stays out
 // of msm.cu.
 #include "curve.cuh"
+#include "fp64.cuh"
 
 __device__ __forceinline__ u64 bench_thread() { return (u64)blockIdx.x * blockDim.x + threadIdx.x; }
 
@@ -23,4 +24,53 @@ extern "C" __global__ void msm_fp_bench(u32* __restrict__ data, u32 nthreads, u3
     x = x + z;
 #pragma unroll
     for (int k = 0; k < FP_LIMBS; k++) data[t * 24 + k] = x.l[k];
+}
+
+// The FP64-pipe product (fp64.cuh, an experiment): the same two chains as msm_fp_bench, both
+// as fp24_t products. Output: both chains' ends as fp_t words (below 2p, not reduced), x then z.
+extern "C" __global__ void msm_fp64_bench(u32* __restrict__ data, u32 nthreads, u32 iters) {
+    u64 t = bench_thread();
+    if (t >= nthreads) return;
+    fp_t x, y;
+#pragma unroll
+    for (int k = 0; k < FP_LIMBS; k++) {
+        x.l[k] = data[t * 24 + k];
+        y.l[k] = data[t * 24 + 12 + k];
+    }
+    fp24_t a = fp24_from_fp(x), b = fp24_from_fp(y), c = b, d = a;
+    for (u32 i = 0; i < iters; i++) {
+        a = fp24_mul(a, b);
+        c = fp24_mul(c, d);
+    }
+    const fp_t ra = fp24_to_fp_words(a), rc = fp24_to_fp_words(c);
+#pragma unroll
+    for (int k = 0; k < FP_LIMBS; k++) {
+        data[t * 24 + k] = ra.l[k];
+        data[t * 24 + 12 + k] = rc.l[k];
+    }
+}
+
+// One chain of each kind in the same thread (x·y on the integer pipe, z·w as fp24_t on the
+// FP64 pipe), so the two products can overlap; 2·iters products like the probes above. Output:
+// x (< p) then z (below 2p), as fp_t words.
+extern "C" __global__ void msm_fp_mixed_bench(u32* __restrict__ data, u32 nthreads, u32 iters) {
+    u64 t = bench_thread();
+    if (t >= nthreads) return;
+    fp_t x, y;
+#pragma unroll
+    for (int k = 0; k < FP_LIMBS; k++) {
+        x.l[k] = data[t * 24 + k];
+        y.l[k] = data[t * 24 + 12 + k];
+    }
+    fp24_t z = fp24_from_fp(y), w = fp24_from_fp(x);
+    for (u32 i = 0; i < iters; i++) {
+        x = x * y;
+        z = fp24_mul(z, w);
+    }
+    const fp_t rz = fp24_to_fp_words(z);
+#pragma unroll
+    for (int k = 0; k < FP_LIMBS; k++) {
+        data[t * 24 + k] = x.l[k];
+        data[t * 24 + 12 + k] = rz.l[k];
+    }
 }
