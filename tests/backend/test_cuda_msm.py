@@ -207,7 +207,13 @@ def test_many_futures(gpu, rng, seed, tmp_path):
 
 
 @pytest.mark.parametrize(
-    "defines", [{"ACC_PREFETCH": "1"}, {"REDUCE_INLINE": "1"}, {"FP_MUL_IMPL": "0"}]
+    "defines",
+    [
+        {"ACC_PREFETCH": "1"},
+        {"REDUCE_INLINE": "1"},
+        {"FP_MUL_IMPL": "0"},
+        {"ACC_FP64": "1", "ACC_MIN_BLOCKS": "2"},
+    ],
 )
 def test_msm_g1_kernel_variants(rng, seed, tmp_path, defines):
     """The accumulation/reduction switches of msm.cu that are not the default give the same

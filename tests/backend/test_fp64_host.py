@@ -13,6 +13,7 @@ import pytest
 
 from cuzk.backend.cuda.loader import KERNEL_DIR
 from cuzk.field.constants import P
+from cuzk.field.constants import R as FR
 
 HERE = Path(__file__).resolve().parent
 CXX = shutil.which("g++") or shutil.which("c++")
@@ -59,3 +60,64 @@ def test_fp64_product_matches_python(harness, seed):
         assert one < 2 * P and one % P == want, f"{a:#x} * {b:#x} (seed {seed})"
         want_chain = a * pow(b * R_INV, CHAIN + 1, P) % P
         assert chain < 2 * P and chain % P == want_chain, f"chain of {a:#x}, {b:#x} (seed {seed})"
+
+
+@pytest.fixture(scope="module")
+def curve_harness(tmp_path_factory):
+    exe = tmp_path_factory.mktemp("curve_fp64") / "curve_fp64_check"
+    cmd = [CXX, "-O1", "-std=c++17", "-ffp-contract=off", *CUDA_KEYWORDS, f"-I{KERNEL_DIR}",
+           str(HERE / "host" / "curve_fp64_check.cpp"), "-o", str(exe)]  # fmt: skip
+    done = subprocess.run(cmd, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    return exe
+
+
+def _affine(point) -> tuple[int, int] | None:
+    from cuzk.curve.encoding import g1_to_bytes
+
+    raw = g1_to_bytes(point, compressed=False)
+    if raw[0] & 0x40:
+        return None
+    return int.from_bytes(raw[:48], "big") & ((1 << 381) - 1), int.from_bytes(raw[48:], "big")
+
+
+def test_fp64_mixed_addition_matches_the_integer_one(curve_harness, seed):
+    """Running sums of random G1 points (with a point added to itself, a point and its
+    negation, and infinity among them): both additions give the same XYZZ words, and that
+    accumulator is the arkworks sum."""
+    from cuzk.curve import g1_generator, g1_identity
+    from cuzk.curve.points import g1_mul
+
+    rng = random.Random(seed)
+    g = g1_generator()
+    ks = [rng.randrange(1, 1 << 255) for _ in range(300)]
+    seq = []
+    for i, k in enumerate(ks):
+        seq.append(k)
+        if i % 50 == 7:
+            seq += [None, k]  # infinity, then the same point again
+    # doubling (the sum P meets P), then cancelling (the sum 2P meets -2P), then the rest
+    seq = [ks[0], ks[0], -2 * ks[0] % FR, *seq]
+    points = [g1_identity() if k is None else g1_mul(g, k % FR) for k in seq]
+    r = 1 << 384
+    lines = []
+    for pt in points:
+        xy = _affine(pt)
+        x, y = (0, 0) if xy is None else (xy[0] * r % P, xy[1] * r % P)
+        lines.append(f"{words(x)} {words(y)}")
+    done = subprocess.run([str(curve_harness)], input="\n".join(lines), capture_output=True,
+                          text=True)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    out = done.stdout.splitlines()
+    assert len(out) == len(points)
+    acc = g1_identity()
+    for pt, line in zip(points, out, strict=True):
+        acc = acc + pt
+        tokens = line.split()
+        assert tokens[:48] == tokens[48:], f"additions differ (seed {seed})"
+        X, Y, ZZ, ZZZ = (value(tokens[12 * i : 12 * i + 12]) * R_INV % P for i in range(4))
+        want = _affine(acc)
+        if want is None:
+            assert ZZ == 0, f"expected infinity (seed {seed})"
+            continue
+        assert (X * pow(ZZ, -1, P) % P, Y * pow(ZZZ, -1, P) % P) == want, f"seed {seed}"

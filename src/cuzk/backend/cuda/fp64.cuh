@@ -113,3 +113,9 @@ FP_FN fp_t fp24_to_fp_words(const fp24_t& a) {
     }
     return r;
 }
+
+// a·b·R⁻¹ mod p for fp_t operands (< p, result < p) with the product on the FP64 pipe.
+FP_FN fp_t fp_mul_fp64(const fp24_t& a, const fp24_t& b) {
+    const fp_t t = fp24_to_fp_words(fp24_mul(a, b));
+    return fp_reduce_once(t.l);
+}
