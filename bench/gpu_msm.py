@@ -219,50 +219,30 @@ class Bench:
 
     def fp_rate(self) -> float:
         """Fp Montgomery multiplications per second (msm_fp_bench, median of --runs), for each
-        product in --fp-impls; returns the default product's rate."""
-        cp, gpu = self.cp, self.gpu
+        product in --fp-impls, and the FP64-pipe probes (fp64.cuh); returns the default
+        product's rate."""
         nthreads, iters = 1 << 18, 512
         data = self.rng.integers(0, 2**32, (nthreads, 24), dtype=np.uint64).astype(np.uint32)
         data[:, 11] %= 0x1A0111EA  # top limb below p's: every value < p
         data[:, 23] %= 0x1A0111EA
-        saved, rates = dict(gpu.defines), {}
-        try:
-            for impl in [None, *self.args.fp_impls]:
-                gpu.defines = saved if impl is None else {**saved, "FP_MUL_IMPL": impl}
-                times = []
-                with cp.cuda.Device(gpu.device), gpu._stream:
-                    d = cp.asarray(data)
-                    for k in range(self.args.runs + 1):
-                        start, end = cp.cuda.Event(), cp.cuda.Event()
-                        start.record(gpu._stream)
-                        gpu.gpu.launch(
-                            "fp_bench.cu",
-                            "msm_fp_bench",
-                            -(-nthreads // 128),
-                            128,
-                            (d, np.uint32(nthreads), np.uint32(iters)),
-                            defines=gpu.defines,
-                            stream=gpu._stream,
-                        )
-                        end.record(gpu._stream)
-                        end.synchronize()
-                        if k:
-                            times.append(cp.cuda.get_elapsed_time(start, end))
-                rate = 2 * nthreads * iters / max(statistics.median(times) * 1e-3, 1e-9)
-                rates[impl] = rate
-                name = "default" if impl is None else f"FP_MUL_IMPL={impl}"
-                print(f"Fp mul ({name}): {rate / 1e9:.1f}e9/s (floor to beat 13e9/s)", flush=True)
-            for kernel in ("msm_fp64_bench", "msm_fp_mixed_bench"):
-                rate = self._probe_rate(kernel, data, nthreads, iters // 2)
-                rates[kernel] = rate
-                print(f"Fp mul ({kernel}): {rate / 1e9:.1f}e9/s", flush=True)
-        finally:
-            gpu.defines = saved
-        self.fp_probe_rates = {k: v for k, v in rates.items() if isinstance(k, str)}
+        rates = {}
+        for impl in [None, *self.args.fp_impls]:
+            defines = {} if impl is None else {"FP_MUL_IMPL": impl}
+            rate = self._probe_rate("msm_fp_bench", data, nthreads, iters, defines)
+            rates[impl] = rate
+            name = "default" if impl is None else f"FP_MUL_IMPL={impl}"
+            print(f"Fp mul ({name}): {rate / 1e9:.1f}e9/s (floor to beat 13e9/s)", flush=True)
+        for kernel in ("msm_fp64_bench", "msm_fp_mixed_bench"):
+            rate = self._probe_rate(kernel, data, nthreads, iters // 2)
+            self.fp_probe_rates[kernel] = rate
+            print(f"Fp mul ({kernel}): {rate / 1e9:.1f}e9/s", flush=True)
         return rates[None]
 
-    def _probe_rate(self, kernel: str, data: np.ndarray, nthreads: int, iters: int) -> float:
-        """Products per second of one fp_bench.cu probe (2·iters products per thread)."""
+    def _probe_rate(
+        self, kernel: str, data: np.ndarray, nthreads: int, iters: int, defines: dict | None = None
+    ) -> float:
+        """Products per second of one fp_bench.cu probe (2·iters products per thread), with
+        the MSM's kernel defines plus ``defines``."""
         cp, gpu = self.cp, self.gpu
         times = []
         with cp.cuda.Device(gpu.device), gpu._stream:
@@ -272,6 +252,7 @@ class Bench:
                 start.record(gpu._stream)
                 gpu.gpu.launch("fp_bench.cu", kernel, -(-nthreads // 128), 128,
                                (d, np.uint32(nthreads), np.uint32(iters)),
+                               defines={**gpu.defines, **(defines or {})},
                                stream=gpu._stream)  # fmt: skip
                 end.record(gpu._stream)
                 end.synchronize()

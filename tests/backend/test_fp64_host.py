@@ -23,14 +23,19 @@ R_INV = pow(1 << 384, -1, P)
 CHAIN = 24
 
 
-@pytest.fixture(scope="module")
-def harness(tmp_path_factory):
-    exe = tmp_path_factory.mktemp("fp64") / "fp64_check"
+def _build(tmp_path_factory, name: str) -> Path:
+    """tests/backend/host/NAME.cpp built with g++ (the CUDA keywords defined away)."""
+    exe = tmp_path_factory.mktemp(name) / name
     cmd = [CXX, "-O1", "-std=c++17", "-ffp-contract=off", *CUDA_KEYWORDS, f"-I{KERNEL_DIR}",
-           str(HERE / "host" / "fp64_check.cpp"), "-o", str(exe)]  # fmt: skip
+           str(HERE / "host" / f"{name}.cpp"), "-o", str(exe)]  # fmt: skip
     done = subprocess.run(cmd, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     return exe
+
+
+@pytest.fixture(scope="module")
+def harness(tmp_path_factory):
+    return _build(tmp_path_factory, "fp64_check")
 
 
 def words(x: int) -> str:
@@ -64,12 +69,7 @@ def test_fp64_product_matches_python(harness, seed):
 
 @pytest.fixture(scope="module")
 def curve_harness(tmp_path_factory):
-    exe = tmp_path_factory.mktemp("curve_fp64") / "curve_fp64_check"
-    cmd = [CXX, "-O1", "-std=c++17", "-ffp-contract=off", *CUDA_KEYWORDS, f"-I{KERNEL_DIR}",
-           str(HERE / "host" / "curve_fp64_check.cpp"), "-o", str(exe)]  # fmt: skip
-    done = subprocess.run(cmd, capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr
-    return exe
+    return _build(tmp_path_factory, "curve_fp64_check")
 
 
 def _affine(point) -> tuple[int, int] | None:

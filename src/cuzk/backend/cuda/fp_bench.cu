@@ -5,25 +5,35 @@
 
 __device__ __forceinline__ u64 bench_thread() { return (u64)blockIdx.x * blockDim.x + threadIdx.x; }
 
+// A probe thread's two inputs (words t*24 .. t*24+24 of data, each < p) and its two outputs.
+__device__ __forceinline__ void bench_load(const u32* data, u64 t, fp_t& x, fp_t& y) {
+#pragma unroll
+    for (int k = 0; k < FP_LIMBS; k++) {
+        x.l[k] = data[t * 24 + k];
+        y.l[k] = data[t * 24 + 12 + k];
+    }
+}
+__device__ __forceinline__ void bench_store(u32* data, u64 t, const fp_t& x, const fp_t& y) {
+#pragma unroll
+    for (int k = 0; k < FP_LIMBS; k++) {
+        data[t * 24 + k] = x.l[k];
+        data[t * 24 + 12 + k] = y.l[k];
+    }
+}
+
 // Fp multiplication throughput probe for the benchmark: two independent chains of `iters`
 // products per thread (2 * iters multiplications), inputs data[t*24 .. t*24+24) (< p).
 extern "C" __global__ void msm_fp_bench(u32* __restrict__ data, u32 nthreads, u32 iters) {
     u64 t = bench_thread();
     if (t >= nthreads) return;
     fp_t x, y;
-#pragma unroll
-    for (int k = 0; k < FP_LIMBS; k++) {
-        x.l[k] = data[t * 24 + k];
-        y.l[k] = data[t * 24 + 12 + k];
-    }
+    bench_load(data, t, x, y);
     fp_t z = y, w = x;
     for (u32 i = 0; i < iters; i++) {
         x = x * y;
         z = z * w;
     }
-    x = x + z;
-#pragma unroll
-    for (int k = 0; k < FP_LIMBS; k++) data[t * 24 + k] = x.l[k];
+    bench_store(data, t, x + z, y);
 }
 
 // The FP64-pipe product (fp64.cuh, an experiment): the same two chains as msm_fp_bench, both
@@ -32,22 +42,13 @@ extern "C" __global__ void msm_fp64_bench(u32* __restrict__ data, u32 nthreads, 
     u64 t = bench_thread();
     if (t >= nthreads) return;
     fp_t x, y;
-#pragma unroll
-    for (int k = 0; k < FP_LIMBS; k++) {
-        x.l[k] = data[t * 24 + k];
-        y.l[k] = data[t * 24 + 12 + k];
-    }
+    bench_load(data, t, x, y);
     fp24_t a = fp24_from_fp(x), b = fp24_from_fp(y), c = b, d = a;
     for (u32 i = 0; i < iters; i++) {
         a = fp24_mul(a, b);
         c = fp24_mul(c, d);
     }
-    const fp_t ra = fp24_to_fp_words(a), rc = fp24_to_fp_words(c);
-#pragma unroll
-    for (int k = 0; k < FP_LIMBS; k++) {
-        data[t * 24 + k] = ra.l[k];
-        data[t * 24 + 12 + k] = rc.l[k];
-    }
+    bench_store(data, t, fp24_to_fp_words(a), fp24_to_fp_words(c));
 }
 
 // One chain of each kind in the same thread (x·y on the integer pipe, z·w as fp24_t on the
@@ -57,20 +58,11 @@ extern "C" __global__ void msm_fp_mixed_bench(u32* __restrict__ data, u32 nthrea
     u64 t = bench_thread();
     if (t >= nthreads) return;
     fp_t x, y;
-#pragma unroll
-    for (int k = 0; k < FP_LIMBS; k++) {
-        x.l[k] = data[t * 24 + k];
-        y.l[k] = data[t * 24 + 12 + k];
-    }
+    bench_load(data, t, x, y);
     fp24_t z = fp24_from_fp(y), w = fp24_from_fp(x);
     for (u32 i = 0; i < iters; i++) {
         x = x * y;
         z = fp24_mul(z, w);
     }
-    const fp_t rz = fp24_to_fp_words(z);
-#pragma unroll
-    for (int k = 0; k < FP_LIMBS; k++) {
-        data[t * 24 + k] = x.l[k];
-        data[t * 24 + 12 + k] = rz.l[k];
-    }
+    bench_store(data, t, x, fp24_to_fp_words(z));
 }
