@@ -31,7 +31,7 @@ def _payload(cid: str, seed: int) -> bytes:
         return generate_c1(2048, seed).encode()
     from cuzk.circuits.filecoin.snap_vanilla import generate_update
 
-    return generate_update(2048, seed).encode()
+    return generate_update(8 << 20 if cid == "snap-8m" else 2048, seed).encode()
 
 
 def _circuit(cid: str, seed: int):  # noqa: ANN202 - a Filecoin partition circuit
@@ -53,6 +53,7 @@ def _circuit(cid: str, seed: int):  # noqa: ANN202 - a Filecoin partition circui
         ("snap-2k", BOTH),
         ("wpost-2k", BOTH),
         ("winning-2k", BOTH),
+        ("snap-8m", BOTH),  # a 10.0M-constraint partition: about a minute on the GPU host
     ],
 )
 def test_device_witness_equals_cpu(cid, options, cuda_backend, cpu_backend, seed):
