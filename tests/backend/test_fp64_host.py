@@ -121,3 +121,27 @@ def test_fp64_mixed_addition_matches_the_integer_one(curve_harness, seed):
             assert ZZ == 0, f"expected infinity (seed {seed})"
             continue
         assert (X * pow(ZZ, -1, P) % P, Y * pow(ZZZ, -1, P) % P) == want, f"seed {seed}"
+
+
+@pytest.fixture(scope="module")
+def fp2_harness(tmp_path_factory):
+    return _build(tmp_path_factory, "fp2_fp64_check")
+
+
+def test_fp2_products_with_one_fp64_product_match_python(fp2_harness, seed):
+    """FP2_FP64=1's Fp2 product and square (Karatsuba, one Fp product on the FP64 pipe) against
+    Python: (a0 + a1 u)(b0 + b1 u) with u² = −1, each component times R⁻¹."""
+    rng = random.Random(seed)
+    edge = [0, 1, P - 1, (1 << 384) % P, P >> 1]
+    pairs = [tuple(rng.randrange(P) for _ in range(4)) for _ in range(1000)]
+    pairs += [(a, b, c, d) for a in edge for b in edge for c, d in [(P - 1, 1), (0, P - 1)]]
+    text = "\n".join(" ".join(words(v) for v in q) for q in pairs)
+    done = subprocess.run([str(fp2_harness)], input=text, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert len(lines) == len(pairs)
+    for (a0, a1, b0, b1), line in zip(pairs, lines, strict=True):
+        got = [value(line.split()[12 * i : 12 * i + 12]) for i in range(4)]
+        prod = ((a0 * b0 - a1 * b1) * R_INV % P, (a0 * b1 + a1 * b0) * R_INV % P)
+        square = ((a0 * a0 - a1 * a1) * R_INV % P, 2 * a0 * a1 * R_INV % P)
+        assert tuple(got[:2]) == prod and tuple(got[2:]) == square, f"seed {seed}"
