@@ -13,7 +13,13 @@ from hypothesis import strategies as st
 
 from cuzk.circuits.filecoin.post import post_params
 from cuzk.circuits.filecoin.vanilla import random_sector
-from cuzk.circuits.filecoin.vanilla_json import generate, read_request, sector_vanilla_json
+from cuzk.circuits.filecoin.vanilla_json import (
+    BLOB_ENVELOPE,
+    generate,
+    read_blob_envelope,
+    read_request,
+    sector_vanilla_json,
+)
 from cuzk.circuits.filecoin.wire import prover_id
 from cuzk.engine import Priority
 from cuzk.engine.request import MAX_REQUEST_ID_LEN
@@ -135,17 +141,22 @@ def test_winning_post_envelope_round_trip(encoding, rng):
     conv = convert.to_engine(msg)
     assert conv.kind == "winning" and conv.request.circuit_id == "winning-2k"
     assert conv.request.priority is Priority.CRITICAL
-    env = json.loads(conv.request.payload)
-    assert [base64.b64decode(b) for b in env["vanilla_proof_blobs"]] == blobs  # as sent
-    assert int.from_bytes(bytes(env["prover_id"]), "little") == prover_id(miner)
+    assert conv.request.payload.startswith(BLOB_ENVELOPE)
+    env, raws = read_blob_envelope(conv.request.payload)
+    assert raws == blobs  # as sent
+    assert int.from_bytes(env["prover_id"], "little") == prover_id(miner)
     cid, circuit, inputs = read_request(conv.request.payload)
     assert cid == "winning-2k" and len(inputs) == 132
-    # the same statement as the JSON request file of those sector proofs
-    del env["vanilla_proof_blobs"]
-    env["vanilla_proofs"] = docs
-    same_cid, same_circuit, same_inputs = read_request(json.dumps(env).encode())
-    assert (same_cid, same_inputs) == (cid, inputs)
-    assert same_circuit.sectors == circuit.sectors
+    # the same statement as the JSON request file of those sector proofs, and as the older
+    # JSON envelope (base64 blobs) that journals of earlier daemons hold
+    env = {k: list(v) if isinstance(v, bytes) else v for k, v in env.items()}
+    for key, value in (
+        ("vanilla_proofs", docs),
+        ("vanilla_proof_blobs", [base64.b64encode(b).decode() for b in blobs]),
+    ):
+        same_cid, same_circuit, same_inputs = read_request(json.dumps({**env, key: value}).encode())
+        assert (same_cid, same_inputs) == (cid, inputs)
+        assert same_circuit.sectors == circuit.sectors  # fmt: skip
 
 
 def test_bincode_starting_with_a_brace_is_still_bincode(rng):
@@ -161,7 +172,7 @@ def test_bincode_starting_with_a_brace_is_still_bincode(rng):
         randomness=(3).to_bytes(32, "little"),
     )
     payload = convert.to_engine(msg).request.payload
-    assert json.loads(payload)["vanilla_proof_blobs"] == [base64.b64encode(raw).decode()]
+    assert read_blob_envelope(payload)[1] == [raw]
     read_request(payload)  # read as bincode, and it checks out
 
 
@@ -181,9 +192,10 @@ def test_bad_post_inputs_are_refused(rng):
         payload = convert.to_engine(pb.SubmitProofRequest(vanilla_proofs=blobs, **base)).request
         with pytest.raises(BadInput, match=r"vanilla_proofs\[0\]"):
             read_request(payload.payload)
-    env = json.loads(
-        convert.to_engine(pb.SubmitProofRequest(vanilla_proofs=[good], **base)).request.payload
-    )
+    payload = convert.to_engine(pb.SubmitProofRequest(vanilla_proofs=[good], **base)).request
+    header, _ = read_blob_envelope(payload.payload)
+    env = {k: list(v) if isinstance(v, bytes) else v for k, v in header.items()}
+    env["vanilla_proof_blobs"] = [base64.b64encode(good).decode()]  # the older JSON envelope
     for bad, match in (([], "non-empty"), (["%%"], "base64"), ([7], "base64")):
         with pytest.raises(BadInput, match=match):
             read_request(json.dumps({**env, "vanilla_proof_blobs": bad}).encode())
@@ -283,3 +295,41 @@ def _varint(n: int) -> bytes:
         out.append(n & 0x7F | 0x80)
         n >>= 7
     return bytes([*out, n])
+
+
+def test_bad_envelopes_are_refused(rng):
+    """The daemon's PoSt envelope is checked before any sector proof is read: its header line,
+    the sizes it states and the bytes that follow must agree exactly."""
+    p = post_params("winning-2k")
+    good = encode(sector_vanilla_json(generate(p, [random_sector(p, 5, rng)], 1)[0], p))
+    msg = pb.SubmitProofRequest(
+        proof_kind=pb.WINNING_POST,
+        registered_proof=0,
+        randomness=(1).to_bytes(32, "little"),
+        vanilla_proofs=[good],
+    )
+    payload = convert.to_engine(msg).request.payload
+    read_request(payload)
+    head, line, body = payload.partition(b"\n")
+    header = json.loads(body[: body.index(b"\n")])
+    rest = body[body.index(b"\n") + 1 :]
+
+    def envelope(h: object, tail: bytes = rest) -> bytes:
+        return head + line + json.dumps(h).encode() + b"\n" + tail
+
+    cases = {
+        "sizes add up to": [payload[:-1], payload + b"\0", envelope(header, rest + rest)],
+        "not terminated": [BLOB_ENVELOPE + b'{"circuit": "winning-2k"'],
+        "not valid JSON": [envelope("x", b"")[:-1].replace(b'"x"', b"{") + b"\n"],
+        "JSON object": [envelope([1, 2])],
+        "non-empty array": [envelope({**header, "vanilla_proof_sizes": []}),
+                            envelope({k: v for k, v in header.items()
+                                      if k != "vanilla_proof_sizes"})],
+        "byte counts": [envelope({**header, "vanilla_proof_sizes": [-1]}),
+                        envelope({**header, "vanilla_proof_sizes": [1.5]})],
+        "also holds": [envelope({**header, "vanilla_proofs": []})],
+    }  # fmt: skip
+    for match, payloads in cases.items():
+        for bad in payloads:
+            with pytest.raises(BadInput, match=match):
+                read_request(bad)

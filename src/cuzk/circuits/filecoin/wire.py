@@ -10,7 +10,6 @@ that kind does not take. They know nothing of protobuf: the daemon fills a
 
 from __future__ import annotations
 
-import base64
 import json
 from dataclasses import dataclass
 
@@ -18,7 +17,7 @@ from cuzk.circuits.filecoin.post import post_params
 from cuzk.circuits.filecoin.snap import snap_params
 from cuzk.circuits.filecoin.snap_vanilla import request_document
 from cuzk.circuits.filecoin.vanilla_bincode import read_partition_proof
-from cuzk.circuits.filecoin.vanilla_json import registered_proof
+from cuzk.circuits.filecoin.vanilla_json import blob_envelope, registered_proof
 from cuzk.errors import BadInput
 from cuzk.field.constants import R
 
@@ -58,11 +57,12 @@ def porep_payload(circuit_id: str, parts: ClientParts) -> bytes:
 
 
 def post_payload(circuit_id: str, parts: ClientParts) -> bytes:
-    """PoSt: the request envelope :func:`.vanilla_json.read_request` takes, around the sector
-    proofs as the client sent them, base64 (each serde JSON or bincode: the engine's reader
-    decodes and checks them, :func:`.vanilla_bincode.read_sector_proof`). Decoding here and
-    writing the dicts back as JSON took ≈ 20 s of the daemon's own CPU for a full 32 GiB
-    partition (2,349 sectors), and the reader then parsed that JSON again."""
+    """PoSt: the request envelope :func:`.vanilla_json.read_request` takes
+    (:func:`.vanilla_json.blob_envelope`), around the sector proofs as the client sent them
+    (each serde JSON or bincode: the engine's reader decodes and checks them,
+    :func:`.vanilla_bincode.read_sector_proof`). Decoding here and writing the dicts back as
+    JSON took ≈ 20 s of the daemon's own CPU for a full 32 GiB partition (2,349 sectors), and
+    the reader then parsed that JSON again."""
     params = post_params(circuit_id)
     if params.kind == "winning" and parts.partition:
         raise BadInput(f"{circuit_id} has a single partition; partition_index must be 0")
@@ -76,15 +76,14 @@ def post_payload(circuit_id: str, parts: ClientParts) -> bytes:
             "randomness: not a canonical field element (clear its top two bits: "
             "randomness[31] &= 0x3f, as Lotus does)"
         )
-    envelope = {
+    header = {
         "registered_proof": registered_proof(params),
         "circuit": circuit_id,
         "randomness": list(randomness),
         "prover_id": list(prover_id(parts.miner_id).to_bytes(32, "little")),
         "partition": parts.partition,
-        "vanilla_proof_blobs": [base64.b64encode(raw).decode() for raw in parts.vanilla_proofs],
     }
-    return json.dumps(envelope, separators=(",", ":")).encode()
+    return blob_envelope(header, parts.vanilla_proofs)
 
 
 def snap_payload(circuit_id: str, parts: ClientParts) -> bytes:
