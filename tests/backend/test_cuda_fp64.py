@@ -7,17 +7,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from cuzk.backend.cuda.device import cuda_available
 from cuzk.field.constants import P
 
-try:
-    import cupy
-
-    _NDEV = cupy.cuda.runtime.getDeviceCount()
-    _WHY = "" if _NDEV else "no CUDA device"
-except Exception as e:  # noqa: BLE001 - ImportError, or CUDA missing/failing
-    _NDEV, _WHY = 0, f"CuPy or a CUDA device is unavailable ({type(e).__name__}: {e})"
-
-pytestmark = [pytest.mark.gpu, pytest.mark.skipif(_NDEV == 0, reason=_WHY)]
+_OK, _WHY = cuda_available()
+pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not _OK, reason=_WHY)]
 R_INV = pow(1 << 384, -1, P)
 
 
