@@ -333,12 +333,7 @@ def _summarize(
         if cpu is None or not ok
         else {"engine_process": cpu.process_s / ok, "helper_processes": cpu.helpers_s / ok},
         # The engine process's interpreter lock over the window (cuzk.cli.gil_meter).
-        "engine_gil": {
-            "held_share": gil.held_share,
-            "wait_share": gil.wait_share,
-            "mean_wait_ms": gil.mean_wait_ms,
-            "samples": gil.samples,
-        },
+        "engine_gil": dataclasses.asdict(gil),
     }
 
 
