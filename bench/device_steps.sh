@@ -6,6 +6,7 @@
 #   e22    the engine's 10 × 2^22 proofs (bench/engine_matrix.sh, staging, 2 workers)
 #   etests the engine's Filecoin GPU test: an 8 MiB SnapDeals update from its payload (keys made
 #          on the GPU, 4 partitions through staging); its CPU tests (marked heavy) run elsewhere
+#   wtests the device-witness GPU tests (snap-8m's included), then the interop and groth16 ones
 #   mtests the MSM GPU tests alone
 #   msmred G1 2^16–2^24 and G2 2^14–2^24, the bucket reduction's plan vs the fixed 32-bucket one
 #   fp64   the FP64-pipe Fp product (fp64.cuh): the probes' GPU test, the MSM variant tests, the
@@ -47,13 +48,15 @@ for s in "$@"; do
       --shape-cache /tmp/s24 --json $OUT/p24_c\$c.json 2>&1 | grep -E 'seconds per|kernels|synthesis |stage '; done" ;;
     etests) TAIL=6 step etests "python3 -m pytest -q -s -m gpu -p no:cacheprovider \
       tests/engine/test_filecoin_engine.py" ;;
+    wtests) TAIL=20 step wtests "python3 -m pytest -v -m gpu -p no:cacheprovider --durations 5 \
+      tests/backend/test_cuda_witness.py tests/interop/test_cuda_interop.py tests/groth16" ;;
     mtests) TAIL=6 step mtests "python3 -m pytest -q -m gpu -p no:cacheprovider \
       tests/backend/test_cuda_msm.py" ;;
     msmred) step msmred "python3 bench/gpu_msm.py --g1 16:24 --g2 14:24 --no-fp --no-save \
       --runs 5 --reduce-threads 0 --profile 14,16,20" ;;
-    fp64) step fp64 "python3 -m pytest -q -m gpu -p no:cacheprovider tests/backend/test_cuda_fp64.py \
-      && python3 -m pytest -q -m gpu -p no:cacheprovider tests/backend/test_cuda_msm.py -k 'variant' \
-      && python3 bench/gpu_msm.py --g1 20:24 --g2 20:22 --no-save --runs 5 --profile 24 \
+    fp64) step fp64 "python3 -m pytest -q -m gpu -p no:cacheprovider tests/backend/test_cuda_fp64.py; \
+      python3 -m pytest -q -m gpu -p no:cacheprovider tests/backend/test_cuda_msm.py -k 'variant'; \
+      python3 bench/gpu_msm.py --g1 20:24 --g2 20:22 --no-save --runs 5 --profile 24 \
       --variant g1:20,22,24:ACC_FP64=1,ACC_MIN_BLOCKS=2 --variant g1:24:ACC_MIN_BLOCKS=2 \
       --variant g2:20,22:FP2_FP64=1" ;;
     msmba) step msmba "python3 bench/gpu_msm.py --g1 '' --g2 '' --no-fp --no-save --runs 5 \
