@@ -229,6 +229,37 @@ def test_short_partition_repeats_last_sector(seed):
         FallbackPoStCircuit(p, proofs[:1])
 
 
+def test_a_circuit_pickles_its_sectors_paths_as_one_batch(seed):
+    """The payload opener sends a PoSt circuit between processes: with its sectors' paths as
+    one batch it must come back equal, digests included, and with the general readers' paths
+    (lists of MerklePath) the ordinary way."""
+    import pickle
+
+    from cuzk.circuits import open_statement
+    from cuzk.circuits.filecoin.vanilla_json import random_request
+    from cuzk.gadgets.merkle import PathBatch
+
+    p = post_params("wpost-2k")
+    text, _ = random_request(p, np.random.default_rng(seed))
+    circuit = open_statement("wpost-2k", (), text.encode()).circuit(0)
+    assert all(isinstance(s.inclusion_proofs, PathBatch) for s in circuit.sectors)
+    back = pickle.loads(pickle.dumps(circuit))  # noqa: S301 - made just above
+    assert back == circuit and back.params == p
+    for a, b in zip(back.sectors, circuit.sectors, strict=True):
+        assert (a.comm_r, a.comm_c, a.comm_r_last) == (b.comm_r, b.comm_c, b.comm_r_last)
+        assert b.inclusion_proofs.digests is not None
+        for x, y in zip(a.inclusion_proofs.digests, b.inclusion_proofs.digests, strict=True):
+            assert np.array_equal(x, y)
+    assert synthesize_witness(back).inputs == synthesize_witness(circuit).inputs
+
+    listed = FallbackPoStCircuit(p, tuple(
+        SectorProof(s.comm_r, s.comm_c, s.comm_r_last, list(s.inclusion_proofs))
+        for s in circuit.sectors
+    ))  # fmt: skip
+    again = pickle.loads(pickle.dumps(listed))  # noqa: S301 - made just above
+    assert again == listed and isinstance(again.sectors[0].inclusion_proofs, list)
+
+
 def test_registry_ids(seed):
     assert set(PINNED) <= set(circuit_ids())
     c = get_circuit("wpost-2k", seed)

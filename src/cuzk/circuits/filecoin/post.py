@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 from cuzk.circuits.filecoin.post_sector import SectorProof, synthesize_sector
 from cuzk.errors import BadInput
-from cuzk.gadgets.merkle import TreeShape
+from cuzk.gadgets.merkle import PathBatch, TreeShape
 from cuzk.gadgets.poseidon import constraint_count
 from cuzk.r1cs import Circuit, ConstraintSystem, R1CSShape, ShapeCS, WitnessCS, repeat
 
@@ -140,6 +140,21 @@ class FallbackPoStCircuit:
                 raise BadInput(f"sector {i}: {len(s.inclusion_proofs)} inclusion proofs, "
                                f"expected {p.challenge_count}")  # fmt: skip
 
+    def __reduce__(self) -> tuple:
+        """Pickled with every sector's paths in one :class:`PathBatch`, when they are batches.
+
+        A full WindowPoSt partition's 2,349 sectors each hold views into the request's path
+        columns; pickled one by one, that is ~50,000 small arrays, and the trip from the
+        payload opener's process to the engine costs ~1.4 s of unpickling and pickling on the
+        request's path. As one batch it is a few large arrays.
+        """
+        sectors = self.sectors
+        if sectors is None or not all(isinstance(s.inclusion_proofs, PathBatch) for s in sectors):
+            return (FallbackPoStCircuit, (self.params, sectors))
+        comms = tuple((s.comm_r, s.comm_c, s.comm_r_last) for s in sectors)
+        paths = PathBatch.concat([s.inclusion_proofs for s in sectors])
+        return (_unpickle_batched, (self.params, comms, paths))
+
     @property
     def circuit_id(self) -> str:
         return self.params.circuit_id
@@ -172,6 +187,19 @@ class FallbackPoStCircuit:
             repeat(cs, count, "sector_{}".format,
                    lambda i: synthesize_sector(cs, self.params, None if sectors is None
                                                else sectors[i]))  # fmt: skip
+
+
+def _unpickle_batched(
+    params: PoStParams, comms: tuple[tuple[int, int, int], ...], paths: PathBatch
+) -> FallbackPoStCircuit:
+    """The circuit :meth:`FallbackPoStCircuit.__reduce__` sent: sector ``i`` takes the
+    ``challenge_count`` paths from ``i · challenge_count`` on, as views of the one batch."""
+    k = params.challenge_count
+    sectors = tuple(
+        SectorProof(comm_r, comm_c, comm_r_last, paths[i * k : (i + 1) * k])
+        for i, (comm_r, comm_c, comm_r_last) in enumerate(comms)
+    )
+    return FallbackPoStCircuit(params, sectors)
 
 
 def pad_sectors(sectors: Sequence[SectorProof], params: PoStParams) -> tuple[SectorProof, ...]:
