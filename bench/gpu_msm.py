@@ -4,6 +4,7 @@ Usage: python bench/gpu_msm.py [--g1 16:26] [--g2 16:24] [--runs 5] [--sweep g1:
        [--profile 24] [--no-check] [--distinct 4096] [--variant g1:22,24:ACC_MIN_BLOCKS=4 ...]
        [--batch-affine g1:20,24,26]  (old vs batch-affine accumulation, distinct bases)
        [--reduce-threads 0]  (also time other bucket-reduction plans)
+       [--copies g1:24,26:2,4,13]  (plain vs precomputed bases, K copies, distinct bases)
 
 Points: --distinct random points per group (k·G with random k, from the fixed-base batch),
 written zcash-uncompressed to a temporary file and preloaded, then tiled on the device up to the
@@ -217,6 +218,58 @@ class Bench:
         self.gpu.evict(full)
         return out
 
+    def compare_copies(self, group: str, logs: list[int], ks: list[int]) -> dict[str, float]:
+        """Plain vs precomputed bases (GpuMsm.precompute, K shifted copies) on distinct bases
+        and full-width scalars: device ms of each, the copies' making time (once per key) and
+        VRAM, each result compared with the plain one (the smallest size's also with the CPU);
+        a per-stage profile with the most copies at the largest size."""
+        if not logs:
+            return {}
+        full, path = self.distinct(group, max(logs))
+        _, dev_all = self.scalars(1 << max(logs))
+        resident = self.gpu.resident(full)
+        enc = GROUP[group][5]
+        words = resident.shape[1]
+        out: dict[str, float] = {}
+        print(f"\n{group.upper()} copies   n   K   c   plain ms   copies ms   ratio   "
+              "making s   VRAM GB", flush=True)  # fmt: skip
+        for lg, bases, d_scalars in self.prefixes(group, resident, full.key, dev_all, logs):
+            n = 1 << lg
+            plain = enc(self.gpu.msm(bases, d_scalars).result(), compressed=False)
+            t_plain = self.time_device(bases, d_scalars, None, self.args.runs)
+            out[f"{lg}_plain"] = round(t_plain, 3)
+            if lg == min(logs) and self.args.check:
+                pts = GROUP[group][3](np.fromfile(path, np.uint8, n * GROUP[group][0]).tobytes())
+                host = self.cp.asnumpy(d_scalars)
+                if enc(GROUP[group][4](pts, fr.to_bytes_le(host)), compressed=False) != plain:
+                    raise SystemExit(f"{group} 2^{lg}: the plain MSM differs from the CPU")
+                print(f"  check 2^{lg} against the CPU: OK", flush=True)
+            for k in ks:
+                t0 = time.perf_counter()
+                held = self.gpu.precompute(bases, k)
+                making = time.perf_counter() - t0
+                c = self.gpu._bases[bases.key].window
+                got = enc(self.gpu.msm(bases, d_scalars).result(), compressed=False)
+                if got != plain:
+                    raise SystemExit(f"{group} 2^{lg}, {k} copies: result differs from plain")
+                t = self.time_device(bases, d_scalars, None, self.args.runs)
+                vram = held * n * words * 4 / 1e9
+                out[f"{lg}_copies{held}"] = round(t, 3)
+                out[f"{lg}_copies{held}_window"] = c
+                out[f"{lg}_copies{held}_making_s"] = round(making, 3)
+                print(f"  2^{lg:<2} {held:>3} {c:>3} {t_plain:>10.2f} {t:>11.2f} "
+                      f"{t / t_plain:>7.3f} {making:>10.2f} {vram:>9.1f}  (results equal)",
+                      flush=True)  # fmt: skip
+                if lg == max(logs) and k == max(ks):
+                    agg: dict[str, float] = {}
+                    for name, dt in self.profile(bases, d_scalars, None):
+                        agg[name] = agg.get(name, 0.0) + dt
+                    print("      profile: " + ", ".join(f"{a} {v:.2f}" for a, v in agg.items()))
+                self.gpu.precompute(bases, 1)
+        del dev_all, resident
+        self.gpu.evict(full)
+        return out
+
     def fp_rate(self) -> float:
         """Fp Montgomery multiplications per second (msm_fp_bench, median of --runs), for each
         product in --fp-impls, and the FP64-pipe probes (fp64.cuh); returns the default
@@ -391,6 +444,13 @@ def main() -> None:
         help="also time every size with the bucket reduction aiming at these thread counts "
         "per level (0: fixed 32-bucket groups, the plan before session 10)",
     )
+    ap.add_argument(
+        "--copies",
+        action="append",
+        default=[],
+        help="GROUP:LOGS:KS, e.g. g1:24,26:2,4,13: plain vs precomputed bases with K copies on "
+        "distinct bases (results cross-checked), besides the --g1/--g2 tables",
+    )
     ap.add_argument("--device", type=int, default=0)
     ap.add_argument("--seed", type=int, default=None)
     args = ap.parse_args()
@@ -420,6 +480,11 @@ def main() -> None:
             bgroup, blogs = spec.split(":")
             logs = sorted(int(x) for x in blogs.split(","))
             new[f"{bgroup}_msm_batch_affine"] = bench.compare_batch_affine(bgroup, logs)
+        for spec in args.copies:
+            cgroup, clogs, cks = spec.split(":")
+            logs = sorted(int(x) for x in clogs.split(","))
+            ks = [int(x) for x in cks.split(",")]
+            new[f"{cgroup}_msm_copies"] = bench.compare_copies(cgroup, logs, ks)
     finally:
         shutil.rmtree(bench.tmp, ignore_errors=True)
     if rate:

@@ -179,6 +179,32 @@ def test_split_msm(gpu, cuda_backend, rng, seed, tmp_path, group):
         assert encoded(group, got) == want, f"seed {seed}, {name}, device plan"
 
 
+@pytest.mark.parametrize("group", ["g1", "g2"])
+@pytest.mark.parametrize("window, copies", [(7, 2), (11, 3), (13, 20), (None, 4)])
+def test_precomputed_bases(gpu, rng, seed, tmp_path, group, window, copies):
+    """MSMs over shifted copies of the bases (GpuMsm.precompute) give the CPU's result: mixed
+    scalars, one huge bucket per row (all scalars equal: K windows' entries in one bucket),
+    the split MSM's gathered tail and ones, and dropping the copies again."""
+    n = 1000
+    bases, points = make_bases(group, n, rng, tmp_path)
+    held = gpu.precompute(bases, copies, window=window)
+    if window is None:  # the window choose_window makes for n points and 4 copies
+        assert 2 <= held <= copies
+    else:  # at most one copy per window
+        assert held == min(copies, -(-256 // window))
+    assert gpu.resident(bases).shape[0] == n
+    for scalars in (make_scalars(n, rng), *skewed_scalars(n, rng)[:2]):
+        want = reference(group, points, scalars)
+        assert encoded(group, gpu.msm(bases, scalars).result()) == want, f"seed {seed}"
+        got = gpu.split_msm(bases, scalars).result()
+        assert encoded(group, got) == want, f"seed {seed}, split"
+    with pytest.raises(BadInput, match="precomputed for window"):
+        gpu.msm(bases, scalars, window=5 if window != 5 else 6)
+    assert gpu.precompute(bases, 1) == 1
+    assert encoded(group, gpu.msm(bases, scalars).result()) == want, f"seed {seed}, dropped"
+    gpu.evict(bases)
+
+
 def test_residency(gpu, rng, seed, tmp_path):
     """Explicit preload, device-resident scalars, evict and reload, length mismatch."""
     n = 333

@@ -18,6 +18,11 @@
 //   msm_sum_rows        tree reduction of all levels' results to one point per window
 // The host adds the W window sums with weights 2^(c·w) (Horner).
 // msm_sum_affine adds gathered affine points (the scalars equal to one).
+//
+// Precomputed bases (msm.py GpuMsm.precompute): K copies of the n bases, copy j holding
+// 2^(c·j)·P (msm_shift_copy doubles a copy c times, fixed_base.cu's fb_affine makes it
+// affine). Window w then adds its digit's point from copy w mod K into the bucket row
+// w / K, so only ceil(W/K) rows of buckets are reduced and the host's weights are 2^(c·K·row).
 #include "msm_group.cuh"
 #include "scalar.cuh"
 
@@ -103,12 +108,13 @@ extern "C" __global__ void msm_from_zcash(const unsigned char* __restrict__ raw,
 
 // scatter == 0: counts[key] += 1 for every non-zero digit.
 // scatter != 0: entries[cursor[key]++] = point | sign.
-// The point index is gather[i] when use_gather, else i. Scalars: m Montgomery-form Fr elements
-// (4 u64 limbs each, < r < 2^255).
+// The point index is gather[i] when use_gather, else i; window w takes it from copy w % copies
+// (copy_stride points per copy) into bucket row w / copies (copies = 1: every window its own
+// row, the plain MSM). Scalars: m Montgomery-form Fr elements (4 u64 limbs each, < r < 2^255).
 extern "C" __global__ void msm_digits(const u64* __restrict__ scalars, u32 m, u32 c, u32 nwin,
                                       const u32* __restrict__ gather, u32 use_gather,
                                       u32* __restrict__ counts, u32* __restrict__ entries,
-                                      u32 scatter) {
+                                      u32 scatter, u32 copies, u32 copy_stride) {
     u64 i = global_thread();
     if (i >= m) return;
     u32 s[8];
@@ -121,10 +127,10 @@ extern "C" __global__ void msm_digits(const u64* __restrict__ scalars, u32 m, u3
         const u32 mag = signed_digit(s, w, c, carry, negative);
         const u32 sign = negative ? SIGN_BIT : 0u;
         if (mag == 0) continue;
-        u32 key = w * nbuckets + (mag - 1);
+        const u32 key = (w / copies) * nbuckets + (mag - 1);
         if (scatter) {
             u32 pos = atomicAdd(&counts[key], 1u);
-            entries[pos] = point | sign;
+            entries[pos] = (point + (w % copies) * copy_stride) | sign;
         } else {
             atomicAdd(&counts[key], 1u);
         }
@@ -281,4 +287,21 @@ extern "C" __global__ void __launch_bounds__(128) msm_sum_affine(
         acc = add_affine(acc, q);
     }
     out[t] = acc;
+}
+
+// out[i] = 2^c·in[i] for i < n (c doublings; infinity stays infinity): the next copy of the
+// precomputed bases, before fb_affine makes it affine.
+extern "C" __global__ void __launch_bounds__(128) msm_shift_copy(const affine* __restrict__ in,
+                                                                xyzz* __restrict__ out, u64 n,
+                                                                u32 c) {
+    u64 i = global_thread();
+    if (i >= n) return;
+    const affine q = load_affine(in, (u32)i);
+    if (q.is_inf()) {
+        out[i] = xyzz::inf();
+        return;
+    }
+    xyzz acc = dbl_affine(q);
+    for (u32 k = 1; k < c; k++) acc = dbl(acc);
+    out[i] = acc;
 }

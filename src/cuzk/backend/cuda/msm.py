@@ -14,6 +14,11 @@ over them with the kernels of ``msm.cu``:
    results tree-reduced to one point per window;
 4. on the host, Σ 2^(c·w)·S_w by Horner's rule on py-arkworks points.
 
+Precomputed bases (:meth:`GpuMsm.precompute`, off unless asked for): a key's bases never
+change, so K shifted copies 2^(c·j)·P (j < K) can be made once when it is loaded. Window w
+then takes its points from copy w mod K into bucket row w div K: the additions are the same,
+but only ⌈W/K⌉ rows of buckets are reduced, and fewer rows make a wider window pay.
+
 A GpuMsm runs on its device's :class:`~cuzk.backend.cuda.device.Gpu` (the one runtime per
 device: launcher, error mapping, kernel cache) on a side stream of its own, submitted by one
 worker thread, so MSMs overlap the compute stream's H pipeline. An MSM over scalars the compute
@@ -38,10 +43,17 @@ from cuzk.backend.cuda.points import FLAG_INFINITY, FLAG_MASK, FP_WORDS, GROUPS,
 from cuzk.errors import BadInput
 
 KERNEL_FILE = "msm.cu"
+FIXED_BASE_FILE = "fixed_base.cu"  # its affine conversion makes the precomputed copies
 BA_KERNEL_FILE = "msm_ba.cu"
 BLOCK = 128
 #: Windows tried by :func:`choose_window`.
 MIN_WINDOW, MAX_WINDOW = 5, 20
+#: ...and with precomputed bases, where the reduction is paid once per row, not per window.
+MAX_PRECOMPUTED_WINDOW = 24
+#: Points per pass when making a copy of precomputed bases (bounds the XYZZ buffer).
+COPY_PASS = 1 << 22
+#: Points per thread in fixed_base.cu's affine conversion (one inversion each).
+COPY_AFFINE_K = 32
 #: The accumulation aims at about this many chunks (threads) per MSM.
 TARGET_CHUNKS = 1 << 19
 MIN_CHUNK = 16
@@ -62,19 +74,33 @@ LOAD_BLOCK = 1 << 20
 NO_BAD_POINT = (1 << 64) - 1
 
 
-def choose_window(m: int, group: str = "g1") -> int:
-    """The window c minimising W·(m + f·2^(c-1) + 500), W = ⌈256/c⌉: one mixed addition per
-    entry, f per bucket for the reduction (two full additions at a lower efficiency) and a
-    fixed cost per window. f = 3 fits the window sweeps on the H200 for both groups with the
-    paired Fp product (G1 2^20 → 16, 2^24 → 20; G2 2^22 → 16, where 19 was 6 % slower than
-    17); `group` stays in the signature for the next refit."""
+def choose_window(m: int, group: str = "g1", copies: int = 1) -> int:
+    """The window c minimising W·(m + 500) + R·f·2^(c-1), W = ⌈256/c⌉ windows, R = ⌈W/K⌉
+    bucket rows with K ``copies`` of precomputed bases (R = W without): one mixed addition
+    per entry, f per bucket for the reduction (two full additions at a lower efficiency) and
+    a fixed cost per window. f = 3 fits the window sweeps on the H200 for both groups with
+    the paired Fp product (G1 2^20 → 16, 2^24 → 20; G2 2^22 → 16, where 19 was 6 % slower
+    than 17); `group` stays in the signature for the next refit."""
     f = 3.0
+    top = MAX_WINDOW if copies <= 1 else MAX_PRECOMPUTED_WINDOW
     best_c, best = MIN_WINDOW, math.inf
-    for c in range(MIN_WINDOW, MAX_WINDOW + 1):
-        cost = -(-256 // c) * (m + f * (1 << (c - 1)) + 500)
+    for c in range(MIN_WINDOW, top + 1):
+        nwin = -(-256 // c)
+        rows = -(-nwin // max(1, copies))
+        cost = nwin * (m + 500) + rows * f * (1 << (c - 1))
         if cost < best:
             best_c, best = c, cost
     return best_c
+
+
+def window_rows(c: int, copies: int = 1) -> tuple[int, int, list[int]]:
+    """(W, R, exponents) of a window-c MSM over ``copies`` copies of precomputed bases: W =
+    ⌈256/c⌉ windows, R = ⌈W/K⌉ bucket rows (window w adds into row w div K, from the copy
+    2^(c·(w mod K))·P), and row r's sum weighs 2^(c·K·r) in the result."""
+    nwin = -(-256 // c)
+    k = max(1, min(copies, nwin))
+    rows = -(-nwin // k)
+    return nwin, rows, [c * k * r for r in range(rows)]
 
 
 def reduction_levels(
@@ -148,7 +174,9 @@ def _horner(terms: list[tuple[int, Any]], identity: Any) -> Any:
 class _Resident:
     group: str
     count: int
-    points: Any  # cupy uint32 (count, words): affine, Montgomery, infinity = zeros
+    points: Any  # cupy uint32 (copies·count, words): affine, Montgomery, infinity = zeros
+    copies: int = 1  # copy j (rows j·count…) holds 2^(window·j)·P
+    window: int = 0  # the c the copies were made for (0: no copies)
 
 
 class GpuMsm:
@@ -216,8 +244,65 @@ class GpuMsm:
             self._bases.pop(bases.key, None)
 
     def resident(self, bases: PointSet) -> Any:
-        """The device array holding ``bases`` (after preload)."""
-        return self._bases[bases.key].points
+        """The device array holding ``bases`` (after preload; without precomputed copies)."""
+        res = self._bases[bases.key]
+        return res.points[: res.count]
+
+    def precompute(self, bases: PointSet, copies: int, *, window: int | None = None) -> int:
+        """Make ``copies`` shifted copies of ``bases`` in VRAM (copy j = 2^(c·j)·P; copy 0
+        the bases themselves) for MSMs of window c over all of them: ``window``, else the
+        one :func:`choose_window` picks for the full vector with that many copies. Every later
+        MSM over ``bases`` uses them, and that window. At most one copy per window is made.
+        Returns the number of copies held (1: none; ``copies`` ≤ 1 drops earlier ones).
+
+        Costs ``copies`` times the vector's VRAM; making a copy is c doublings per point and
+        one affine conversion (an inversion per 32 points), once per key.
+
+        Raises:
+            BadInput: the copies would need more than 2^31 point indices, or the window is out
+                of range.
+        """
+        self.preload(bases)
+        res = self._bases[bases.key]
+        n = res.count
+        if copies <= 1:
+            if res.copies > 1:
+                self._adopt(bases, res.points[:n].copy())
+            return 1
+        c = window or choose_window(n, res.group, copies)
+        if not 2 <= c <= MAX_PRECOMPUTED_WINDOW:
+            raise BadInput(f"window {c} out of range for precomputed bases")
+        k = min(copies, window_rows(c)[0])
+        if res.copies == k and res.window == c:
+            return k
+        if k * n >= 1 << 31:
+            raise BadInput(f"{k} copies of {n} points exceed the 2^31 point indices of an MSM")
+        cp = self._cp
+        u32 = np.uint32
+        group = res.group
+        words, xyzz_words = _words(group)
+        nfp = GROUPS[group][0]
+        with self.gpu.context(self._stream), self.gpu.guard(f"{k} copies of {bases.key}"):
+            points = cp.empty((k * n, words), dtype=cp.uint32)
+            points[:n] = res.points[:n]
+            step = min(n, COPY_PASS)
+            xyzz = cp.empty((step, xyzz_words), dtype=cp.uint32)
+            scratch = cp.empty((step, nfp * FP_WORDS), dtype=cp.uint32)
+            for j in range(1, k):
+                for start in range(0, n, step):
+                    cnt = min(step, n - start)
+                    src = points[(j - 1) * n + start : (j - 1) * n + start + cnt]
+                    self._launch(group, "msm_shift_copy", cnt, src, xyzz, np.uint64(cnt), u32(c))
+                    dst = points[j * n + start : j * n + start + cnt]
+                    threads = -(-cnt // COPY_AFFINE_K)
+                    self.gpu.launch(FIXED_BASE_FILE, f"fb_affine_{group}", -(-threads // BLOCK),
+                                    BLOCK, (xyzz, np.uint64(cnt), u32(COPY_AFFINE_K), scratch,
+                                            dst, u32(0)), stream=self._stream)  # fmt: skip
+                    self._mark("fb_affine")
+            self._stream.synchronize()
+        with self._lock:
+            self._bases[bases.key] = _Resident(group, n, points, k, c)
+        return k
 
     # -- MSM -----------------------------------------------------------------------------------
     def msm(
@@ -343,19 +428,27 @@ class GpuMsm:
         u32 = np.uint32
         group = res.group
         m = int(d_scalars.shape[0])
-        c = window or choose_window(m, group)
-        if not 2 <= c <= 24:
+        if res.copies > 1:
+            if window not in (None, res.window):
+                raise BadInput(f"these bases are precomputed for window {res.window}, not {window}")
+            if self.batch_affine:
+                raise BadInput("batch-affine buckets do not take precomputed bases")
+            c = res.window
+        else:
+            c = window or choose_window(m, group)
+        if not 2 <= c <= MAX_PRECOMPUTED_WINDOW:
             raise BadInput(f"window {c} out of range")
-        nwin = -(-256 // c)
+        nwin, rows, exponents = window_rows(c, res.copies)
         nb = 1 << (c - 1)
-        nkeys = nwin * nb
+        nkeys = rows * nb
         xyzz_words = _words(group)[1]
-        # Counting sort of the (window, bucket) keys.
+        copy_args = (u32(res.copies), u32(res.count))
+        # Counting sort of the (row, bucket) keys.
         counts = cp.zeros(nkeys + 1, dtype=cp.uint32)
         g = gather if gather is not None else counts  # any pointer when unused
         use_gather = u32(gather is not None)
         self._launch(group, "msm_digits", m, d_scalars, u32(m), u32(c), u32(nwin), g,
-                     use_gather, counts, counts, u32(0))  # fmt: skip
+                     use_gather, counts, counts, u32(0), *copy_args)  # fmt: skip
         offsets = cp.zeros(nkeys + 1, dtype=cp.uint32)
         offsets[1:] = cp.cumsum(counts[:nkeys], dtype=cp.uint32)
         cursor = offsets[:nkeys].copy()
@@ -363,7 +456,7 @@ class GpuMsm:
         total_max = m * nwin
         entries = cp.empty(total_max, dtype=cp.uint32)
         self._launch(group, "msm_digits", m, d_scalars, u32(m), u32(c), u32(nwin), g,
-                     use_gather, cursor, entries, u32(1))  # fmt: skip
+                     use_gather, cursor, entries, u32(1), *copy_args)  # fmt: skip
         if self.batch_affine:
             dense = self._ba_buckets(res, entries, offsets, nwin, nb, m)
             del entries, cursor
@@ -384,17 +477,18 @@ class GpuMsm:
         self._mark("segments")
         self._launch(group, "msm_accumulate", nchunks, res.points, entries, offsets, seg_base,
                      u32(nkeys), u32(chunk), u32(nchunks), partials, seg_key)  # fmt: skip
-        # A bucket spans at most ⌈m/chunk⌉ + 1 chunks: that many partials, summed F at a time;
-        # levels at or above the actual maximum exit at once.
+        # A bucket holds at most m entries per window of its row (K with copies), so it spans
+        # at most ⌈m·K/chunk⌉ + 1 chunks: that many partials, summed F at a time; levels at or
+        # above the actual maximum exit at once.
         max_seg = nseg_max
-        stride, bound = 1, -(-m // chunk) + 1
+        stride, bound = 1, -(-m * min(res.copies, nwin) // chunk) + 1
         while stride < bound:
             self._launch(group, "msm_seg_reduce", nslots, partials, seg_key, seg_base,
                          u32(nkeys), u32(nslots), u32(stride), u32(SEG_FANIN),
                          max_seg)  # fmt: skip
             stride *= SEG_FANIN
-        windows = self._reduce_windows(group, partials, 0, 0, 1, seg_base, nwin, nb)
-        return windows, [c * w for w in range(nwin)]
+        windows = self._reduce_windows(group, partials, 0, 0, 1, seg_base, rows, nb)
+        return windows, exponents
 
     def _reduce_windows(
         self,
