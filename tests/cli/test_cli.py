@@ -8,6 +8,7 @@ import pytest
 
 from cuzk.circuits import key_file_stem
 from cuzk.cli.main import main
+from cuzk.groth16 import proofs_from_bytes, read_vk, verify
 
 CIRCUIT = "synthetic:300"
 
@@ -228,6 +229,31 @@ def test_prove_from_vanilla_request(tmp_path, capsys):
     capsys.readouterr()
     bench[4] = "winning-2k"
     assert main(bench) == 2
+    assert "is a wpost-2k request, not winning-2k" in capsys.readouterr().err
+    # --urgent: the same request at CRITICAL priority while the bench's own proofs run.
+    bench[4] = "wpost-2k"
+    bench[bench.index("--proofs") + 1] = "6"
+    urgent = [*bench, "--urgent", f"wpost-2k={curio}", "--urgent-every", "0.05"]
+    assert main(urgent) == 0
+    printed = capsys.readouterr().out
+    assert "urgent wpost-2k (CRITICAL)" in printed and "waited for the device" in printed
+    doc = json.loads((tmp_path / "b.json").read_text())
+    u = doc["summary"]["urgent"]
+    assert u["submitted"] >= 1 and u["succeeded"] == u["submitted"] == len(doc["urgent_jobs"])
+    assert doc["summary"]["succeeded"] == 6  # the urgent proofs are not counted there
+    vk = read_vk(doc["urgent_vk"])
+    for job in doc["urgent_jobs"]:
+        assert job["state"] == "succeeded" and job["latency_s"] > 0
+        (inputs,) = job["public_inputs"]
+        assert verify(
+            vk, [int(x) for x in inputs], proofs_from_bytes(bytes.fromhex(job["proof"]))[0]
+        )
+    assert {t["job_id"] for t in doc["urgent_timelines"]} == {
+        j["job_id"] for j in doc["urgent_jobs"]
+    }
+    assert main([*bench, "--urgent", "wpost-2k"]) == 2
+    assert "--urgent takes CIRCUIT=PATH" in capsys.readouterr().err
+    assert main([*bench, "--urgent", f"winning-2k={curio}"]) == 2
     assert "is a wpost-2k request, not winning-2k" in capsys.readouterr().err
 
 

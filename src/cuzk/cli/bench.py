@@ -7,7 +7,9 @@ overhead, host CPU per proof (:mod:`cuzk.cli.cpu_time`), how often the engine pr
 interpreter lock was found held (:mod:`cuzk.cli.gil_meter`) and per-stage medians; ``--json``
 writes every job's outcome (state, error, proof hex, public inputs per partition), every
 partition's stage timestamps under ``timelines`` and the verifying key's path under ``vk``;
-``--timeline`` draws a Gantt chart of every partition's stages.
+``--timeline`` draws a Gantt chart of every partition's stages. ``--urgent CIRCUIT=PATH``
+also measures how long a CRITICAL proof (a WindowPoSt) waits while this load runs
+(:mod:`cuzk.cli.bench_urgent`).
 
 The circuit's parameters are preloaded and one warm-up proof per device worker runs before
 the clock starts (CPU MSM processes start and load their points on first use), so the figures
@@ -28,6 +30,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from cuzk.cli.bench_urgent import (
+    UrgentOutcome,
+    UrgentProbe,
+    UrgentSource,
+    curio_request,
+    print_urgent,
+    urgent_summary,
+)
 from cuzk.cli.cpu_time import CpuTimes, cpu_times
 from cuzk.cli.gil_meter import GilMeter, GilReading
 from cuzk.cli.timeline_chart import draw_timeline, require_matplotlib
@@ -98,6 +108,14 @@ def add_parser(sub: Any, common: Callable[[argparse.ArgumentParser], None]) -> N
         help="Poseidon hashes left to the backend: cpu (on the CPU backend only), all (on the "
         "GPU too), off (default: the engine's)",
     )
+    s.add_argument(
+        "--urgent",
+        metavar="CIRCUIT=PATH",
+        help="while the bench runs, also prove this request (a file or a Curio directory) at "
+        "CRITICAL priority every --urgent-every seconds, one at a time, and report its latency "
+        "(e.g. wpost-32g=W.dir during a porep-32g run)",
+    )
+    s.add_argument("--urgent-every", type=float, default=20.0, metavar="SECONDS")
     s.add_argument("--json", type=Path, help="write per-job results here")
     s.add_argument("--timeline", type=Path, help="draw a Gantt chart (PNG; needs matplotlib)")
     common(s)
@@ -119,6 +137,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
     if args.addr is not None:
         from cuzk.cli.client_cmd import bench_daemon
 
+        if args.urgent is not None:
+            raise BadInput("--urgent runs in-process only (without --addr)")
         return bench_daemon(args)
     if args.circuit is None:
         raise BadInput("--circuit is required (unless --addr names a daemon)")
@@ -139,6 +159,9 @@ def cmd_bench(args: argparse.Namespace) -> int:
         raise BadInput("--inject-faults must lie in [0, 1]")
     if args.timeline is not None:
         require_matplotlib()
+    urgent = None if args.urgent is None else UrgentSource.parse(args.urgent)
+    if urgent is not None and not args.urgent_every > 0:
+        raise BadInput("--urgent-every must be a positive number of seconds")
     args.payload = args.curio = None
     if args.vanilla is not None:
         from cuzk.circuits import open_statement
@@ -178,31 +201,51 @@ def cmd_bench(args: argparse.Namespace) -> int:
         t0 = time.perf_counter()
         engine.preload(args.circuit)
         _warm_up(engine, args)
+        probe = None
+        if urgent is not None:
+            engine.preload(urgent.circuit)
+            probe = UrgentProbe(engine, urgent, args.urgent_every)
+            probe.warm_up()
         load_s = time.perf_counter() - t0
         window_start = engine.status().uptime
         cpu_start = cpu_times()
         with GilMeter() as gil:
-            outcomes, wall = _run_jobs(engine, args)
+            outcomes, wall = _run_jobs(engine, args, probe)
         cpu_end = cpu_times()
         status = engine.status()
         window = (window_start, status.uptime)
-        measured = {o.job_id for o in outcomes}
-        timelines = [p.timeline for j in status.jobs if j.job_id in measured for p in j.partitions]
+
+        def timelines_of(ids: set) -> list:
+            return [p.timeline for j in status.jobs if j.job_id in ids for p in j.partitions]
+
+        timelines = timelines_of({o.job_id for o in outcomes})
+        urgent_timelines = [] if probe is None else timelines_of({o.job_id for o in probe.outcomes})
         vk = str(config.params_path(args.circuit).with_suffix(".vk"))
+        urgent_vk = (
+            "" if urgent is None else str(config.params_path(urgent.circuit).with_suffix(".vk"))
+        )
     cpu = None if cpu_start is None or cpu_end is None else cpu_end - cpu_start
     report = _summarize(args, outcomes, timelines, window, wall, load_s, cpu, gil.reading())
+    if probe is not None and urgent is not None:
+        report["urgent"] = urgent_summary(urgent, args.urgent_every, probe.outcomes,
+                                          urgent_timelines)  # fmt: skip
     _print_report(args, report)
+    if probe is not None:
+        print_urgent(report)
     if args.json is not None:
-        _write_json(args, report, outcomes, vk, timelines)
+        urgent_doc = None if probe is None else (probe.outcomes, urgent_timelines, urgent_vk)
+        _write_json(args, report, outcomes, vk, timelines, urgent_doc)
     if args.timeline is not None:
         draw_timeline(
-            timelines,
+            timelines + urgent_timelines,
             args.timeline,
             title=f"{args.circuit} × {args.partitions} on "
             f"{args.devices} {args.backend} device(s), {args.workers_per_device} "
             f"workers each{', staging' if args.staging else ''}",
         )
     failed = sum(o.state != "succeeded" for o in outcomes)
+    if probe is not None:
+        failed += sum(o.state != "succeeded" for o in probe.outcomes)
     return 0 if failed == 0 or args.inject_faults > 0 else 3
 
 
@@ -211,12 +254,7 @@ def _request(args: argparse.Namespace, seed: int, request_id: str) -> Any:
     from cuzk.engine import ProofRequest
 
     if args.curio is not None:
-        from cuzk.server.convert import to_engine
-
-        msg = type(args.curio)()
-        msg.CopyFrom(args.curio)
-        msg.request_id = request_id  # the directory's own id would make every proof one job
-        return to_engine(msg).request
+        return curio_request(args.curio, request_id)
     if args.vanilla is not None:
         return ProofRequest(args.circuit, payload=args.payload, request_id=request_id)
     return ProofRequest.of(args.circuit, partitions=args.partitions, seed=seed,
@@ -236,8 +274,11 @@ def _warm_up(engine: Any, args: argparse.Namespace) -> None:
             pass  # an injected fault; the warm-up still happened
 
 
-def _run_jobs(engine: Any, args: argparse.Namespace) -> tuple[list[Outcome], float]:
-    """``--proofs`` jobs, at most ``--concurrency`` in flight, with a progress bar."""
+def _run_jobs(
+    engine: Any, args: argparse.Namespace, probe: UrgentProbe | None = None
+) -> tuple[list[Outcome], float]:
+    """``--proofs`` jobs, at most ``--concurrency`` in flight, with a progress bar; the urgent
+    probe (if any) submits beside them until they are done."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 
     from cuzk.cli.tasks import err
@@ -284,9 +325,13 @@ def _run_jobs(engine: Any, args: argparse.Namespace) -> tuple[list[Outcome], flo
         ]
         for c in clients:
             c.start()
+        if probe is not None:
+            probe.start(t0)
         for c in clients:
             c.join()
         wall = time.perf_counter() - t0
+        if probe is not None:
+            probe.stop()
     return [o for o in outcomes if o is not None], wall
 
 
@@ -390,30 +435,47 @@ def _cpu_text(report: dict) -> str:
     return f"{cpu['engine_process']:.1f} s + {cpu['helper_processes']:.1f} s"
 
 
+def _job_doc(o: Outcome | UrgentOutcome) -> dict:
+    return {
+        "index": o.index,
+        "job_id": o.job_id,
+        "state": o.state,
+        "error": o.error,
+        "proof": o.proof.hex() if o.proof is not None else None,
+        # One list of decimal strings per partition (as `cuzk prove --inputs-out`).
+        "public_inputs": None
+        if o.public_inputs is None
+        else [[str(x) for x in part] for part in o.public_inputs],
+    }
+
+
 def _write_json(
-    args: argparse.Namespace, report: dict, outcomes: list[Outcome], vk: str, timelines: list
+    args: argparse.Namespace,
+    report: dict,
+    outcomes: list[Outcome],
+    vk: str,
+    timelines: list,
+    urgent: tuple[list[UrgentOutcome], list, str] | None = None,
 ) -> None:
     doc = {
         "vk": vk,
         "summary": report,
-        "jobs": [
-            {
-                "index": o.index,
-                "job_id": o.job_id,
-                "state": o.state,
-                "error": o.error,
-                "proof": o.proof.hex() if o.proof is not None else None,
-                # One list of decimal strings per partition (as `cuzk prove --inputs-out`).
-                "public_inputs": None
-                if o.public_inputs is None
-                else [[str(x) for x in part] for part in o.public_inputs],
-            }
-            for o in outcomes
-        ],
+        "jobs": [_job_doc(o) for o in outcomes],
         # Every measured partition's stage timestamps (seconds since the engine started), so
         # a run's hand-offs can be analysed after the fact, not only read off the chart.
         "timelines": [dataclasses.asdict(t) for t in timelines],
     }
+    if urgent is not None:  # --urgent: its key, jobs (when submitted, latency), timelines
+        outcomes_u, timelines_u, doc["urgent_vk"] = urgent
+        doc["urgent_jobs"] = [
+            {
+                **_job_doc(o),
+                "submitted_s": round(o.submitted_s, 4),
+                "latency_s": round(o.latency_s, 4),
+            }
+            for o in outcomes_u
+        ]
+        doc["urgent_timelines"] = [dataclasses.asdict(t) for t in timelines_u]
     try:
         args.json.write_text(json.dumps(doc, indent=1) + "\n")
     except OSError as e:
