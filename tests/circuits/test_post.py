@@ -258,6 +258,9 @@ def test_a_circuit_pickles_its_sectors_paths_as_one_batch(seed):
     ))  # fmt: skip
     again = pickle.loads(pickle.dumps(listed))  # noqa: S301 - made just above
     assert again == listed and isinstance(again.sectors[0].inclusion_proofs, list)
+    for blocks in ([], [1]):  # the synthesis pool's views of a circuit's sectors
+        view = circuit.view(blocks)
+        assert pickle.loads(pickle.dumps(view)) == view  # noqa: S301 - made just above
 
 
 def test_registry_ids(seed):

@@ -44,6 +44,32 @@ def test_critical_behind_twenty_normal_starts_first(make_engine):
     assert counts["CRITICAL"]["succeeded"] == 1 and counts["NORMAL"]["succeeded"] == 20
 
 
+@pytest.mark.parametrize("lane", [True, False])
+def test_critical_runs_before_a_partition_already_waiting_for_the_device(make_engine, lane):
+    """Both workers of the device busy: n0 in its (slowed) kernels, n1 taken by the other
+    worker and waiting for the compute lock. A CRITICAL job then arrives: the device's urgent
+    lane takes it and the priority-ordered lock runs it before n1. Without the lane (the
+    control, which shows the scene is set) no worker is free until n0 ends, and n1 goes
+    first."""
+    faults = FaultInjection(slow_kernel=1.0, slow_kernel_s=1.5, targets=frozenset({"n0", "n1"}))
+    engine = make_engine(urgent_lane=lane, synthesis_lookahead=3, faults=faults)
+    n0 = engine.submit(ProofRequest.of(SMALL, seed=1, request_id="n0"))
+    wait_until(lambda: _job(engine, n0).partitions[0].state.value == "kernels")
+    n1 = engine.submit(ProofRequest.of(SMALL, seed=2, request_id="n1"))
+    wait_until(lambda: _job(engine, n1).partitions[0].state.value == "device_wait")
+    critical = engine.submit(ProofRequest.of(SMALL, seed=3, priority=Priority.CRITICAL))
+    crit = engine.result(critical, timeout=60).timelines[0]
+    first = engine.result(n0, timeout=60).timelines[0]
+    second = engine.result(n1, timeout=60).timelines[0]
+    assert first.kernels_end <= min(crit.kernels_start, second.kernels_start)
+    assert second.device_pick < crit.device_pick
+    if lane:
+        assert crit.kernels_start < second.kernels_start
+        assert crit.worker == "cuzk-dev0-urgent"
+    else:
+        assert second.kernels_start < crit.kernels_start
+
+
 def test_priority_classes_drain_in_order(make_engine):
     """Submitted all at once behind a slow job: jobs start in priority order, FIFO within a
     class."""

@@ -60,6 +60,54 @@ def test_scheduler_drop_job_and_ready_queue():
     assert s.queued_count == 3 and s.ready_count == 1
     assert s.pop_ready() == "3.ready" and s.pop_ready() is None
     assert s.queued_by_priority() == {Priority.NORMAL: 3}
+    # A device's urgent lane takes only what is at least as urgent as its bound.
+    s.push_ready(WorkKey(Priority.NORMAL, 4, 0), "4.normal")
+    assert s.pop_ready(Priority.HIGH) is None and s.ready_count == 1
+    s.push_ready(WorkKey(Priority.HIGH, 5, 0), "5.high")
+    assert s.pop_ready(Priority.HIGH) == "5.high" and s.pop_ready(Priority.HIGH) is None
+    assert s.pop_ready() == "4.normal"
+
+
+def test_priority_lock_serves_waiters_most_urgent_first():
+    """Held by one thread while five others queue with mixed priorities: they get the lock
+    by (priority, arrival), one at a time."""
+    import threading
+    import time
+
+    from cuzk.engine.workers import PriorityLock
+
+    lock = PriorityLock()
+    order: list[str] = []
+    inside = [0]
+    holding, go = threading.Event(), threading.Event()
+
+    def holder() -> None:
+        with lock.hold(Priority.LOW):
+            holding.set()
+            go.wait(10)
+
+    def waiter(name: str, priority: Priority) -> None:
+        with lock.hold(priority):
+            inside[0] += 1
+            assert inside[0] == 1
+            order.append(name)
+            time.sleep(0.01)
+            inside[0] -= 1
+
+    first = threading.Thread(target=holder)
+    first.start()
+    assert holding.wait(10)
+    waiters = []
+    for name, p in [("n1", Priority.NORMAL), ("c1", Priority.CRITICAL), ("l1", Priority.LOW),
+                    ("n2", Priority.NORMAL), ("c2", Priority.CRITICAL)]:  # fmt: skip
+        t = threading.Thread(target=waiter, args=(name, p))
+        t.start()
+        waiters.append(t)
+        time.sleep(0.05)  # arrive in this order
+    go.set()
+    for t in [first, *waiters]:
+        t.join(10)
+    assert order == ["c1", "c2", "n1", "n2", "l1"]
 
 
 # -- budget ------------------------------------------------------------------------------------

@@ -116,6 +116,13 @@ def add_parser(sub: Any, common: Callable[[argparse.ArgumentParser], None]) -> N
         "(e.g. wpost-32g=W.dir during a porep-32g run)",
     )
     s.add_argument("--urgent-every", type=float, default=20.0, metavar="SECONDS")
+    s.add_argument(
+        "--urgent-lane",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="a device worker per device for CRITICAL/HIGH partitions only (the default; "
+        "--no-urgent-lane: measure without it)",
+    )
     s.add_argument("--json", type=Path, help="write per-job results here")
     s.add_argument("--timeline", type=Path, help="draw a Gantt chart (PNG; needs matplotlib)")
     common(s)
@@ -189,6 +196,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         msm_workers=args.workers,
         memory_budget=args.memory_budget,
         staging=args.staging,
+        urgent_lane=args.urgent_lane,
         defer_witness=args.defer_witness,
         shape_cache=args.shape_cache,
         max_partitions=max(64, args.partitions),

@@ -57,6 +57,10 @@ class Engine:
                 DeviceWorker(self._core, f"cuzk-dev{d.index}-w{j}", d)
                 for j in range(config.workers_per_device)
             ]
+            if config.urgent_lane:
+                self._workers.append(
+                    DeviceWorker(self._core, f"cuzk-dev{d.index}-urgent", d, urgent_only=True)
+                )
         for w in self._workers:
             w.start()
 

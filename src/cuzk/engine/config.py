@@ -100,6 +100,9 @@ class EngineConfig:
     backend: str = "cpu"  # "cpu" (K virtual devices) or "cuda" (K GPUs, indices 0..K-1)
     devices: int = 1  # K
     workers_per_device: int = 2  # N device workers share one compute lock per device
+    # One more device worker per device that takes only CRITICAL/HIGH partitions, so a
+    # WindowPoSt is staged at once and runs next, not after the partition staged beside it.
+    urgent_lane: bool = True
     synthesis_workers: int = 1  # threads (see cuzk.engine.workers for why threads)
     # Processes for Python-heavy witnesses (Filecoin circuits; cuzk.engine.synth_pool);
     # None: half the cores (at most 8) on machines of 4+ cores, else 0 (in-thread).

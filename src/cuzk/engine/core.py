@@ -77,6 +77,7 @@ log = logging.getLogger(__name__)
 _CATEGORIES = (BadInput, ResourceExhausted, DeviceFault, InternalError, JobCancelled)
 _RETRY = object()
 MAX_JOB_ID_LEN = 128
+URGENT = Priority.HIGH  # the least urgent priority a device's urgent lane takes
 _WAIT_SLICE_S = 3600.0  # the longest single condition wait; the predicate is checked again
 
 
@@ -519,7 +520,7 @@ class EngineCore:
             while True:
                 if self._stop:
                     return None
-                part = self._scheduler.pop_ready()
+                part = self._scheduler.pop_ready(URGENT if worker.urgent_only else None)
                 if part is None:
                     self._cv.wait()
                     continue

@@ -102,7 +102,13 @@ class Scheduler(Generic[T]):
     def push_ready(self, key: WorkKey, item: T) -> None:
         self._ready.push(key, item)
 
-    def pop_ready(self) -> T | None:
+    def pop_ready(self, max_priority: int | None = None) -> T | None:
+        """The most urgent ready item; with ``max_priority`` only one at least that urgent
+        (a device's urgent lane), else None."""
+        if max_priority is not None:
+            head = self._ready.peek()
+            if head is None or head[0].priority > max_priority:
+                return None
         e = self._ready.pop()
         return None if e is None else e[1]
 

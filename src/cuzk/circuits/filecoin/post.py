@@ -149,7 +149,7 @@ class FallbackPoStCircuit:
         request's path. As one batch it is a few large arrays.
         """
         sectors = self.sectors
-        if sectors is None or not all(isinstance(s.inclusion_proofs, PathBatch) for s in sectors):
+        if not sectors or not all(isinstance(s.inclusion_proofs, PathBatch) for s in sectors):
             return (FallbackPoStCircuit, (self.params, sectors))
         comms = tuple((s.comm_r, s.comm_c, s.comm_r_last) for s in sectors)
         paths = PathBatch.concat([s.inclusion_proofs for s in sectors])
