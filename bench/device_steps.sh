@@ -21,6 +21,11 @@
 #   p32    porep-32g: keys, virtual C1, 6 proofs with 2 in flight, then 2 one at a time
 #   w32    wpost-32g: keys, virtual vanilla proofs, 3 proofs one at a time (61 GB key: run it
 #          after p32 only on a fresh disk, or remove /var/tmp/cuzk32 first)
+#   p32x   porep-32g through the engine on 1, 2 (and 4) of the host's GPUs, 2 proofs in flight
+#          per GPU (issue 20: the scaling; keys once)
+#   p32u   after p32x on a host with ≥ 128 GB of disk: wpost-32g keys and a full Curio
+#          partition, then porep-32g on every GPU with that WindowPoSt submitted CRITICAL every
+#          30 s (cuzk bench --urgent): how long it waits
 #   w32c   wpost-32g, a full partition (2,349 sectors) as Curio sends it: keys, the --curio
 #          directory, 3 proofs one at a time (the latency, request reading included)
 set -u
@@ -76,6 +81,17 @@ for s in "$@"; do
       PROOFS=6 CUZK='$CUZK' bash bench/filecoin_32g.sh && OUT=$OUT WORK=/var/tmp/cuzk32 \
       SHAPES=/dev/shm/shapes CIRCUIT=porep-32g STEPS=bench CONC=1 PROOFS=2 WPD=1 TAG=_one \
       CUZK='$CUZK' bash bench/filecoin_32g.sh" ;;
+    p32x) step p32x "N=\$(nvidia-smi -L | wc -l); for d in 1 2 4; do [ \$d -le \$N ] || break; \
+      OUT=$OUT WORK=/var/tmp/cuzk32 SHAPES=/dev/shm/shapes CIRCUIT=porep-32g CONC=\$((2 * d)) \
+      PROOFS=\$((4 * d)) TAG=_d\$d BENCH_ARGS=\"--devices \$d\" CUZK='$CUZK' \
+      bash bench/filecoin_32g.sh; done" ;;
+    p32u) step p32u "N=\$(nvidia-smi -L | wc -l); OUT=$OUT WORK=/var/tmp/cuzk32 \
+      SHAPES=/dev/shm/shapes CIRCUIT=wpost-32g STEPS='setup vanilla' \
+      VANILLA=/var/tmp/cuzk32/wpost-32g.curio VANILLA_ARGS='--sectors 2349 --seed 3 --curio' \
+      CUZK='$CUZK' bash bench/filecoin_32g.sh && OUT=$OUT WORK=/var/tmp/cuzk32 \
+      SHAPES=/dev/shm/shapes CIRCUIT=porep-32g STEPS=bench CONC=\$((2 * N)) PROOFS=\$((4 * N)) \
+      TAG=_urgent BENCH_ARGS=\"--devices \$N --urgent wpost-32g=/var/tmp/cuzk32/wpost-32g.curio \
+      --urgent-every 30\" CUZK='$CUZK' bash bench/filecoin_32g.sh" ;;
     w32) step w32 "rm -rf /var/tmp/cuzk32 /dev/shm/shapes; OUT=$OUT WORK=/var/tmp/cuzk32 \
       SHAPES=/dev/shm/shapes CIRCUIT=wpost-32g CONC=1 PROOFS=3 CUZK='$CUZK' bash bench/filecoin_32g.sh" ;;
     w32c) step w32c "rm -rf /var/tmp/cuzk32 /dev/shm/shapes; \

@@ -33,7 +33,9 @@ VANILLA=${VANILLA:-$WORK/$CIRCUIT.vanilla}  # a directory with VANILLA_ARGS=--cu
 for step in $STEPS; do
   case $step in
     setup)
-      if ls "$KEYS"/*.params >/dev/null 2>&1; then log "keys exist"; continue; fi
+      PARAMS=$($CUZK circuit-info "$CIRCUIT" --json | python3 -c \
+        'import json, sys; print(json.load(sys.stdin)["param_file"])')
+      if [ -s "$KEYS/$PARAMS" ]; then log "$CIRCUIT keys exist"; continue; fi
       log "setup $CIRCUIT"
       /usr/bin/time -v $CUZK setup --circuit "$CIRCUIT" --out "$KEYS" --seed 1 \
         --backend "$BACKEND" --shape-cache "$SHAPES" 2>&1 | tee "$OUT/setup_$CIRCUIT.log" \
