@@ -118,7 +118,9 @@ def test_status_json_of_a_real_engine(finished_engine):
         assert set(p["durations"]) == {"queue", "synthesis", "device_wait", "kernels", "finalize"}
 
     assert {w["kind"] for w in body["workers"]} == {"synthesis", "device"}
-    assert len(body["workers"]) == 3 and all(w["busy_with"] is None for w in body["workers"])
+    names = sorted(w["name"] for w in body["workers"])  # 2 workers + the device's urgent lane
+    assert names == ["cuzk-dev0-urgent", "cuzk-dev0-w0", "cuzk-dev0-w1", "cuzk-synth-0"]
+    assert all(w["busy_with"] is None for w in body["workers"])
     (dev,) = body["devices"]
     assert dev["kernel_seconds"] > 0 and 0 < dev["busy_ratio"] <= 1
     assert dev["busy_ratio"] == pytest.approx(dev["kernel_seconds"] / body["uptime_seconds"])

@@ -384,6 +384,7 @@ class EngineSection(_Section):
     backend: str = _setting("cpu", _choice("cpu", "cuda"), "cpu or cuda")
     devices: int = _setting(1, _integer(1, 64), "K devices")
     workers_per_device: int = _setting(2, _integer(1, 16), "device workers per device")
+    urgent_lane: bool = _setting(True, _boolean, "one more device worker for CRITICAL/HIGH only")
     synthesis_workers: int = _setting(1, _integer(1, 256), "synthesis threads")
     synthesis_processes: int | None = _setting(
         None,
