@@ -168,15 +168,20 @@ class Bench:
         print(f"{group}: 2^{max_log} distinct points in {time.perf_counter() - t0:.1f} s")
         return bases, path
 
+    def distinct_run(self, group: str, logs: list[int]):
+        """(bases, their file, device scalars, resident points) of a comparison on distinct
+        bases: 2^max(logs) of each, the sizes then prefixes of them."""
+        full, path = self.distinct(group, max(logs))
+        _, dev_all = self.scalars(1 << max(logs))
+        return full, path, dev_all, self.gpu.resident(full)
+
     def compare_batch_affine(self, group: str, logs: list[int]) -> dict[str, float]:
         """Old (XYZZ chunks) vs new (batch-affine rounds) device ms on distinct bases and
         full-width scalars, each size's two results compared, the smallest also against the
         CPU; plus a per-stage profile of the new path at the largest size."""
         if not logs:
             return {}
-        full, path = self.distinct(group, max(logs))
-        _, dev_all = self.scalars(1 << max(logs))
-        resident = self.gpu.resident(full)
+        full, path, dev_all, resident = self.distinct_run(group, logs)
         enc = GROUP[group][5]
         out: dict[str, float] = {}
         print(f"\n{group.upper()} batch-affine   n    c   old ms   new ms   new/old", flush=True)
@@ -225,9 +230,7 @@ class Bench:
         a per-stage profile with the most copies at the largest size."""
         if not logs:
             return {}
-        full, path = self.distinct(group, max(logs))
-        _, dev_all = self.scalars(1 << max(logs))
-        resident = self.gpu.resident(full)
+        full, path, dev_all, resident = self.distinct_run(group, logs)
         enc = GROUP[group][5]
         words = resident.shape[1]
         out: dict[str, float] = {}

@@ -28,20 +28,15 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from cuzk.cli.bench_urgent import (
-    UrgentOutcome,
-    UrgentProbe,
-    UrgentSource,
-    curio_request,
-    print_urgent,
-    urgent_summary,
-)
 from cuzk.cli.cpu_time import CpuTimes, cpu_times
 from cuzk.cli.gil_meter import GilMeter, GilReading
 from cuzk.cli.timeline_chart import draw_timeline, require_matplotlib
 from cuzk.errors import BadInput, CuzkError
+
+if TYPE_CHECKING:
+    from cuzk.cli.bench_urgent import UrgentOutcome, UrgentProbe
 
 
 def add_parser(sub: Any, common: Callable[[argparse.ArgumentParser], None]) -> None:
@@ -149,6 +144,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         return bench_daemon(args)
     if args.circuit is None:
         raise BadInput("--circuit is required (unless --addr names a daemon)")
+    from cuzk.cli.bench_urgent import UrgentProbe, UrgentSource, print_urgent, urgent_summary
     from cuzk.engine import Engine, EngineConfig, FaultInjection
     from cuzk.r1cs.cache import default_cache_dir
 
@@ -262,6 +258,8 @@ def _request(args: argparse.Namespace, seed: int, request_id: str) -> Any:
     from cuzk.engine import ProofRequest
 
     if args.curio is not None:
+        from cuzk.cli.bench_urgent import curio_request
+
         return curio_request(args.curio, request_id)
     if args.vanilla is not None:
         return ProofRequest(args.circuit, payload=args.payload, request_id=request_id)

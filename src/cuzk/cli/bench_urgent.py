@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from cuzk.cli.bench import Outcome
 from cuzk.errors import BadInput, CuzkError
 
 
@@ -87,17 +88,11 @@ class UrgentSource:
 
 
 @dataclass(frozen=True)
-class UrgentOutcome:
-    """One urgent job as the probe saw it."""
+class UrgentOutcome(Outcome):
+    """One urgent job as the probe saw it: the bench's outcome, and its timing."""
 
-    index: int
-    job_id: str | None
-    state: str  # "succeeded", "failed" or "cancelled"
-    error: str | None
     submitted_s: float  # since the bench's clock started
     latency_s: float  # submit to result (or to the error)
-    proof: bytes | None
-    public_inputs: tuple[tuple[int, ...], ...] | None
 
 
 class UrgentProbe:
@@ -142,8 +137,8 @@ class UrgentProbe:
                 state = "cancelled" if type(e).__name__ == "JobCancelled" else "failed"
                 error, proof, inputs = str(e), None, None
             now = time.perf_counter()
-            self.outcomes.append(UrgentOutcome(index, job_id, state, error, submitted - self._t0,
-                                               now - submitted, proof, inputs))  # fmt: skip
+            self.outcomes.append(UrgentOutcome(index, job_id, state, error, proof, inputs,
+                                               submitted - self._t0, now - submitted))  # fmt: skip
             index += 1
 
 
