@@ -26,17 +26,21 @@ import statistics
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from cuzk.cli.bench_jobs import Outcome, curio_request
+from cuzk.cli.bench_urgent import (
+    UrgentOutcome,
+    UrgentProbe,
+    UrgentSource,
+    print_urgent,
+    urgent_summary,
+)
 from cuzk.cli.cpu_time import CpuTimes, cpu_times
 from cuzk.cli.gil_meter import GilMeter, GilReading
 from cuzk.cli.timeline_chart import draw_timeline, require_matplotlib
 from cuzk.errors import BadInput, CuzkError
-
-if TYPE_CHECKING:
-    from cuzk.cli.bench_urgent import UrgentOutcome, UrgentProbe
 
 
 def add_parser(sub: Any, common: Callable[[argparse.ArgumentParser], None]) -> None:
@@ -123,18 +127,6 @@ def add_parser(sub: Any, common: Callable[[argparse.ArgumentParser], None]) -> N
     common(s)
 
 
-@dataclass(frozen=True)
-class Outcome:
-    """One job as the bench saw it."""
-
-    index: int
-    job_id: str | None
-    state: str  # "succeeded", "failed" or "cancelled"
-    error: str | None
-    proof: bytes | None
-    public_inputs: tuple[tuple[int, ...], ...] | None
-
-
 def cmd_bench(args: argparse.Namespace) -> int:
     if args.addr is not None:
         from cuzk.cli.client_cmd import bench_daemon
@@ -144,7 +136,6 @@ def cmd_bench(args: argparse.Namespace) -> int:
         return bench_daemon(args)
     if args.circuit is None:
         raise BadInput("--circuit is required (unless --addr names a daemon)")
-    from cuzk.cli.bench_urgent import UrgentProbe, UrgentSource, print_urgent, urgent_summary
     from cuzk.engine import Engine, EngineConfig, FaultInjection
     from cuzk.r1cs.cache import default_cache_dir
 
@@ -258,8 +249,6 @@ def _request(args: argparse.Namespace, seed: int, request_id: str) -> Any:
     from cuzk.engine import ProofRequest
 
     if args.curio is not None:
-        from cuzk.cli.bench_urgent import curio_request
-
         return curio_request(args.curio, request_id)
     if args.vanilla is not None:
         return ProofRequest(args.circuit, payload=args.payload, request_id=request_id)

@@ -20,20 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cuzk.cli.bench import Outcome
+from cuzk.cli.bench_jobs import Outcome, curio_request
 from cuzk.errors import BadInput, CuzkError
-
-
-def curio_request(message: Any, request_id: str) -> Any:
-    """The engine's request for a copy of a Curio ``SubmitProofRequest`` under ``request_id``
-    (the message's own id would make every proof one deduplicated job), converted the way the
-    daemon converts it, so the conversion's time counts."""
-    from cuzk.server.convert import to_engine
-
-    msg = type(message)()
-    msg.CopyFrom(message)
-    msg.request_id = request_id
-    return to_engine(msg).request
 
 
 @dataclass(frozen=True)
