@@ -232,7 +232,7 @@ def test_prove_from_vanilla_request(tmp_path, capsys):
     assert "is a wpost-2k request, not winning-2k" in capsys.readouterr().err
     # --urgent: the same request at CRITICAL priority while the bench's own proofs run.
     bench[4] = "wpost-2k"
-    bench[bench.index("--proofs") + 1] = "6"
+    bench[bench.index("--proofs") + 1] = "3"
     urgent = [*bench, "--urgent", f"wpost-2k={curio}", "--urgent-every", "0.05"]
     assert main(urgent) == 0
     printed = capsys.readouterr().out
@@ -240,7 +240,7 @@ def test_prove_from_vanilla_request(tmp_path, capsys):
     doc = json.loads((tmp_path / "b.json").read_text())
     u = doc["summary"]["urgent"]
     assert u["submitted"] >= 1 and u["succeeded"] == u["submitted"] == len(doc["urgent_jobs"])
-    assert doc["summary"]["succeeded"] == 6  # the urgent proofs are not counted there
+    assert doc["summary"]["succeeded"] == 3  # the urgent proofs are not counted there
     vk = read_vk(doc["urgent_vk"])
     for job in doc["urgent_jobs"]:
         assert job["state"] == "succeeded" and job["latency_s"] > 0
