@@ -5,6 +5,7 @@ are compared with the CPU in ``test_cuda_abc.py`` (marked gpu)."""
 
 from __future__ import annotations
 
+import gc
 import re
 from pathlib import Path
 
@@ -104,6 +105,21 @@ def test_mixed_widths_and_uploads_once(rng):
     assert gabc.matrices(shape) is gabc.matrices(shape)
     with pytest.raises(BadInput):
         gabc.evaluate(shape, z[:-1])
+
+
+def test_a_collected_shape_leaves_the_device_at_once(rng):
+    """The engine evicts a circuit by dropping its shape: the cached device matrices go with
+    it, not when two newer shapes would have pushed them out."""
+    gpu = FakeGpu()
+    gabc = abc.GpuAbc(gpu)
+    kept = _shape(rng, [(np.uint32, np.uint8)] * 3)
+    dropped = _shape(rng, [(np.uint32, np.uint16)] * 3)
+    gabc.matrices(kept)
+    gabc.matrices(dropped)
+    assert len(gabc._shapes) == 2
+    del dropped
+    gc.collect()
+    assert [ref() for ref, _ in gabc._shapes.values()] == [kept]
 
 
 def test_synthesized_shape_and_checks(rng, seed):

@@ -40,6 +40,10 @@ KERNEL_BYTES_PER_DOMAIN = 320  # measured peak ~288, rounded up
 #: page-locked chunks), so they cost the host nothing lasting.
 SRS_RESIDENT_FACTOR = {"cpu": 3.0, "cuda": 0.0}
 DEFAULT_MARGIN = 1 << 30
+#: Device memory outside both the staging area and the parameters' key budget: the CUDA
+#: context, module images and what CuPy's pool rounds up (a few hundred MB on the H200),
+#: with room to spare.
+DEVICE_MARGIN = 2 << 30
 
 
 def partition_bytes(num_variables: int, domain_size: int, backend: str = "cpu") -> dict[str, int]:
@@ -138,8 +142,8 @@ class MemoryBudget:
         """Refuse at once what could not fit even into an empty budget (never wait for it)."""
         if nbytes > self.total:
             raise ResourceExhausted(
-                f"{what} needs {_fmt(nbytes)} but the memory budget is {_fmt(self.total)}; "
-                "it can never run with this configuration"
+                f"{what} needs {fmt_bytes(nbytes)} but the memory budget is "
+                f"{fmt_bytes(self.total)}; it can never run with this configuration"
             )
 
     def reserve(self, kind: str, owner: str, parts: dict[str, int]) -> Reservation:
@@ -151,8 +155,8 @@ class MemoryBudget:
             raise InternalError(f"negative reservation for {owner}: {parts}")
         if not self.fits(need):
             raise InternalError(
-                f"reservation of {_fmt(need)} for {owner} exceeds the {_fmt(self.available)} "
-                "available (admission must check first)"
+                f"reservation of {fmt_bytes(need)} for {owner} exceeds the "
+                f"{fmt_bytes(self.available)} available (admission must check first)"
             )
         res = Reservation(kind, owner, dict(parts))
         self._by_kind[kind] += need
@@ -186,7 +190,14 @@ class MemoryBudget:
         return len(self._live)
 
 
-def _fmt(n: int) -> str:
+def device_key_budget(device_total: int, staging_total: int) -> int:
+    """Bytes of one device left for resident parameters: its memory less its staging area
+    and :data:`DEVICE_MARGIN` (at least 1 byte: a budget must be positive, and a key that
+    cannot fit is refused at submit with the reason)."""
+    return max(1, device_total - staging_total - DEVICE_MARGIN)
+
+
+def fmt_bytes(n: int) -> str:
     for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
         if n >= size:
             return f"{n / size:.1f} {unit}"

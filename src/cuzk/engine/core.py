@@ -38,7 +38,7 @@ from typing import Any
 
 from cuzk.circuits import canonical_id
 from cuzk.engine.assembler import PartitionProof, assemble_job
-from cuzk.engine.budget import MemoryBudget, detect_total
+from cuzk.engine.budget import MemoryBudget, detect_total, device_key_budget
 from cuzk.engine.config import EngineConfig
 from cuzk.engine.family import family_for, family_of
 from cuzk.engine.job import ACTIVE, Job, Partition
@@ -112,7 +112,11 @@ class EngineCore:
         self._stop = False
         self._closed = False
         self._srs = SrsManager(
-            self._budget, [d.backend for d in devices], config.shape_cache, clock
+            self._budget,
+            [d.backend for d in devices],
+            config.shape_cache,
+            clock,
+            _key_budget(devices),
         )
         # Large payloads are checked off this process's GIL where synthesis is too.
         self._opener = PayloadOpener() if config.processes_for_synthesis else None
@@ -152,7 +156,8 @@ class EngineCore:
                 return existing.id
             if job_id is not None and job_id in self._jobs:
                 raise BadInput(f"job id {job_id!r} is already in use")
-            self._budget.check_can_fit(
+            self._srs.check_can_fit(
+                info,
                 info.srs_bytes + info.shape_bytes + sum(info.partition_parts.values()),
                 f"a partition of {request.circuit_id} (with its parameters resident)",
             )
@@ -206,7 +211,7 @@ class EngineCore:
         with self._cv:
             self._check_accepting()
             need = info.srs_bytes + info.shape_bytes
-            self._budget.check_can_fit(need, f"the parameters of {circuit_id}")
+            self._srs.check_can_fit(info, need, f"the parameters of {circuit_id}")
             while True:
                 entry = self._srs.get(circuit_id)
                 if entry is not None and entry.state == RESIDENT:
@@ -217,7 +222,7 @@ class EngineCore:
                     if entry.error is not None:
                         raise entry.error
                     continue
-                if self._srs.make_room(need, keep=circuit_id):
+                if self._srs.make_room(need, circuit_id, self._srs.device_need(info)):
                     entry = self._srs.begin(info)
                     break
                 self._wait(lambda: False, deadline, "preload", once=True)
@@ -252,11 +257,11 @@ class EngineCore:
                 counts={k: {s.value: c[s.value] for s in JobState} for k, c in counts.items()},
                 partitions={s.value: parts[s.value] for s in PartitionState},
                 jobs=tuple(j.snapshot() for j in self._jobs.values()),
-                budget=BudgetStatus(
-                    self._budget.total, self._budget.reserved, self._budget.by_kind()
-                ),
+                budget=_budget_status(self._budget),
                 srs=tuple(
-                    SrsStatus(e.info.circuit_id, e.state, e.held, e.users, e.last_used)
+                    SrsStatus(
+                        e.info.circuit_id, e.state, e.held, e.users, e.last_used, e.device_held
+                    )
                     for e in self._srs.entries()
                 ),
                 evictions=self._srs.evictions,
@@ -274,6 +279,11 @@ class EngineCore:
                         d.pinned.idle_bytes,
                     )
                     for d in devices
+                ),
+                device_budget=(
+                    None
+                    if self._srs.device_budget is None
+                    else _budget_status(self._srs.device_budget)
                 ),
             )
 
@@ -462,7 +472,7 @@ class EngineCore:
             return _RETRY
         entry = self._srs.get(info.circuit_id)
         need = self._srs.residency_need(info) + sum(info.partition_parts.values())
-        if not self._srs.make_room(need, keep=info.circuit_id):
+        if not self._srs.make_room(need, info.circuit_id, self._srs.device_need(info)):
             return None  # wait: running partitions will release memory
         self._scheduler.admit(lambda *_: True)
         to_load = None
@@ -547,6 +557,13 @@ class EngineCore:
         """A device worker gave up on a partition whose job ended while it waited to stage."""
         with self._cv:
             self._release(part, PartitionState.DISCARDED)
+
+    def resident_device_bytes(self, info: CircuitInfo) -> int:
+        """What resident parameters hold on each device now: every resident key when the
+        devices have a key budget, else ``info``'s own (a staging decision's input)."""
+        with self._cv:
+            dev = self._srs.device_budget
+            return dev.reserved if dev is not None else info.point_bytes
 
     def begin_kernels(self, part: Partition) -> bool:
         with self._cv:
@@ -654,6 +671,24 @@ def _srs_wait(job: Job) -> float:
     partition whose synthesis started first (the end of the job's queue wait)."""
     started = [p for p in job.parts if "synth_start" in p.marks]
     return min(started, key=lambda p: p.marks["synth_start"]).srs_wait if started else 0.0
+
+
+def _budget_status(budget: MemoryBudget) -> BudgetStatus:
+    return BudgetStatus(budget.total, budget.reserved, budget.by_kind())
+
+
+def _key_budget(devices: Sequence[Device]) -> MemoryBudget | None:
+    """The key budget every device can give (the smallest), or None when a device reports no
+    memory (CPU virtual devices: their points are host memory, in the memory budget). A
+    device without staging keeps half its memory for partitions all the same."""
+    totals = []
+    for d in devices:
+        memory = d.backend.memory()
+        if memory is None:
+            return None
+        staging = d.staging.total if d.staging is not None else memory.total // 2
+        totals.append(device_key_budget(memory.total, staging))
+    return MemoryBudget(min(totals)) if totals else None
 
 
 def _not_loading(entry: Resident) -> bool:

@@ -242,6 +242,7 @@ class SrsStatus:
     bytes: int  # budget reserved for it (all devices, parameters and shape)
     users: int  # partitions in flight that need it (0: idle, evictable)
     last_used: float  # seconds since engine start
+    device_bytes: int = 0  # its points in each device's key budget (0: no key budget)
 
 
 @dataclass(frozen=True)
@@ -276,3 +277,5 @@ class EngineStatus:
     evictions: int  # residency entries evicted under memory pressure since start
     workers: tuple[WorkerStatus, ...]
     devices: tuple[DeviceStatus, ...]
+    #: Each device's memory for resident parameters (GPUs); None on CPU virtual devices.
+    device_budget: BudgetStatus | None = None

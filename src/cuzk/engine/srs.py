@@ -11,6 +11,15 @@ queue can always make room — the budget cannot deadlock on residency.
 Every device gets the same circuits (a partition may run on any device). Table methods run under
 the engine's lock; :meth:`SrsManager.load` does the slow part outside it.
 
+On GPUs the points live in device memory, which a second budget accounts for (the *key
+budget*: what each device keeps for resident parameters beside its staging area; see
+:func:`cuzk.engine.budget.device_key_budget`). An entry reserves its points and its shape's
+matrices there too (:func:`device_bytes`), and
+admission makes room in both budgets the same way: idle entries are evicted, least recently
+used first. Without it, two 32 GiB keys (44 + 57 GiB on an H200) became resident together
+beside a 70 GiB staging area: the device ran out of memory and the WindowPoSt failed, where
+it should have waited for the PoRep partitions in flight to drain and the PoRep key to go.
+
 On the CPU backend ``preload`` registers the vectors with the device's MSM pool, whose worker
 processes decode their chunks in the background, in order, ahead of any later MSM; RESIDENT
 therefore means "registered", and the first kernel region after a load may wait for the
@@ -32,10 +41,11 @@ from cuzk.engine.budget import (
     SRS_RESIDENT_FACTOR,
     MemoryBudget,
     Reservation,
+    fmt_bytes,
     partition_bytes,
     shape_bytes_estimate,
 )
-from cuzk.errors import BadInput, InternalError
+from cuzk.errors import BadInput, InternalError, ResourceExhausted
 from cuzk.groth16.keys import Parameters
 from cuzk.groth16.params_io import G1_SIZE, G2_SIZE, read_header, read_params
 from cuzk.groth16.prover import check_compatible
@@ -133,6 +143,7 @@ class Resident:
     srs: Reservation
     shape_res: Reservation
     last_used: float
+    device_res: Reservation | None = None  # its points in the key budget of each device
     users: int = 0  # partitions in flight that need it
     params: Parameters | None = None
     shape: R1CSShape | None = None
@@ -142,6 +153,17 @@ class Resident:
     @property
     def held(self) -> int:
         return self.srs.held + self.shape_res.held
+
+    @property
+    def device_held(self) -> int:
+        """Bytes of each device's key budget it holds (0 without one)."""
+        return self.device_res.held if self.device_res is not None else 0
+
+
+def device_bytes(info: CircuitInfo) -> int:
+    """What a circuit holds on each device while resident: its points, and its shape's
+    matrices (the a/b/c kernels keep them there; the estimate until the shape is loaded)."""
+    return info.point_bytes + info.shape_bytes
 
 
 def shape_nbytes(shape: R1CSShape) -> int:
@@ -156,8 +178,12 @@ class SrsManager:
         backends: Sequence[Backend],
         shape_cache: Path | None,
         clock: Callable[[], float],
+        device_budget: MemoryBudget | None = None,
     ) -> None:
         self._budget = budget
+        #: Each device's memory for resident points (the same on every device: every device
+        #: holds every resident circuit); None when the devices report no memory (CPU).
+        self.device_budget = device_budget
         self._backends = list(backends)
         self._shape_cache = ShapeCache(shape_cache) if shape_cache is not None else None
         self._clock = clock
@@ -175,10 +201,37 @@ class SrsManager:
         """Bytes that admitting work for ``info`` must add for residency (0 if present)."""
         return 0 if info.circuit_id in self._entries else info.srs_bytes + info.shape_bytes
 
-    def make_room(self, need: int, keep: str) -> bool:
-        """Evict idle entries, least recently used first, until ``need`` bytes fit; True if
-        they fit. Nothing is evicted when even evicting every idle entry would not suffice."""
-        if self._budget.fits(need):
+    def device_need(self, info: CircuitInfo) -> int:
+        """Bytes of each device's key budget that loading ``info`` must add (0 if present,
+        or without a key budget)."""
+        if self.device_budget is None or info.circuit_id in self._entries:
+            return 0
+        return device_bytes(info)
+
+    def check_can_fit(self, info: CircuitInfo, host: int, what: str) -> None:
+        """Refuse at once what could not fit even with nothing else resident: ``host`` bytes
+        of the memory budget, and the key's points in each device's key budget."""
+        self._budget.check_can_fit(host, what)
+        if self.device_budget is not None and device_bytes(info) > self.device_budget.total:
+            raise ResourceExhausted(
+                f"the parameters of {info.circuit_id} need {fmt_bytes(device_bytes(info))} on "
+                f"each device, but only {fmt_bytes(self.device_budget.total)} of a device's "
+                "memory is left for parameters beside its staging budget; lower the engine's "
+                "staging_budget (or prove it on a device with more memory)"
+            )
+
+    def make_room(self, need: int, keep: str, device_need: int = 0) -> bool:
+        """Evict idle entries, least recently used first, until ``need`` bytes fit the memory
+        budget and ``device_need`` the key budget; True if both fit. Nothing is evicted when
+        even evicting every idle entry would not suffice."""
+        dev = self.device_budget
+        if dev is None:
+            device_need = 0
+
+        def fits() -> bool:
+            return self._budget.fits(need) and (dev is None or dev.fits(device_need))
+
+        if fits():
             return True
         idle = sorted(
             (
@@ -190,13 +243,15 @@ class SrsManager:
         )
         if self._budget.available + sum(e.held for e in idle) < need:
             return False
+        if dev is not None and dev.available + sum(e.device_held for e in idle) < device_need:
+            return False
         for e in idle:
-            if self._budget.fits(need):
+            if fits():
                 break
             log.info("evicting idle parameters of %s under memory pressure", e.info.circuit_id)
             self.drop(e)
             self.evictions += 1
-        return self._budget.fits(need)
+        return fits()
 
     def begin(self, info: CircuitInfo) -> Resident:
         """Create a LOADING entry with its reservations; the caller checked that it fits and
@@ -211,6 +266,10 @@ class SrsManager:
             ),
             self._clock(),
         )
+        if self.device_budget is not None:
+            entry.device_res = self.device_budget.reserve(
+                "srs", owner, {"points": info.point_bytes, "shape": info.shape_bytes}
+            )
         self._entries[info.circuit_id] = entry
         return entry
 
@@ -231,6 +290,8 @@ class SrsManager:
         entry.params, entry.shape = loaded
         entry.state = RESIDENT
         self._budget.resize(entry.shape_res, "matrices", shape_nbytes(entry.shape))
+        if self.device_budget is not None and entry.device_res is not None:
+            self.device_budget.resize(entry.device_res, "shape", entry.shape.nbytes)
 
     def drop(self, entry: Resident) -> None:
         """Evict: forget the points on every device and release the memory."""
@@ -249,6 +310,8 @@ class SrsManager:
             del self._entries[entry.info.circuit_id]
         self._budget.release(entry.srs)
         self._budget.release(entry.shape_res)
+        if self.device_budget is not None:
+            self.device_budget.release(entry.device_res)
 
     def touch(self, entry: Resident) -> None:
         entry.last_used = self._clock()

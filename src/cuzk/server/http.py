@@ -101,7 +101,7 @@ def status_json(status: EngineStatus) -> dict[str, Any]:
     ``jobs_omitted`` how many more the engine remembers: a scrape stays a few hundred KB
     however many jobs the engine keeps (all 10,000 were ~15 MB).
     """
-    b = status.budget
+    b, kb = status.budget, status.device_budget
     shown_jobs = _jobs_shown(status.jobs)
     jobs = {prio.lower(): dict(by_state) for prio, by_state in status.counts.items()}
     totals: dict[str, int] = {}
@@ -145,10 +145,18 @@ def status_json(status: EngineStatus) -> dict[str, Any]:
                 "bytes": s.bytes,
                 "users": s.users,
                 "last_used": s.last_used,
+                "device_bytes": s.device_bytes,
             }
             for s in status.srs
         ],
         "evictions": status.evictions,
+        "device_budget": None
+        if kb is None
+        else {
+            "total_bytes": kb.total,
+            "reserved_bytes": kb.reserved,
+            "free_bytes": max(0, kb.total - kb.reserved),
+        },
     }
 
 

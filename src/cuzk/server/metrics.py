@@ -244,6 +244,19 @@ def _status_metrics(st: EngineStatus) -> Iterator[Metric]:
         [],
         [([], st.budget.reserved / st.budget.total if st.budget.total else 0.0)],
     )
+    if st.device_budget is not None:
+        yield _gauge(
+            "cuzk_device_key_budget_bytes",
+            "Each device's memory for resident parameters (beside its staging area)",
+            [],
+            [([], st.device_budget.total)],
+        )
+        yield _gauge(
+            "cuzk_device_key_reserved_bytes",
+            "Each device's memory held by resident parameters now",
+            [],
+            [([], st.device_budget.reserved)],
+        )
     yield _gauge(
         "cuzk_device_busy_ratio",
         "Kernel (compute lock) seconds / uptime",

@@ -13,6 +13,7 @@ import threading
 import weakref
 from collections import OrderedDict
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -23,7 +24,8 @@ from cuzk.r1cs.shape import CsrMatrix
 
 SRC = "spmv.cu"
 THREADS = 256
-#: Shapes whose matrices stay on the device.
+#: Shapes whose matrices stay on the device (while the shape object lives: an evicted
+#: circuit's matrices leave the device when the engine drops its shape).
 KEEP_SHAPES = 2
 _PTR_NAMES = {np.dtype(np.uint32): "u32", np.dtype(np.uint64): "u64"}
 _ID_NAMES = {np.dtype(np.uint8): "u8", np.dtype(np.uint16): "u16", np.dtype(np.uint32): "u32"}
@@ -72,7 +74,7 @@ class GpuAbc:
 
     def __init__(self, gpu: Any) -> None:
         self.gpu = gpu
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()  # (the drop callback may run inside it, from the GC)
         self._shapes: OrderedDict[int, tuple[weakref.ref, tuple[DeviceCsr, ...]]] = OrderedDict()
 
     def upload_csr(self, m: CsrMatrix) -> DeviceCsr:
@@ -94,11 +96,20 @@ class GpuAbc:
                 return hit[1]
         mats = tuple(self.upload_csr(m) for m in (shape.a, shape.b, shape.c))
         with self._lock:
-            self._shapes[key] = (weakref.ref(shape), mats)
+            self._shapes[key] = (weakref.ref(shape, partial(self._dropped, key)), mats)
             self._shapes.move_to_end(key)
             while len(self._shapes) > KEEP_SHAPES:
                 self._shapes.popitem(last=False)
         return mats
+
+    def _dropped(self, key: int, ref: weakref.ref) -> None:
+        """A cached shape was collected: its matrices leave the device now, not when two
+        newer shapes push them out (a 32 GiB circuit's are ~6 GB the key budget no longer
+        counts once its entry is evicted)."""
+        with self._lock:
+            hit = self._shapes.get(key)
+            if hit is not None and hit[0] is ref:
+                del self._shapes[key]
 
     def forget(self, shape: R1CSShape | None = None) -> None:
         with self._lock:

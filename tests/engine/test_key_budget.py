@@ -1,0 +1,118 @@
+"""The key budget: on devices that report their memory, resident keys reserve their points in
+each device's memory beside the staging area. Two keys that do not fit together take turns
+(the idle one is evicted); a key that could never fit is refused at submit.
+
+The devices here are CPU backends that report a memory size chosen per test, so the accounting
+is the real engine's with keys of a few KB."""
+
+from __future__ import annotations
+
+import pytest
+
+from cuzk.backend import get_backend
+from cuzk.backend.base import MemoryInfo
+from cuzk.circuits import get_circuit
+from cuzk.engine import ProofRequest
+from cuzk.engine.budget import DEVICE_MARGIN, device_key_budget
+from cuzk.engine.srs import circuit_info, device_bytes
+from cuzk.errors import ResourceExhausted
+from cuzk.r1cs import synthesize_shape
+from cuzk.server.http import status_json
+
+from .conftest import LARGER, SMALL
+from .helpers import assert_verifies, idle_budget, wait_until
+
+STAGING = 8 << 30
+
+
+class _ReportsMemory:
+    """A CPU backend that says it is a device of ``total`` bytes."""
+
+    def __init__(self, backend, total: int) -> None:  # noqa: ANN001
+        self._backend, self._total = backend, total
+
+    def memory(self) -> MemoryInfo:
+        return MemoryInfo(self._total, self._total)
+
+    def __getattr__(self, name: str):  # noqa: ANN204
+        return getattr(self._backend, name)
+
+
+def _info(param_dir, cid: str):  # noqa: ANN001, ANN202
+    return circuit_info(cid, param_dir / f"{cid.replace(':', '-')}.params", "cpu", 1)
+
+
+def _need(param_dir, cid: str) -> int:  # noqa: ANN001
+    """The key budget its entry needs to load (points and the shape's estimate)."""
+    return device_bytes(_info(param_dir, cid))
+
+
+def _resident(param_dir, cid: str) -> int:  # noqa: ANN001
+    """What it holds once loaded: points and the shape's matrices, exactly."""
+    shape = synthesize_shape(get_circuit(cid), cid)
+    return _info(param_dir, cid).point_bytes + shape.nbytes
+
+
+def _engine(make_engine, key_budget: int, devices: int = 1):  # noqa: ANN001, ANN202
+    total = key_budget + STAGING + DEVICE_MARGIN
+    assert device_key_budget(total, STAGING) == key_budget
+    return make_engine(
+        devices=devices,
+        staging=True,
+        staging_budget=STAGING,
+        backend_factory=lambda i: _ReportsMemory(get_backend("cpu", workers=1), total),
+    )
+
+
+def test_two_keys_that_do_not_fit_together_take_turns(make_engine, param_dir, seed):
+    budget = _need(param_dir, LARGER) + _resident(param_dir, SMALL) // 2  # one at a time
+    engine = _engine(make_engine, budget, devices=2)
+    order = [SMALL, LARGER, SMALL, LARGER]
+    for i, cid in enumerate(order):
+        request = ProofRequest.of(cid, partitions=2, seed=seed + i)
+        assert_verifies(engine.prove(request, timeout=120), 2)
+        st = engine.status()
+        assert st.device_budget is not None and st.device_budget.total == budget
+        resident = [s for s in st.srs if s.state == "resident"]
+        assert [s.circuit_id for s in resident] == [cid]
+        assert resident[0].device_bytes == _resident(param_dir, cid)
+        assert st.device_budget.reserved == resident[0].device_bytes <= budget
+    wait_until(lambda: idle_budget(engine), what="partitions to drain")
+    assert engine.status().evictions == len(order) - 1
+    body = status_json(engine.status())
+    assert body["device_budget"]["total_bytes"] == budget
+    assert body["srs"][0]["device_bytes"] == _resident(param_dir, LARGER)
+    # All at once: each job waits at the head of the queue until the other key's partitions
+    # in flight are done and it can be evicted.
+    jobs = [engine.submit(ProofRequest.of(cid, partitions=3, seed=seed + 10 + i))
+            for i, cid in enumerate(order)]  # fmt: skip
+    for job_id in jobs:
+        assert_verifies(engine.result(job_id, timeout=120), 3)
+    assert engine.status().evictions == 2 * len(order) - 1
+
+
+def test_both_keys_stay_resident_when_they_fit(make_engine, param_dir, seed):
+    engine = _engine(make_engine, _need(param_dir, SMALL) + _need(param_dir, LARGER))
+    jobs = [engine.submit(ProofRequest.of(cid, seed=seed + i))
+            for i, cid in enumerate((SMALL, LARGER, SMALL))]  # fmt: skip
+    for job_id in jobs:
+        assert_verifies(engine.result(job_id, timeout=120), 1)
+    st = engine.status()
+    assert st.evictions == 0
+    both = _resident(param_dir, SMALL) + _resident(param_dir, LARGER)
+    assert st.device_budget is not None and st.device_budget.reserved == both
+
+
+def test_a_key_larger_than_the_key_budget_is_refused_at_submit(make_engine, param_dir):
+    engine = _engine(make_engine, _need(param_dir, LARGER) - 1)
+    with pytest.raises(ResourceExhausted, match="staging_budget"):
+        engine.submit(ProofRequest.of(LARGER))
+    with pytest.raises(ResourceExhausted, match="staging_budget"):
+        engine.preload(LARGER)
+    engine.prove(ProofRequest.of(SMALL), timeout=60)  # a smaller key still runs
+
+
+def test_cpu_devices_have_no_key_budget(make_engine):
+    engine = make_engine()
+    assert engine.status().device_budget is None
+    assert status_json(engine.status())["device_budget"] is None
