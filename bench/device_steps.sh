@@ -13,7 +13,8 @@
 #          probes' rates beside the integer product's, G1 2^20–2^24 with ACC_FP64=1, G2 2^20–2^22
 #          with FP2_FP64=1
 #   copies precomputed bases (GpuMsm.precompute): their GPU tests, then plain vs K copies on
-#          distinct bases, G1 2^20/24/26 and G2 2^20/22 (results cross-checked, making time)
+#          distinct bases, G1 2^20/24/26 and G2 2^20/22 (results cross-checked, making time),
+#          at choose_window's window and at narrower ones (K@C)
 #   msmba  batch-affine against XYZZ bucket accumulation (G1 2^20/24/26, G2 2^20/22)
 #   dwit   witness made on the device, 2 KiB circuits (SHA-256 and Poseidon deferred)
 #   snap8m SnapDeals 8 MiB (4 × 10M constraints): keys, an update, 6 proofs with 2 in flight
@@ -68,7 +69,7 @@ for s in "$@"; do
       --variant g2:20,22:FP2_FP64=1" ;;
     copies) step copies "python3 -m pytest -q -m gpu -p no:cacheprovider tests/backend/test_cuda_msm.py \
       -k precomputed; python3 bench/gpu_msm.py --g1 '' --g2 '' --no-fp --no-save --runs 5 \
-      --copies g1:20,24,26:2,4,13 --copies g2:20,22:2,4,16" ;;
+      --copies g1:20,24,26:2,4,13,13@20,6@20 --copies g2:20,22:2,4,16,16@18" ;;
     msmba) step msmba "python3 bench/gpu_msm.py --g1 '' --g2 '' --no-fp --no-save --runs 5 \
       --batch-affine g1:20,24,26 --batch-affine g2:20,22" ;;
     dwit) step dwit "for c in porep-2k snap-2k wpost-2k winning-2k; do \

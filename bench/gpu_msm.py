@@ -4,7 +4,7 @@ Usage: python bench/gpu_msm.py [--g1 16:26] [--g2 16:24] [--runs 5] [--sweep g1:
        [--profile 24] [--no-check] [--distinct 4096] [--variant g1:22,24:ACC_MIN_BLOCKS=4 ...]
        [--batch-affine g1:20,24,26]  (old vs batch-affine accumulation, distinct bases)
        [--reduce-threads 0]  (also time other bucket-reduction plans)
-       [--copies g1:24,26:2,4,13]  (plain vs precomputed bases, K copies, distinct bases)
+       [--copies g1:24,26:2,4,13,12@20]  (plain vs precomputed bases, K copies [@window])
 
 Points: --distinct random points per group (k·G with random k, from the fixed-base batch),
 written zcash-uncompressed to a temporary file and preloaded, then tiled on the device up to the
@@ -223,7 +223,9 @@ class Bench:
         self.gpu.evict(full)
         return out
 
-    def compare_copies(self, group: str, logs: list[int], ks: list[int]) -> dict[str, float]:
+    def compare_copies(
+        self, group: str, logs: list[int], ks: list[tuple[int, int | None]]
+    ) -> dict[str, float]:
         """Plain vs precomputed bases (GpuMsm.precompute, K shifted copies) on distinct bases
         and full-width scalars: device ms of each, the copies' making time (once per key) and
         VRAM, each result compared with the plain one (the smallest size's also with the CPU);
@@ -247,23 +249,24 @@ class Bench:
                 if enc(GROUP[group][4](pts, fr.to_bytes_le(host)), compressed=False) != plain:
                     raise SystemExit(f"{group} 2^{lg}: the plain MSM differs from the CPU")
                 print(f"  check 2^{lg} against the CPU: OK", flush=True)
-            for k in ks:
+            for k, window in ks:
                 t0 = time.perf_counter()
-                held = self.gpu.precompute(bases, k)
+                held = self.gpu.precompute(bases, k, window=window)
                 making = time.perf_counter() - t0
-                c = self.gpu._bases[bases.key].window
+                c = self.gpu.precomputed(bases)[1]
                 got = enc(self.gpu.msm(bases, d_scalars).result(), compressed=False)
                 if got != plain:
                     raise SystemExit(f"{group} 2^{lg}, {k} copies: result differs from plain")
                 t = self.time_device(bases, d_scalars, None, self.args.runs)
                 vram = held * n * words * 4 / 1e9
-                out[f"{lg}_copies{held}"] = round(t, 3)
-                out[f"{lg}_copies{held}_window"] = c
-                out[f"{lg}_copies{held}_making_s"] = round(making, 3)
+                tag = f"{lg}_copies{held}" + (f"_c{c}" if window else "")
+                out[tag] = round(t, 3)
+                out[f"{tag}_window"] = c
+                out[f"{tag}_making_s"] = round(making, 3)
                 print(f"  2^{lg:<2} {held:>3} {c:>3} {t_plain:>10.2f} {t:>11.2f} "
                       f"{t / t_plain:>7.3f} {making:>10.2f} {vram:>9.1f}  (results equal)",
                       flush=True)  # fmt: skip
-                if lg == max(logs) and k == max(ks):
+                if lg == max(logs) and (k, window) == max(ks, key=lambda kw: kw[0]):
                     agg: dict[str, float] = {}
                     for name, dt in self.profile(bases, d_scalars, None):
                         agg[name] = agg.get(name, 0.0) + dt
@@ -451,8 +454,9 @@ def main() -> None:
         "--copies",
         action="append",
         default=[],
-        help="GROUP:LOGS:KS, e.g. g1:24,26:2,4,13: plain vs precomputed bases with K copies on "
-        "distinct bases (results cross-checked), besides the --g1/--g2 tables",
+        help="GROUP:LOGS:KS, e.g. g1:24,26:2,4,13,12@20: plain vs precomputed bases with K "
+        "copies (K@C: made for window C, else choose_window's) on distinct bases (results "
+        "cross-checked), besides the --g1/--g2 tables",
     )
     ap.add_argument("--device", type=int, default=0)
     ap.add_argument("--seed", type=int, default=None)
@@ -486,7 +490,8 @@ def main() -> None:
         for spec in args.copies:
             cgroup, clogs, cks = spec.split(":")
             logs = sorted(int(x) for x in clogs.split(","))
-            ks = [int(x) for x in cks.split(",")]
+            ks = [(int(x.split("@")[0]), int(x.split("@")[1]) if "@" in x else None)
+                  for x in cks.split(",")]  # fmt: skip
             new[f"{cgroup}_msm_copies"] = bench.compare_copies(cgroup, logs, ks)
     finally:
         shutil.rmtree(bench.tmp, ignore_errors=True)

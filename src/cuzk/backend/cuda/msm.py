@@ -248,6 +248,12 @@ class GpuMsm:
         res = self._bases[bases.key]
         return res.points[: res.count]
 
+    def precomputed(self, bases: PointSet) -> tuple[int, int]:
+        """(copies held, the window they were made for) of resident ``bases``; (1, 0) without
+        copies."""
+        res = self._bases[bases.key]
+        return res.copies, res.window
+
     def precompute(self, bases: PointSet, copies: int, *, window: int | None = None) -> int:
         """Make ``copies`` shifted copies of ``bases`` in VRAM (copy j = 2^(c·j)·P; copy 0
         the bases themselves) for MSMs of window c over all of them: ``window``, else the
