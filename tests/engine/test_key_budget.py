@@ -18,6 +18,8 @@ from cuzk.engine.srs import circuit_info, device_bytes
 from cuzk.errors import ResourceExhausted
 from cuzk.r1cs import synthesize_shape
 from cuzk.server.http import status_json
+from cuzk.server.journal import Journal
+from cuzk.server.service import ProvingService
 
 from .conftest import LARGER, SMALL
 from .helpers import assert_verifies, idle_budget, wait_until
@@ -79,7 +81,17 @@ def test_two_keys_that_do_not_fit_together_take_turns(make_engine, param_dir, se
         assert st.device_budget.reserved == resident[0].device_bytes <= budget
     wait_until(lambda: idle_budget(engine), what="partitions to drain")
     assert engine.status().evictions == len(order) - 1
-    body = status_json(engine.status())
+    st = engine.status()
+    total = budget + STAGING + DEVICE_MARGIN
+    for d in st.devices:  # every device holds the resident key; nothing is staged now
+        assert (d.memory_total, d.key_bytes, d.staged_bytes) == (
+            total,
+            _resident(param_dir, LARGER),
+            0,
+        )
+        assert d.memory_free == total - d.key_bytes
+    body = status_json(st)
+    assert body["devices"][1]["memory_free_bytes"] == st.devices[1].memory_free
     assert body["device_budget"]["total_bytes"] == budget
     assert body["srs"][0]["device_bytes"] == _resident(param_dir, LARGER)
     # All at once: each job waits at the head of the queue until the other key's partitions
@@ -89,6 +101,23 @@ def test_two_keys_that_do_not_fit_together_take_turns(make_engine, param_dir, se
     for job_id in jobs:
         assert_verifies(engine.result(job_id, timeout=120), 3)
     assert engine.status().evictions == 2 * len(order) - 1
+
+
+def test_the_daemon_reports_each_devices_memory(make_engine, param_dir, tmp_path, seed):
+    """GetStatus's vram_total_bytes and vram_free_bytes (Curio's client reads them): the
+    device's memory and what resident keys and staged partitions leave of it."""
+    budget = _need(param_dir, LARGER)
+    engine = _engine(make_engine, budget)
+    service = ProvingService(
+        engine, Journal(tmp_path / "journal.db", 60.0), max_message_bytes=1 << 20
+    )
+    assert_verifies(engine.prove(ProofRequest.of(LARGER, seed=seed), timeout=60), 1)
+    gpu = service.status().gpus[0]
+    total = budget + STAGING + DEVICE_MARGIN
+    assert (gpu.vram_total_bytes, gpu.vram_free_bytes) == (
+        total,
+        total - _resident(param_dir, LARGER),
+    )
 
 
 def test_both_keys_stay_resident_when_they_fit(make_engine, param_dir, seed):
@@ -115,4 +144,5 @@ def test_a_key_larger_than_the_key_budget_is_refused_at_submit(make_engine, para
 def test_cpu_devices_have_no_key_budget(make_engine):
     engine = make_engine()
     assert engine.status().device_budget is None
+    assert engine.status().devices[0].memory_total == 0
     assert status_json(engine.status())["device_budget"] is None

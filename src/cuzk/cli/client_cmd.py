@@ -313,10 +313,12 @@ def _print_status(st: Any) -> None:
         f"{st.pinned_memory_bytes:,} / {st.pinned_memory_limit_bytes:,} bytes"
     )
     t = Table(title="devices")
-    for col in ("ordinal", "backend", "current job", "circuit"):
+    for col in ("ordinal", "backend", "memory free / total", "current job", "circuit"):
         t.add_column(col)
     for g in st.gpus:
-        t.add_row(str(g.ordinal), g.name, g.current_job_id or "—", g.current_proof_kind or "—")
+        mem = f"{g.vram_free_bytes:,} / {g.vram_total_bytes:,}" if g.vram_total_bytes else "—"
+        t.add_row(str(g.ordinal), g.name, mem, g.current_job_id or "—",
+                  g.current_proof_kind or "—")  # fmt: skip
     out.print(t)
     t = Table(title="resident parameters")
     for col in ("circuit", "tier", "bytes", "in use"):

@@ -17,7 +17,7 @@ import logging
 import threading
 from types import TracebackType
 
-from cuzk.backend.base import Backend
+from cuzk.backend.base import MemoryInfo
 from cuzk.engine.completion import CompletionCallback, Completions
 from cuzk.engine.config import EngineConfig
 from cuzk.engine.core import EngineCore
@@ -162,10 +162,9 @@ class Engine:
 CPU_STAGING_BUDGET = 8 << 30  # virtual devices: accounting only, no device memory exists
 
 
-def _default_staging_budget(backend: Backend) -> int:
+def _default_staging_budget(memory: MemoryInfo | None) -> int:
     """Half the device's memory (the other half is for resident parameters), asked once at
     start-up; a fixed figure for CPU virtual devices, which have none."""
-    memory = backend.memory()
     return CPU_STAGING_BUDGET if memory is None else memory.total // 2
 
 
@@ -180,11 +179,12 @@ def _make_devices(config: EngineConfig) -> list[Device]:
         for i in range(config.devices):
             backend = factory(i)  # the index is explicit, always
             staging = None
+            memory = backend.memory()  # a device-wide query: asked here, once
+            memory_total = None if memory is None else memory.total
             if config.staging:
-                total = config.staging_budget or _default_staging_budget(backend)
-                memory = backend.memory()
-                staging = StagingArea(i, total, None if memory is None else memory.total)
-            devices.append(Device(i, backend, staging, config.pinned_pool_bytes))
+                total = config.staging_budget or _default_staging_budget(memory)
+                staging = StagingArea(i, total, memory_total)
+            devices.append(Device(i, backend, staging, config.pinned_pool_bytes, memory_total))
     except BaseException:
         _close_backends(devices)
         raise

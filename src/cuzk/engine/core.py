@@ -277,6 +277,8 @@ class EngineCore:
                         d.staging.held if d.staging is not None else 0,
                         d.pinned.lent,
                         d.pinned.idle_bytes,
+                        d.memory_total or 0,
+                        self._srs.device_budget.reserved if self._srs.device_budget else 0,
                     )
                     for d in devices
                 ),
@@ -683,11 +685,10 @@ def _key_budget(devices: Sequence[Device]) -> MemoryBudget | None:
     device without staging keeps half its memory for partitions all the same."""
     totals = []
     for d in devices:
-        memory = d.backend.memory()
-        if memory is None:
+        if d.memory_total is None:
             return None
-        staging = d.staging.total if d.staging is not None else memory.total // 2
-        totals.append(device_key_budget(memory.total, staging))
+        staging = d.staging.total if d.staging is not None else d.memory_total // 2
+        totals.append(device_key_budget(d.memory_total, staging))
     return MemoryBudget(min(totals)) if totals else None
 
 

@@ -261,6 +261,14 @@ class DeviceStatus:
     staged_bytes: int = 0  # staging mode: bytes reserved by staged partitions now
     pinned_lent: int = 0  # pinned host buffers lent to partitions now
     pinned_idle_bytes: int = 0  # pinned host buffers kept for reuse
+    memory_total: int = 0  # the device's memory (0: a CPU virtual device)
+    key_bytes: int = 0  # held by resident keys (points and matrices) on this device
+
+    @property
+    def memory_free(self) -> int:
+        """The device's memory that no resident key or staged partition holds, by the
+        engine's accounting (not a device query: those would stall running kernels)."""
+        return max(0, self.memory_total - self.key_bytes - self.staged_bytes)
 
 
 @dataclass(frozen=True)

@@ -120,6 +120,7 @@ class Device:
         backend: Backend,
         staging: StagingArea | None = None,
         pinned_pool_bytes: int = 2 << 30,
+        memory_total: int | None = None,
     ) -> None:
         self.index = index
         self.backend = backend
@@ -128,6 +129,8 @@ class Device:
         self.staging = staging
         self.pinned = PinnedPool(backend.host_vector, pinned_pool_bytes)
         self.kernel_seconds = 0.0  # written by whoever holds the lock
+        #: The device's memory, asked once at start-up (None: a CPU virtual device).
+        self.memory_total = memory_total
 
     def __repr__(self) -> str:
         return f"Device({self.index}, {self.backend.name})"

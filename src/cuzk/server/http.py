@@ -135,6 +135,10 @@ def status_json(status: EngineStatus) -> dict[str, Any]:
                 "backend": d.backend,
                 "kernel_seconds": d.kernel_seconds,
                 "busy_ratio": d.kernel_seconds / status.uptime if status.uptime > 0 else 0.0,
+                "memory_total_bytes": d.memory_total,
+                "memory_keys_bytes": d.key_bytes,
+                "memory_staged_bytes": d.staged_bytes,
+                "memory_free_bytes": d.memory_free,
             }
             for d in status.devices
         ],

@@ -550,6 +550,8 @@ class ProvingService:
                 pb.GPUStatus(
                     ordinal=d.index,
                     name=d.backend,
+                    vram_total_bytes=d.memory_total,
+                    vram_free_bytes=d.memory_free,
                     current_job_id=job.job_id if job is not None else "",
                     current_proof_kind=job.circuit_id if job is not None else "",
                 )
