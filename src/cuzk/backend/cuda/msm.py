@@ -48,7 +48,8 @@ BA_KERNEL_FILE = "msm_ba.cu"
 BLOCK = 128
 #: Windows tried by :func:`choose_window`.
 MIN_WINDOW, MAX_WINDOW = 5, 20
-#: ...and with precomputed bases, where the reduction is paid once per row, not per window.
+#: The widest window precomputed bases may be made for on request (``precompute(window=…)``);
+#: :func:`choose_window` stays within MAX_WINDOW, which measured faster.
 MAX_PRECOMPUTED_WINDOW = 24
 #: Points per pass when making a copy of precomputed bases (bounds the XYZZ buffer).
 COPY_PASS = 1 << 22
@@ -80,11 +81,13 @@ def choose_window(m: int, group: str = "g1", copies: int = 1) -> int:
     per entry, f per bucket for the reduction (two full additions at a lower efficiency) and
     a fixed cost per window. f = 3 fits the window sweeps on the H200 for both groups with
     the paired Fp product (G1 2^20 → 16, 2^24 → 20; G2 2^22 → 16, where 19 was 6 % slower
-    than 17); `group` stays in the signature for the next refit."""
+    than 17); `group` stays in the signature for the next refit. With copies the windows stay
+    at most MAX_WINDOW too: one row of c = 20 beat wider windows wherever both ran (session
+    12: G1 2^24 111.7 ms at c = 20 against 113.0 at 22, 2^26 418 against 431 at 24; four
+    copies at c = 24 gained nothing at 2^26), though the model alone would go wider."""
     f = 3.0
-    top = MAX_WINDOW if copies <= 1 else MAX_PRECOMPUTED_WINDOW
     best_c, best = MIN_WINDOW, math.inf
-    for c in range(MIN_WINDOW, top + 1):
+    for c in range(MIN_WINDOW, MAX_WINDOW + 1):
         nwin = -(-256 // c)
         rows = -(-nwin // max(1, copies))
         cost = nwin * (m + 500) + rows * f * (1 << (c - 1))
@@ -319,6 +322,7 @@ class GpuMsm:
         event ``after`` (if given) has passed."""
         self._check(bases, scalars)
         self.preload(bases)
+        self._window_for(self._bases[bases.key], len(scalars), window)  # a bad one fails here
         return self._executor.submit(self._run, bases, scalars, None, None, window, after)
 
     def split_msm(
@@ -347,6 +351,7 @@ class GpuMsm:
         else:
             ones, tail = plan
         self.preload(bases)
+        self._window_for(self._bases[bases.key], len(scalars), window)  # a bad one fails here
         if len(ones) < MIN_ONES_SHARE_FOR_SPLIT * max(1, len(scalars)):
             if plan is None:
                 ones, tail = ones[:0], host_plan.nonzero()
@@ -424,6 +429,21 @@ class GpuMsm:
             host = cp.asnumpy(cp.concatenate(parts), stream=self._stream) if parts else None
         return self._finish(res.group, host, exponents)
 
+    def _window_for(self, res: _Resident, m: int, window: int | None) -> int:
+        """The window an MSM of ``m`` scalars over ``res`` runs with: the copies' own when
+        precomputed (BadInput for another), else ``window`` or :func:`choose_window`'s."""
+        if res.copies > 1:
+            if window not in (None, res.window):
+                raise BadInput(f"these bases are precomputed for window {res.window}, not {window}")
+            if self.batch_affine:
+                raise BadInput("batch-affine buckets do not take precomputed bases")
+            c = res.window
+        else:
+            c = window or choose_window(m, res.group)
+        if not 2 <= c <= MAX_PRECOMPUTED_WINDOW:
+            raise BadInput(f"window {c} out of range")
+        return c
+
     def enqueue_windows(
         self, res: _Resident, d_scalars: Any, gather: Any = None, window: int | None = None
     ) -> tuple[Any, list[int]]:
@@ -434,16 +454,7 @@ class GpuMsm:
         u32 = np.uint32
         group = res.group
         m = int(d_scalars.shape[0])
-        if res.copies > 1:
-            if window not in (None, res.window):
-                raise BadInput(f"these bases are precomputed for window {res.window}, not {window}")
-            if self.batch_affine:
-                raise BadInput("batch-affine buckets do not take precomputed bases")
-            c = res.window
-        else:
-            c = window or choose_window(m, group)
-        if not 2 <= c <= MAX_PRECOMPUTED_WINDOW:
-            raise BadInput(f"window {c} out of range")
+        c = self._window_for(res, m, window)
         nwin, rows, exponents = window_rows(c, res.copies)
         nb = 1 << (c - 1)
         nkeys = rows * nb
