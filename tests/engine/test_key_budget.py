@@ -14,7 +14,7 @@ from cuzk.backend.base import MemoryInfo
 from cuzk.circuits import get_circuit
 from cuzk.engine import ProofRequest
 from cuzk.engine.budget import DEVICE_MARGIN, device_key_budget
-from cuzk.engine.srs import circuit_info, device_bytes
+from cuzk.engine.srs import AUTO_COPIES, circuit_info, device_bytes
 from cuzk.errors import ResourceExhausted
 from cuzk.r1cs import synthesize_shape
 from cuzk.server.http import status_json
@@ -28,13 +28,21 @@ STAGING = 8 << 30
 
 
 class _ReportsMemory:
-    """A CPU backend that says it is a device of ``total`` bytes."""
+    """A CPU backend that says it is a device of ``total`` bytes, and records the MSM copies
+    it is asked for (held as asked, or refused as out of memory with ``refuse``)."""
 
-    def __init__(self, backend, total: int) -> None:  # noqa: ANN001
-        self._backend, self._total = backend, total
+    def __init__(self, backend, total: int, refuse: bool = False) -> None:  # noqa: ANN001
+        self._backend, self._total, self._refuse = backend, total, refuse
+        self.copies: dict[str, int] = {}
 
     def memory(self) -> MemoryInfo:
         return MemoryInfo(self._total, self._total)
+
+    def precompute(self, bases, copies: int) -> int:  # noqa: ANN001
+        if self._refuse and copies > 1:
+            raise ResourceExhausted("CUDA device 0: copies: out of memory")
+        self.copies[bases.key] = copies
+        return copies
 
     def __getattr__(self, name: str):  # noqa: ANN204
         return getattr(self._backend, name)
@@ -55,15 +63,22 @@ def _resident(param_dir, cid: str) -> int:  # noqa: ANN001
     return _info(param_dir, cid).point_bytes + shape.nbytes
 
 
-def _engine(make_engine, key_budget: int, devices: int = 1):  # noqa: ANN001, ANN202
+def _engine(make_engine, key_budget: int, devices: int = 1, **config):  # noqa: ANN001, ANN003, ANN202
+    """An engine whose devices report memory for ``key_budget`` (copies off unless asked)."""
     total = key_budget + STAGING + DEVICE_MARGIN
     assert device_key_budget(total, STAGING) == key_budget
-    return make_engine(
-        devices=devices,
-        staging=True,
-        staging_budget=STAGING,
-        backend_factory=lambda i: _ReportsMemory(get_backend("cpu", workers=1), total),
-    )
+    refuse = config.pop("refuse", False)
+    made: list[_ReportsMemory] = []
+
+    def factory(i: int) -> _ReportsMemory:
+        made.append(_ReportsMemory(get_backend("cpu", workers=1), total, refuse))
+        return made[-1]
+
+    config.setdefault("msm_copies", 1)
+    engine = make_engine(devices=devices, staging=True, staging_budget=STAGING,
+                         backend_factory=factory, **config)  # fmt: skip
+    engine.backends = made
+    return engine
 
 
 def test_two_keys_that_do_not_fit_together_take_turns(make_engine, param_dir, seed):
@@ -146,3 +161,39 @@ def test_cpu_devices_have_no_key_budget(make_engine):
     assert engine.status().device_budget is None
     assert engine.status().devices[0].memory_total == 0
     assert status_json(engine.status())["device_budget"] is None
+
+
+def test_msm_copies_fill_half_the_free_key_budget_or_none(make_engine, param_dir, seed):
+    """Auto: 13 copies of every vector on every device when 12 more copies of the points take
+    at most half the key budget left free; reserved there and shown in the status. Without
+    that room, none."""
+    points = _info(param_dir, SMALL).point_bytes
+    need = _need(param_dir, SMALL)
+    roomy = _engine(make_engine, need + 2 * 12 * points, devices=2, msm_copies=None)
+    assert_verifies(roomy.prove(ProofRequest.of(SMALL, partitions=2, seed=seed), timeout=60), 2)
+    for backend in roomy.backends:
+        assert sorted(backend.copies.values()) == [AUTO_COPIES] * 5  # h, l, a, b_g1, b_g2
+    (srs,) = roomy.status().srs
+    assert srs.msm_copies == AUTO_COPIES
+    assert srs.device_bytes == _resident(param_dir, SMALL) + 12 * points
+    assert status_json(roomy.status())["srs"][0]["msm_copies"] == AUTO_COPIES
+    tight = _engine(make_engine, need + 2 * 12 * points - 1, msm_copies=None)
+    assert_verifies(tight.prove(ProofRequest.of(SMALL, seed=seed + 1), timeout=60), 1)
+    assert tight.backends[0].copies == {}
+    assert tight.status().srs[0].msm_copies == 1
+
+
+def test_msm_copies_asked_for_and_refused(make_engine, param_dir, seed):
+    """An explicit count is made when it fits the free key budget (no halving); a device out of
+    memory for them drops them and the key loads without."""
+    points = _info(param_dir, SMALL).point_bytes
+    need = _need(param_dir, SMALL)
+    asked = _engine(make_engine, need + 3 * points, msm_copies=4)
+    assert_verifies(asked.prove(ProofRequest.of(SMALL, seed=seed), timeout=60), 1)
+    assert set(asked.backends[0].copies.values()) == {4}
+    assert asked.status().srs[0].msm_copies == 4
+    refused = _engine(make_engine, need + 3 * points, msm_copies=4, refuse=True)
+    assert_verifies(refused.prove(ProofRequest.of(SMALL, seed=seed + 1), timeout=60), 1)
+    assert set(refused.backends[0].copies.values()) == {1}  # dropped again
+    assert refused.status().srs[0].msm_copies == 1
+    assert refused.status().srs[0].device_bytes == _resident(param_dir, SMALL)

@@ -147,6 +147,11 @@ class Backend(Protocol):
 
     def evict(self, bases: PointSet) -> None: ...
 
+    def precompute(self, bases: PointSet, copies: int) -> int:
+        """Keep up to ``copies`` shifted copies of resident ``bases`` for faster MSMs over
+        them (``copies`` ≤ 1 drops them); returns the copies held, 1 where the backend makes
+        none. Costs ``copies`` times the bases' memory on the device."""
+
     def msm(self, bases: PointSet, scalars: Vec) -> Future:
         """Σ scalars[i]·bases[i] (len(scalars) == bases.count); a point of the bases' group."""
 

@@ -147,6 +147,9 @@ class CpuBackend:
     def evict(self, bases: PointSet) -> None:
         self._pool.unregister(bases.key)
 
+    def precompute(self, bases: PointSet, copies: int) -> int:
+        return 1  # the CPU's Pippenger workers gain nothing worth a copy of the points
+
     def msm(self, bases: PointSet, scalars: fr.FrVec) -> Future:
         self._check_length(bases, scalars)
         self.preload(bases)

@@ -122,6 +122,10 @@ class EngineConfig:
     # "off" (all on the host).
     defer_poseidon: str = "all"
     staging_budget: int | None = None  # bytes per device for staged partitions; None: auto
+    # Shifted copies of a resident key's bases kept on each GPU (faster MSMs; cuzk.engine.srs):
+    # None: 13 (one bucket row) when they take at most half the free key budget, else none;
+    # 1: never; K: up to K when they fit.
+    msm_copies: int | None = None
     pinned_pool_bytes: int = 2 << 30  # idle pinned host buffers kept per device
     max_partitions: int = 64  # per request
     retain_jobs: int = 10_000  # terminal jobs remembered (for result() and dedup)
@@ -157,6 +161,8 @@ class EngineConfig:
             raise BadInput("memory_budget must be positive")
         if self.staging_budget is not None and self.staging_budget <= 0:
             raise BadInput("staging_budget must be positive")
+        if self.msm_copies is not None and not 1 <= self.msm_copies <= 64:
+            raise BadInput("msm_copies must be between 1 and 64")
         if self.pinned_pool_bytes < 0:
             raise BadInput("pinned_pool_bytes must be non-negative")
         if not 0 < self.join_timeout_s <= MAX_JOIN_TIMEOUT_S:  # (False for NaN too)

@@ -260,7 +260,13 @@ class EngineCore:
                 budget=_budget_status(self._budget),
                 srs=tuple(
                     SrsStatus(
-                        e.info.circuit_id, e.state, e.held, e.users, e.last_used, e.device_held
+                        e.info.circuit_id,
+                        e.state,
+                        e.held,
+                        e.users,
+                        e.last_used,
+                        e.device_held,
+                        e.msm_copies,
                     )
                     for e in self._srs.entries()
                 ),
@@ -494,13 +500,16 @@ class EngineCore:
     def load_circuit(self, entry: Resident) -> None:
         """Load a LOADING entry (outside the lock) and publish the outcome."""
         started = self._clock()
+        copies = 1
         try:
-            loaded: tuple | BaseException = family_of(entry.info).load(self._srs, entry.info)
+            params, shape = family_of(entry.info).load(self._srs, entry.info)
+            loaded: tuple | BaseException = (params, shape)
+            copies = self._srs.precompute(entry.info, params.vectors, self.config.msm_copies)
         except Exception as e:  # noqa: BLE001 - reported to every user of the entry
             loaded = e
         with self._cv:
             entry.load_span = (started, self._clock())
-            self._srs.finish(entry, loaded)
+            self._srs.finish(entry, loaded, copies)
             self._cv.notify_all()
 
     def begin_synthesis(self, part: Partition) -> bool:

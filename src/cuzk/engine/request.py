@@ -243,6 +243,7 @@ class SrsStatus:
     users: int  # partitions in flight that need it (0: idle, evictable)
     last_used: float  # seconds since engine start
     device_bytes: int = 0  # its points in each device's key budget (0: no key budget)
+    msm_copies: int = 1  # shifted copies of its bases on each device (1: none)
 
 
 @dataclass(frozen=True)

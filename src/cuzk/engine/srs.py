@@ -55,6 +55,9 @@ from cuzk.r1cs.shape import SHAPE_FORMAT_VERSION, matrix_files, shape_format
 
 log = logging.getLogger(__name__)
 
+#: Copies of a key's bases that make one bucket row at the 20-bit window (⌈256/20⌉ windows).
+AUTO_COPIES = 13
+
 LOADING, RESIDENT, FAILED = "loading", "resident", "failed"
 
 
@@ -149,6 +152,7 @@ class Resident:
     shape: R1CSShape | None = None
     error: BaseException | None = None
     load_span: tuple[float, float] | None = None  # engine clock: when its load ran
+    msm_copies: int = 1  # shifted copies of its bases on every device (1: none)
 
     @property
     def held(self) -> int:
@@ -277,7 +281,40 @@ class SrsManager:
         self._entries[info.circuit_id] = entry
         return entry
 
-    def finish(self, entry: Resident, loaded: tuple[Parameters, R1CSShape] | BaseException) -> None:
+    def precompute(self, info: CircuitInfo, vectors: Sequence[PointSet], want: int | None) -> int:
+        """(Outside the lock, after the load.) Shifted copies of a loaded key's bases on every
+        device, when they fit the key budget: ``want`` (1: none), or with None the
+        :data:`AUTO_COPIES` that make one bucket row, if they take at most half the budget
+        left free (room stays for another key). Measured on the H200 (session 12): MSMs
+        14–16 % faster with 13 copies, ≤ 7 % with 2 or 4, so auto makes all or none. A device
+        that cannot hold them (out of memory) drops them again. Returns the copies every
+        device holds, which :meth:`finish` reserves."""
+        dev = self.device_budget
+        if dev is None or want == 1:
+            return 1
+        k = AUTO_COPIES if want is None else want
+        room = dev.available if want is not None else dev.available // 2
+        if (k - 1) * info.point_bytes > room:
+            return 1
+        held = k
+        try:
+            for backend in self._backends:
+                for vector in vectors:
+                    held = min(held, backend.precompute(vector, k))
+        except (ResourceExhausted, BadInput) as e:  # out of memory, or too many points
+            log.warning("no MSM copies for %s: %s", info.circuit_id, e)
+            for backend in self._backends:
+                for vector in vectors:
+                    backend.precompute(vector, 1)
+            return 1
+        return held
+
+    def finish(
+        self,
+        entry: Resident,
+        loaded: tuple[Parameters, R1CSShape] | BaseException,
+        copies: int = 1,
+    ) -> None:
         """Record the outcome of :meth:`load`. A failed entry leaves the table at once (so a
         later request retries) and releases its memory; its current users see the error."""
         if self._entries.get(entry.info.circuit_id) is not entry and not isinstance(
@@ -296,6 +333,10 @@ class SrsManager:
         self._budget.resize(entry.shape_res, "matrices", shape_nbytes(entry.shape))
         if self.device_budget is not None and entry.device_res is not None:
             self.device_budget.resize(entry.device_res, "shape", entry.shape.nbytes)
+            self.device_budget.resize(
+                entry.device_res, "copies", (copies - 1) * entry.info.point_bytes
+            )
+            entry.msm_copies = copies
 
     def drop(self, entry: Resident) -> None:
         """Evict: forget the points on every device and release the memory."""

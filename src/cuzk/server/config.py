@@ -402,6 +402,9 @@ class EngineSection(_Section):
         "all", _choice("cpu", "all", "off"), "Poseidon witness values made by the backend"
     )
     staging_budget: int | None = _setting(None, _size(auto=True), "None: half the GPU memory")
+    msm_copies: int | None = _setting(
+        None, _integer(1, 64, auto=True), "None: 13 when they fit half the free key budget"
+    )
     pinned_pool_bytes: int = _setting(2 << 30, _size(), "idle pinned buffers kept per device")
     max_partitions: int = _setting(64, _integer(1, 4096), "per request")
     retain_jobs: int = _setting(10_000, _integer(1, 1_000_000), "finished jobs remembered")

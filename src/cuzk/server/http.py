@@ -150,6 +150,7 @@ def status_json(status: EngineStatus) -> dict[str, Any]:
                 "users": s.users,
                 "last_used": s.last_used,
                 "device_bytes": s.device_bytes,
+                "msm_copies": s.msm_copies,
             }
             for s in status.srs
         ],

@@ -152,6 +152,9 @@ class CudaBackend:
     def preload(self, bases: PointSet) -> None:
         self.msms.preload(bases)
 
+    def precompute(self, bases: PointSet, copies: int) -> int:
+        return self.msms.precompute(bases, copies)
+
     def evict(self, bases: PointSet) -> None:
         self.msms.evict(bases)
 
