@@ -4,6 +4,7 @@
 #   tests  the GPU test suite (CuPy tests and the CUDA halves of the conformance suite)
 #   p24    2^24 synthetic proofs: keys, then one at a time and two in flight
 #   e22    the engine's 10 × 2^22 proofs (bench/engine_matrix.sh, staging, 2 workers)
+#   c22    the engine's MSM copies: 2^22 synthetic proofs with --msm-copies 1, then 13
 #   etests the engine's Filecoin GPU test: an 8 MiB SnapDeals update from its payload (keys made
 #          on the GPU, 4 partitions through staging); its CPU tests (marked heavy) run elsewhere
 #   wtests the device-witness GPU tests (snap-8m's included), then the interop and groth16 ones
@@ -54,6 +55,10 @@ for s in "$@"; do
       --shape-cache /tmp/s24 && for c in 1 2; do $CUZK bench --backend cuda \
       --circuit synthetic:16777216 --proofs \$((2 + 2 * c)) --concurrency \$c --param-dir /tmp/k24 \
       --shape-cache /tmp/s24 --json $OUT/p24_c\$c.json 2>&1 | grep -E 'seconds per|kernels|synthesis |stage '; done" ;;
+    c22) step c22 "$CUZK setup --circuit synthetic:4194304 --out /tmp/k22 --seed 1 --backend cuda \
+      --shape-cache /tmp/s22 && for k in 1 13; do $CUZK bench --backend cuda \
+      --circuit synthetic:4194304 --proofs 8 --concurrency 2 --param-dir /tmp/k22 --msm-copies \$k \
+      --shape-cache /tmp/s22 --json $OUT/c22_k\$k.json 2>&1 | grep -E 'seconds per|kernels|msm|busy'; done" ;;
     etests) TAIL=6 step etests "python3 -m pytest -q -s -m gpu -p no:cacheprovider \
       tests/engine/test_filecoin_engine.py" ;;
     wtests) TAIL=20 step wtests "python3 -m pytest -v -m gpu -p no:cacheprovider --durations 5 \

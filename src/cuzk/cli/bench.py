@@ -62,6 +62,11 @@ def add_parser(sub: Any, common: Callable[[argparse.ArgumentParser], None]) -> N
         type=int,
         help="processes for Filecoin witnesses (default: half the cores, at most 8)",
     )
+    s.add_argument(
+        "--msm-copies",
+        type=int,
+        help="shifted copies of the key's bases per GPU (1: none; default: the engine's auto)",
+    )
     s.add_argument("--partitions", type=int, default=1, help="partitions per proof")
     s.add_argument("--proofs", "-c", type=int, default=4, help="proofs (jobs) to make")
     s.add_argument("--concurrency", "-j", type=int, default=2, help="jobs in flight at once")
@@ -185,6 +190,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         staging=args.staging,
         urgent_lane=args.urgent_lane,
         defer_witness=args.defer_witness,
+        msm_copies=args.msm_copies,
         shape_cache=args.shape_cache,
         max_partitions=max(64, args.partitions),
         faults=FaultInjection.uniform(args.inject_faults, seed=args.seed)
