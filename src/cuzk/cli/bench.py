@@ -227,9 +227,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
         )
     cpu = None if cpu_start is None or cpu_end is None else cpu_end - cpu_start
     report = _summarize(args, outcomes, timelines, window, wall, load_s, cpu, gil.reading())
-    if probe is not None and urgent is not None:
-        report["urgent"] = urgent_summary(urgent, args.urgent_every, probe.outcomes,
-                                          urgent_timelines)  # fmt: skip
+    if probe is not None:
+        report["urgent"] = urgent_summary(probe, urgent_timelines)
     _print_report(args, report)
     if probe is not None:
         print_urgent(report)

@@ -130,10 +130,10 @@ class UrgentProbe:
             index += 1
 
 
-def urgent_summary(source: UrgentSource, every: float, outcomes: list[UrgentOutcome],
-                   timelines: list) -> dict:  # fmt: skip
+def urgent_summary(probe: UrgentProbe, timelines: list) -> dict:
     """The report's ``urgent`` entry: latencies, and the medians of the stages where an
     urgent partition waits (queue: for a synthesis lane; device_wait: for the compute lock)."""
+    source, every, outcomes = probe.source, probe.every, probe.outcomes
     ok = [o.latency_s for o in outcomes if o.state == "succeeded"]
 
     def median(stage: str) -> float | None:
