@@ -197,3 +197,19 @@ def test_msm_copies_asked_for_and_refused(make_engine, param_dir, seed):
     assert set(refused.backends[0].copies.values()) == {1}  # dropped again
     assert refused.status().srs[0].msm_copies == 1
     assert refused.status().srs[0].device_bytes == _resident(param_dir, SMALL)
+
+
+def test_copies_are_reserved_when_the_key_is_admitted(make_engine, param_dir, seed):
+    """Two keys admitted together: the first reserves its copies with its key, so the second
+    sees the rest of the budget only, and the budget is never exceeded."""
+    small = _info(param_dir, SMALL).point_bytes
+    budget = _need(param_dir, SMALL) + _need(param_dir, LARGER) + 12 * small
+    engine = _engine(make_engine, budget, synthesis_workers=2, msm_copies=AUTO_COPIES)
+    jobs = [engine.submit(ProofRequest.of(cid, seed=seed + i))
+            for i, cid in enumerate((SMALL, LARGER))]  # fmt: skip
+    for job_id in jobs:
+        assert_verifies(engine.result(job_id, timeout=60), 1)
+    st = engine.status()
+    assert {s.circuit_id: s.msm_copies for s in st.srs} == {SMALL: AUTO_COPIES, LARGER: 1}
+    assert st.device_budget is not None and st.device_budget.reserved <= budget
+    assert sorted(set(engine.backends[0].copies.values())) == [AUTO_COPIES]  # SMALL's only

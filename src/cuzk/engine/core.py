@@ -117,6 +117,7 @@ class EngineCore:
             config.shape_cache,
             clock,
             _key_budget(devices),
+            config.msm_copies,
         )
         # Large payloads are checked off this process's GIL where synthesis is too.
         self._opener = PayloadOpener() if config.processes_for_synthesis else None
@@ -504,7 +505,7 @@ class EngineCore:
         try:
             params, shape = family_of(entry.info).load(self._srs, entry.info)
             loaded: tuple | BaseException = (params, shape)
-            copies = self._srs.precompute(entry.info, params.vectors, self.config.msm_copies)
+            copies = self._srs.precompute(entry, params.vectors)
         except Exception as e:  # noqa: BLE001 - reported to every user of the entry
             loaded = e
         with self._cv:

@@ -185,11 +185,13 @@ class SrsManager:
         shape_cache: Path | None,
         clock: Callable[[], float],
         device_budget: MemoryBudget | None = None,
+        msm_copies: int | None = 1,
     ) -> None:
         self._budget = budget
         #: Each device's memory for resident points (the same on every device: every device
         #: holds every resident circuit); None when the devices report no memory (CPU).
         self.device_budget = device_budget
+        self.msm_copies = msm_copies  # copies of each key's bases per device (_plan_copies)
         self._backends = list(backends)
         self._shape_cache = ShapeCache(shape_cache) if shape_cache is not None else None
         self._clock = clock
@@ -278,23 +280,34 @@ class SrsManager:
                 owner,
                 {"points": info.point_bytes, "shape": device_bytes(info) - info.point_bytes},
             )
+            self._plan_copies(entry)
         self._entries[info.circuit_id] = entry
         return entry
 
-    def precompute(self, info: CircuitInfo, vectors: Sequence[PointSet], want: int | None) -> int:
-        """(Outside the lock, after the load.) Shifted copies of a loaded key's bases on every
-        device, when they fit the key budget: ``want`` (1: none), or with None the
-        :data:`AUTO_COPIES` that make one bucket row, if they take at most half the budget
-        left free (room stays for another key). Measured on the H200 (session 12): MSMs
-        14–16 % faster with 13 copies, ≤ 7 % with 2 or 4, so auto makes all or none. A device
-        that cannot hold them (out of memory) drops them again. Returns the copies every
-        device holds, which :meth:`finish` reserves."""
-        dev = self.device_budget
-        if dev is None or want == 1:
-            return 1
+    def _plan_copies(self, entry: Resident) -> None:
+        """(Under the lock, as the key is admitted.) Reserve the shifted copies the key's
+        bases will get on every device (:meth:`precompute`): ``msm_copies`` (1: none), or with
+        None the :data:`AUTO_COPIES` that make one bucket row, if they take at most half the
+        key budget left free (room stays for another key). Measured on the H200 (session 12):
+        MSMs 14–16 % faster with 13 copies, ≤ 7 % with 2 or 4, so auto makes all or none.
+        Reserved now, not after the load, so that two keys loading at once cannot both count
+        the same free memory."""
+        dev, want = self.device_budget, self.msm_copies
+        if dev is None or entry.device_res is None or want == 1:
+            return
         k = AUTO_COPIES if want is None else want
         room = dev.available if want is not None else dev.available // 2
-        if (k - 1) * info.point_bytes > room:
+        extra = (k - 1) * entry.info.point_bytes
+        if extra <= room:
+            dev.resize(entry.device_res, "copies", extra)
+            entry.msm_copies = k
+
+    def precompute(self, entry: Resident, vectors: Sequence[PointSet]) -> int:
+        """(Outside the lock, after the load.) Make the copies :meth:`_plan_copies` reserved
+        on every device; a device that cannot hold them (out of memory) drops them again, and
+        the key goes on without. Returns the copies every device holds, for :meth:`finish`."""
+        k = entry.msm_copies
+        if k <= 1:
             return 1
         held = k
         try:
@@ -302,7 +315,7 @@ class SrsManager:
                 for vector in vectors:
                     held = min(held, backend.precompute(vector, k))
         except (ResourceExhausted, BadInput) as e:  # out of memory, or too many points
-            log.warning("no MSM copies for %s: %s", info.circuit_id, e)
+            log.warning("no MSM copies for %s: %s", entry.info.circuit_id, e)
             for backend in self._backends:
                 for vector in vectors:
                     backend.precompute(vector, 1)
@@ -333,10 +346,10 @@ class SrsManager:
         self._budget.resize(entry.shape_res, "matrices", shape_nbytes(entry.shape))
         if self.device_budget is not None and entry.device_res is not None:
             self.device_budget.resize(entry.device_res, "shape", entry.shape.nbytes)
-            self.device_budget.resize(
-                entry.device_res, "copies", (copies - 1) * entry.info.point_bytes
-            )
-            entry.msm_copies = copies
+            if copies != entry.msm_copies:  # fewer made than reserved: give the rest back
+                extra = (copies - 1) * entry.info.point_bytes
+                self.device_budget.resize(entry.device_res, "copies", extra)
+                entry.msm_copies = copies
 
     def drop(self, entry: Resident) -> None:
         """Evict: forget the points on every device and release the memory."""
