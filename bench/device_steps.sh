@@ -58,7 +58,7 @@ for s in "$@"; do
     c22) step c22 "$CUZK setup --circuit synthetic:4194304 --out /tmp/k22 --seed 1 --backend cuda \
       --shape-cache /tmp/s22 && for k in 1 13; do $CUZK bench --backend cuda \
       --circuit synthetic:4194304 --proofs 8 --concurrency 2 --param-dir /tmp/k22 --msm-copies \$k \
-      --shape-cache /tmp/s22 --json $OUT/c22_k\$k.json 2>&1 | grep -E 'seconds per|kernels|msm|busy'; done" ;;
+      --shape-cache /tmp/s22 --json $OUT/c22_k\$k.json 2>&1 | grep -E 'seconds per|wall time|kernels|msm|busy'; done" ;;
     etests) TAIL=6 step etests "python3 -m pytest -q -s -m gpu -p no:cacheprovider \
       tests/engine/test_filecoin_engine.py" ;;
     wtests) TAIL=20 step wtests "python3 -m pytest -v -m gpu -p no:cacheprovider --durations 5 \
