@@ -14,11 +14,11 @@ the engine's lock; :meth:`SrsManager.load` does the slow part outside it.
 On GPUs the points live in device memory, which a second budget accounts for (the *key
 budget*: what each device keeps for resident parameters beside its staging area; see
 :func:`cuzk.engine.budget.device_key_budget`). An entry reserves its points and its shape's
-matrices there too (:func:`device_bytes`), and
-admission makes room in both budgets the same way: idle entries are evicted, least recently
-used first. Without it, two 32 GiB keys (44 + 57 GiB on an H200) became resident together
-beside a 70 GiB staging area: the device ran out of memory and the WindowPoSt failed, where
-it should have waited for the PoRep partitions in flight to drain and the PoRep key to go.
+matrices there too (:func:`device_bytes`), and admission makes room in both budgets the same
+way: idle entries are evicted, least recently used first. Without it, two 32 GiB keys (44 +
+57 GiB on an H200) became resident together beside a 70 GiB staging area: the device ran out
+of memory and the WindowPoSt failed, where it should have waited for the PoRep partitions in
+flight to drain and the PoRep key to go.
 
 On the CPU backend ``preload`` registers the vectors with the device's MSM pool, whose worker
 processes decode their chunks in the background, in order, ahead of any later MSM; RESIDENT
@@ -146,7 +146,7 @@ class Resident:
     srs: Reservation
     shape_res: Reservation
     last_used: float
-    device_res: Reservation | None = None  # its points in the key budget of each device
+    device_res: Reservation | None = None  # points, matrices, copies: each device's key budget
     users: int = 0  # partitions in flight that need it
     params: Parameters | None = None
     shape: R1CSShape | None = None
@@ -167,7 +167,7 @@ class Resident:
 def device_bytes(info: CircuitInfo) -> int:
     """What a circuit holds on each device while resident: its points, and its shape's
     matrices (the a/b/c kernels keep them there; the estimate until the shape is loaded,
-    less what the prover derives from them on the host). wpost-32g: 56.6 + 8.8 GiB."""
+    less what the prover derives from them on the host). wpost-32g: 56.6 + 9.0 GiB."""
     matrices = info.shape_bytes - SHAPE_DERIVED_BYTES_PER_VARIABLE * info.num_variables
     return info.point_bytes + max(0, matrices)
 
