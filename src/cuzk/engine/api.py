@@ -18,6 +18,7 @@ import threading
 from types import TracebackType
 
 from cuzk.backend.base import MemoryInfo
+from cuzk.engine.budget import default_staging_bytes
 from cuzk.engine.completion import CompletionCallback, Completions
 from cuzk.engine.config import EngineConfig
 from cuzk.engine.core import EngineCore
@@ -165,7 +166,7 @@ CPU_STAGING_BUDGET = 8 << 30  # virtual devices: accounting only, no device memo
 def _default_staging_budget(memory: MemoryInfo | None) -> int:
     """Half the device's memory (the other half is for resident parameters), asked once at
     start-up; a fixed figure for CPU virtual devices, which have none."""
-    return CPU_STAGING_BUDGET if memory is None else memory.total // 2
+    return CPU_STAGING_BUDGET if memory is None else default_staging_bytes(memory.total)
 
 
 def _make_devices(config: EngineConfig) -> list[Device]:

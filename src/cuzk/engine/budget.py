@@ -190,6 +190,12 @@ class MemoryBudget:
         return len(self._live)
 
 
+def default_staging_bytes(device_total: int) -> int:
+    """A device's staging area when not configured: half its memory (the other half holds
+    resident keys, :func:`device_key_budget`)."""
+    return device_total // 2
+
+
 def device_key_budget(device_total: int, staging_total: int) -> int:
     """Bytes of one device left for resident parameters: its memory less its staging area
     and :data:`DEVICE_MARGIN` (at least 1 byte: a budget must be positive, and a key that

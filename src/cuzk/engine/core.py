@@ -38,7 +38,12 @@ from typing import Any
 
 from cuzk.circuits import canonical_id
 from cuzk.engine.assembler import PartitionProof, assemble_job
-from cuzk.engine.budget import MemoryBudget, detect_total, device_key_budget
+from cuzk.engine.budget import (
+    MemoryBudget,
+    default_staging_bytes,
+    detect_total,
+    device_key_budget,
+)
 from cuzk.engine.config import EngineConfig
 from cuzk.engine.family import family_for, family_of
 from cuzk.engine.job import ACTIVE, Job, Partition
@@ -697,7 +702,9 @@ def _key_budget(devices: Sequence[Device]) -> MemoryBudget | None:
     for d in devices:
         if d.memory_total is None:
             return None
-        staging = d.staging.total if d.staging is not None else d.memory_total // 2
+        staging = (
+            d.staging.total if d.staging is not None else default_staging_bytes(d.memory_total)
+        )
         totals.append(device_key_budget(d.memory_total, staging))
     return MemoryBudget(min(totals)) if totals else None
 
