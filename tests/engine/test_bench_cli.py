@@ -56,6 +56,8 @@ def test_bench_json(param_dir, tmp_path, capsys):
     gil = doc["summary"]["engine_gil"]  # sampled ~200 times a second over the window
     assert gil["samples"] > 10 and 0 <= gil["held_share"] <= 1 and 0 <= gil["wait_share"] < 1
     assert "engine GIL found held" in printed
+    assert doc["summary"]["msm_copies"] == 1  # the CPU backend makes no copies of its bases
+    assert "MSM base copies per device" in printed
     timelines = doc["timelines"]  # one per measured partition, stages in order
     assert sorted((t["job_id"], t["partition"]) for t in timelines) == sorted(
         (j["job_id"], p) for j in doc["jobs"] for p in range(2)

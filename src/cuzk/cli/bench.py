@@ -227,6 +227,10 @@ def cmd_bench(args: argparse.Namespace) -> int:
         )
     cpu = None if cpu_start is None or cpu_end is None else cpu_end - cpu_start
     report = _summarize(args, outcomes, timelines, window, wall, load_s, cpu, gil.reading())
+    # What the key's MSMs ran with (auto may have made none): a run is read with it.
+    report["msm_copies"] = next(
+        (s.msm_copies for s in status.srs if s.circuit_id == args.circuit), None
+    )
     if probe is not None:
         report["urgent"] = urgent_summary(probe, urgent_timelines)
     _print_report(args, report)
@@ -410,6 +414,7 @@ def _print_report(args: argparse.Namespace, report: dict) -> None:
             )
         ),
         ("hand-off gap (median)", "—" if gap is None else f"{gap * 1e3:.2f} ms"),
+        ("MSM base copies per device (1: none)", str(report.get("msm_copies") or "—")),
         ("host CPU per proof (engine process + helpers)", _cpu_text(report)),
         (
             "engine GIL found held / time lost waiting",
