@@ -12,7 +12,7 @@ import pytest
 from cuzk.backend import get_backend
 from cuzk.backend.base import MemoryInfo
 from cuzk.circuits import get_circuit
-from cuzk.engine import ProofRequest
+from cuzk.engine import FaultInjection, JobState, Priority, ProofRequest
 from cuzk.engine.budget import DEVICE_MARGIN, device_key_budget
 from cuzk.engine.srs import AUTO_COPIES, circuit_info, device_bytes
 from cuzk.errors import ResourceExhausted
@@ -34,6 +34,13 @@ class _ReportsMemory:
     def __init__(self, backend, total: int, refuse: bool = False) -> None:  # noqa: ANN001
         self._backend, self._total, self._refuse = backend, total, refuse
         self.copies: dict[str, int] = {}
+        self.failing_loads = 0  # vectors whose load fails next, as out of device memory
+
+    def preload(self, bases) -> None:  # noqa: ANN001
+        if self.failing_loads:
+            self.failing_loads -= 1
+            raise ResourceExhausted("CUDA device: loading parameters: out of memory")
+        self._backend.preload(bases)
 
     def memory(self) -> MemoryInfo:
         return MemoryInfo(self._total, self._total)
@@ -83,22 +90,23 @@ def _engine(make_engine, key_budget: int, devices: int = 1, **config):  # noqa: 
 
 def test_two_keys_that_do_not_fit_together_take_turns(make_engine, param_dir, seed):
     budget = _need(param_dir, LARGER) + _resident(param_dir, SMALL) // 2  # one at a time
-    engine = _engine(make_engine, budget, devices=2)
+    engine = _engine(make_engine, budget)
     order = [SMALL, LARGER, SMALL, LARGER]
     for i, cid in enumerate(order):
         request = ProofRequest.of(cid, partitions=2, seed=seed + i)
         assert_verifies(engine.prove(request, timeout=120), 2)
         st = engine.status()
-        assert st.device_budget is not None and st.device_budget.total == budget
-        resident = [s for s in st.srs if s.state == "resident"]
-        assert [s.circuit_id for s in resident] == [cid]
+        (kb,) = st.device_budgets
+        assert kb.total == budget
+        resident = [s for s in st.srs if s.devices]
+        assert [(s.circuit_id, s.devices) for s in resident] == [(cid, (0,))]
         assert resident[0].device_bytes == _resident(param_dir, cid)
-        assert st.device_budget.reserved == resident[0].device_bytes <= budget
+        assert kb.reserved == resident[0].device_bytes <= budget
     wait_until(lambda: idle_budget(engine), what="partitions to drain")
     assert engine.status().evictions == len(order) - 1
     st = engine.status()
     total = budget + STAGING + DEVICE_MARGIN
-    for d in st.devices:  # every device holds the resident key; nothing is staged now
+    for d in st.devices:  # the device holds the resident key; nothing is staged now
         assert (d.memory_total, d.key_bytes, d.staged_bytes) == (
             total,
             _resident(param_dir, LARGER),
@@ -106,9 +114,15 @@ def test_two_keys_that_do_not_fit_together_take_turns(make_engine, param_dir, se
         )
         assert d.memory_free == total - d.key_bytes
     body = status_json(st)
-    assert body["devices"][1]["memory_free_bytes"] == st.devices[1].memory_free
-    assert body["device_budget"]["total_bytes"] == budget
-    assert body["srs"][0]["device_bytes"] == _resident(param_dir, LARGER)
+    assert body["devices"][0]["memory_free_bytes"] == st.devices[0].memory_free
+    assert body["device_budgets"] == [
+        {"device": 0, "total_bytes": budget, "reserved_bytes": d.key_bytes,
+         "free_bytes": budget - d.key_bytes}
+    ]  # fmt: skip
+    on_device = [s for s in body["srs"] if s["devices"]]  # the other: host memory only
+    assert [(s["circuit_id"], s["device_bytes"], s["devices"]) for s in on_device] == [
+        (LARGER, _resident(param_dir, LARGER), [0])
+    ]
     # All at once: each job waits at the head of the queue until the other key's partitions
     # in flight are done and it can be evicted.
     jobs = [engine.submit(ProofRequest.of(cid, partitions=3, seed=seed + 10 + i))
@@ -116,6 +130,51 @@ def test_two_keys_that_do_not_fit_together_take_turns(make_engine, param_dir, se
     for job_id in jobs:
         assert_verifies(engine.result(job_id, timeout=120), 3)
     assert engine.status().evictions == 2 * len(order) - 1
+
+
+def _on(engine, cid: str) -> tuple[int, ...]:  # noqa: ANN001
+    """The devices that hold ``cid``'s key now."""
+    return next((s.devices for s in engine.status().srs if s.circuit_id == cid), ())
+
+
+def test_on_two_devices_a_second_key_takes_one_and_the_busy_key_keeps_the_other(
+    make_engine, param_dir, seed
+):
+    """A key that does not fit beside a busy one: on one device it waits for the busy key's
+    work to drain everywhere; with two, one device gives the busy key up (its partitions there
+    finish) and the other keeps proving the busy job. Afterwards the busy key comes back to
+    both devices as soon as new work of it is admitted and the other key is idle."""
+    budget = _need(param_dir, LARGER) + _resident(param_dir, SMALL) // 2  # one key per device
+    slow = FaultInjection(slow_kernel=1.0, slow_kernel_s=0.4, targets=frozenset({"bulk"}))
+    engine = _engine(make_engine, budget, devices=2, faults=slow)
+    bulk = engine.submit(ProofRequest.of(SMALL, partitions=12, seed=seed, request_id="bulk"))
+    wait_until(lambda: _on(engine, SMALL) == (0, 1), what="the bulk key on both devices")
+    urgent = ProofRequest.of(LARGER, seed=seed + 50, priority=Priority.HIGH)
+    assert_verifies(engine.prove(urgent, timeout=60), 1)
+    st = engine.status()
+    (bulk_status,) = [j for j in st.jobs if j.job_id == bulk]
+    assert bulk_status.state is JobState.RUNNING  # the urgent key did not wait for it all
+    small, larger = _on(engine, SMALL), _on(engine, LARGER)
+    assert len(larger) == 1 and sorted(small + larger) == [0, 1]
+    keys = {d.index: d.key_bytes for d in st.devices}
+    assert keys[larger[0]] == _resident(param_dir, LARGER)
+    assert all(kb.reserved <= budget for kb in st.device_budgets)
+    assert_verifies(engine.result(bulk, timeout=120), 12)
+    again = ProofRequest.of(SMALL, partitions=2, seed=seed + 60)
+    assert_verifies(engine.prove(again, timeout=60), 2)
+    assert (_on(engine, SMALL), _on(engine, LARGER)) == ((0, 1), ())
+    # Nothing busy: the other key goes to both devices. Then the first one's way back fails
+    # once on device 1 (out of memory there): its work runs on device 0 (a partition that
+    # went to device 1 meanwhile goes back to the queue), and a later admission retries.
+    assert_verifies(engine.prove(ProofRequest.of(LARGER, seed=seed + 70), timeout=60), 1)
+    assert (_on(engine, SMALL), _on(engine, LARGER)) == ((), (0, 1))
+    engine.backends[1].failing_loads = 1
+    assert_verifies(engine.prove(ProofRequest.of(SMALL, partitions=3, seed=seed + 80),
+                                 timeout=60), 3)  # fmt: skip
+    assert engine.backends[1].failing_loads == 0  # the failed load happened
+    assert 0 in _on(engine, SMALL) and 0 not in _on(engine, LARGER)
+    assert_verifies(engine.prove(ProofRequest.of(SMALL, seed=seed + 90), timeout=60), 1)
+    assert (_on(engine, SMALL), _on(engine, LARGER)) == ((0, 1), ())
 
 
 def test_the_daemon_reports_each_devices_memory(make_engine, param_dir, tmp_path, seed):
@@ -144,7 +203,7 @@ def test_both_keys_stay_resident_when_they_fit(make_engine, param_dir, seed):
     st = engine.status()
     assert st.evictions == 0
     both = _resident(param_dir, SMALL) + _resident(param_dir, LARGER)
-    assert st.device_budget is not None and st.device_budget.reserved == both
+    assert [kb.reserved for kb in st.device_budgets] == [both]
 
 
 def test_a_key_larger_than_the_key_budget_is_refused_at_submit(make_engine, param_dir):
@@ -158,9 +217,9 @@ def test_a_key_larger_than_the_key_budget_is_refused_at_submit(make_engine, para
 
 def test_cpu_devices_have_no_key_budget(make_engine):
     engine = make_engine()
-    assert engine.status().device_budget is None
+    assert engine.status().device_budgets == ()
     assert engine.status().devices[0].memory_total == 0
-    assert status_json(engine.status())["device_budget"] is None
+    assert status_json(engine.status())["device_budgets"] == []
 
 
 def test_msm_copies_fill_half_the_free_key_budget_or_none(make_engine, param_dir, seed):
@@ -211,5 +270,5 @@ def test_copies_are_reserved_when_the_key_is_admitted(make_engine, param_dir, se
         assert_verifies(engine.result(job_id, timeout=60), 1)
     st = engine.status()
     assert {s.circuit_id: s.msm_copies for s in st.srs} == {SMALL: AUTO_COPIES, LARGER: 1}
-    assert st.device_budget is not None and st.device_budget.reserved <= budget
+    assert st.device_budgets and st.device_budgets[0].reserved <= budget
     assert sorted(set(engine.backends[0].copies.values())) == [AUTO_COPIES]  # SMALL's only

@@ -147,6 +147,10 @@ class Backend(Protocol):
 
     def evict(self, bases: PointSet) -> None: ...
 
+    def forget_shape(self, shape: R1CSShape) -> None:
+        """Drop what the backend keeps on its device for ``shape`` (the a/b/c matrices): its
+        key left this device while the shape lives on for other devices."""
+
     def precompute(self, bases: PointSet, copies: int) -> int:
         """Keep up to ``copies`` shifted copies of resident ``bases`` for faster MSMs over
         them (``copies`` ≤ 1 drops them); returns the copies held, 1 where the backend makes

@@ -147,6 +147,9 @@ class CpuBackend:
     def evict(self, bases: PointSet) -> None:
         self._pool.unregister(bases.key)
 
+    def forget_shape(self, shape: R1CSShape) -> None:
+        pass  # the CPU keeps nothing per shape beyond the shape itself
+
     def precompute(self, bases: PointSet, copies: int) -> int:
         return 1  # the CPU's Pippenger workers gain nothing worth a copy of the points
 

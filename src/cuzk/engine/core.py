@@ -63,7 +63,15 @@ from cuzk.engine.request import (
     WorkerStatus,
 )
 from cuzk.engine.scheduler import Scheduler, WorkKey
-from cuzk.engine.srs import LOADING, RESIDENT, CircuitInfo, Resident, SrsManager
+from cuzk.engine.srs import (
+    DRAINING,
+    LOADING,
+    RESIDENT,
+    CircuitInfo,
+    Placement,
+    Resident,
+    SrsManager,
+)
 from cuzk.engine.synth_pool import SynthesisPool
 from cuzk.engine.timeline import Clock
 from cuzk.engine.workers import Device, DeviceWorker, Worker, staged_bytes_for
@@ -121,7 +129,7 @@ class EngineCore:
             [d.backend for d in devices],
             config.shape_cache,
             clock,
-            _key_budget(devices),
+            _key_budgets(devices),
             config.msm_copies,
         )
         # Large payloads are checked off this process's GIL where synthesis is too.
@@ -220,21 +228,22 @@ class EngineCore:
             self._srs.check_can_fit(info, need, f"the parameters of {circuit_id}")
             while True:
                 entry = self._srs.get(circuit_id)
-                if entry is not None and entry.state == RESIDENT:
-                    self._srs.touch(entry)
-                    return
-                if entry is not None:  # loading elsewhere: wait for that outcome
+                if entry is not None and entry.state == LOADING:  # elsewhere: wait for it
                     self._wait(partial(_not_loading, entry), deadline, "preload")
                     if entry.error is not None:
                         raise entry.error
                     continue
-                if self._srs.make_room(need, circuit_id, self._srs.device_need(info)):
-                    entry = self._srs.begin(info)
-                    break
+                if entry is not None or self._srs.make_room(need, circuit_id):
+                    placement = self._placement(info, entry)
+                    if placement is not None:
+                        break  # to every device with room for it now
+                    if entry is not None and entry.placed:
+                        self._srs.touch(entry)
+                        return  # on the devices that could take it
                 self._wait(lambda: False, deadline, "preload", once=True)
-        self.load_circuit(entry)
-        if entry.error is not None:
-            raise entry.error
+        self.load_circuit(placement)
+        if placement.entry.error is not None:
+            raise placement.entry.error
 
     def evict(self, circuit_id: str) -> bool:
         try:
@@ -245,11 +254,14 @@ class EngineCore:
             entry = self._srs.get(circuit_id)
             if entry is None or entry.state != RESIDENT or entry.users:
                 return False
+            if LOADING in entry.placed.values():
+                return False  # still going to a device
             self._srs.drop(entry)
             self._cv.notify_all()
             return True
 
     def snapshot(self, workers: Sequence[Worker], devices: Sequence[Device]) -> EngineStatus:
+        budgets = self._srs.device_budgets
         with self._cv:
             counts = {p.name: Counter[str]() for p in Priority}
             parts: Counter[str] = Counter()
@@ -273,6 +285,7 @@ class EngineCore:
                         e.last_used,
                         e.device_held,
                         e.msm_copies,
+                        e.devices,
                     )
                     for e in self._srs.entries()
                 ),
@@ -290,15 +303,11 @@ class EngineCore:
                         d.pinned.lent,
                         d.pinned.idle_bytes,
                         d.memory_total or 0,
-                        self._srs.device_budget.reserved if self._srs.device_budget else 0,
+                        budgets[d.index].reserved if budgets else 0,
                     )
                     for d in devices
                 ),
-                device_budget=(
-                    None
-                    if self._srs.device_budget is None
-                    else _budget_status(self._srs.device_budget)
-                ),
+                device_budgets=tuple(_budget_status(b) for b in budgets or ()),
             )
 
     def stop(self, graceful: bool, timeout: float | None) -> bool:
@@ -422,6 +431,18 @@ class EngineCore:
             JobOutcome(job.id, req.request_id, req.circuit_id, job.state, result, error)
         )
 
+    def _unbind(self, part: Partition) -> None:
+        """The partition no longer needs its key on its device: a place being given up there
+        (:meth:`SrsManager.drain_for`) goes with the last such partition."""
+        d, entry = part.on_device, part.entry
+        if d is None or entry is None:
+            return
+        part.on_device = None
+        entry.bound[d] -= 1
+        if entry.placed.get(d) == DRAINING and not entry.bound[d]:
+            self._srs.unplace(entry, d)
+            self._cv.notify_all()
+
     def _release(self, part: Partition, final: PartitionState) -> None:
         """The one exit from the active states: give back memory and the residency pin."""
         if part.state in ACTIVE:
@@ -430,6 +451,7 @@ class EngineCore:
             self._in_synthesis -= 1
         self._budget.release(part.reservation)
         part.reservation = None
+        self._unbind(part)
         if part.entry is not None:
             part.entry.users -= 1
             self._srs.touch(part.entry)
@@ -455,7 +477,7 @@ class EngineCore:
     def slow_kernel_s(self) -> float:
         return self.config.faults.slow_kernel_s
 
-    def next_synthesis(self, worker: Worker) -> tuple[Partition, Resident | None] | None:
+    def next_synthesis(self, worker: Worker) -> tuple[Partition, Placement | None] | None:
         """Block until the head of the queue may be admitted; None when stopping."""
         with self._cv:
             while True:
@@ -473,7 +495,7 @@ class EngineCore:
 
     def _admit(
         self, key: WorkKey, part: Partition
-    ) -> tuple[Partition, Resident | None] | object | None:
+    ) -> tuple[Partition, Placement | None] | object | None:
         """Admit the head (returns it and the entry this thread must load, if any), leave it
         waiting for memory (None), or fail its job at admission (_RETRY)."""
         job, info = part.job, part.job.info
@@ -486,12 +508,19 @@ class EngineCore:
             return _RETRY
         entry = self._srs.get(info.circuit_id)
         need = self._srs.residency_need(info) + sum(info.partition_parts.values())
-        if not self._srs.make_room(need, info.circuit_id, self._srs.device_need(info)):
+        if not self._srs.make_room(need, info.circuit_id):
             return None  # wait: running partitions will release memory
+        somewhere = entry is not None and (
+            entry.state == LOADING or any(entry.takes(d) for d in entry.placed)
+        )
+        placement = self._placement(info, entry)
+        if placement is None and not somewhere:
+            self._srs.drain_for(info)  # a device gives up a busy key that lives elsewhere too
+            return None  # wait: partitions on the devices will end
         self._scheduler.admit(lambda *_: True)
-        to_load = None
         if entry is None:
-            entry = to_load = self._srs.begin(info)
+            assert placement is not None
+            entry = placement.entry
         entry.users += 1
         self._srs.touch(entry)
         part.entry = entry
@@ -501,21 +530,33 @@ class EngineCore:
         self._in_synthesis += 1
         if job.state is JobState.QUEUED:
             job.state = JobState.RUNNING
-        return part, to_load
+        return part, placement
 
-    def load_circuit(self, entry: Resident) -> None:
-        """Load a LOADING entry (outside the lock) and publish the outcome."""
+    def _placement(self, info: CircuitInfo, entry: Resident | None) -> Placement | None:
+        """(Lock held, host memory made room for.) Put ``info``'s key on every device that has
+        room for it now, or None: no device has, or its first load is still choosing."""
+        if entry is not None and entry.state == LOADING:
+            return None
+        devices = self._srs.room_on(info, entry)
+        if not devices:
+            return None
+        first = entry is None
+        if entry is None:
+            entry = self._srs.begin(info)
+        return self._srs.place(entry, devices, first)
+
+    def load_circuit(self, placement: Placement) -> None:
+        """Run a placement's load (outside the lock) and publish the outcome."""
+        entry = placement.entry
         started = self._clock()
-        copies = 1
-        try:
-            params, shape = family_of(entry.info).load(self._srs, entry.info)
-            loaded: tuple | BaseException = (params, shape)
-            copies = self._srs.precompute(entry, params.vectors)
-        except Exception as e:  # noqa: BLE001 - reported to every user of the entry
-            loaded = e
+        family = family_of(entry.info)
+        outcome = self._srs.load_placement(
+            placement, lambda devices: family.load(self._srs, entry.info, devices)
+        )
         with self._cv:
-            entry.load_span = (started, self._clock())
-            self._srs.finish(entry, loaded, copies)
+            if placement.first:
+                entry.load_span = (started, self._clock())
+            self._srs.finish(placement, outcome)
             self._cv.notify_all()
 
     def begin_synthesis(self, part: Partition) -> bool:
@@ -547,25 +588,39 @@ class EngineCore:
             while True:
                 if self._stop:
                     return None
-                part = self._scheduler.pop_ready(URGENT if worker.urgent_only else None)
+                assert worker.device is not None
+                d = worker.device.index
+                part = self._scheduler.pop_ready(
+                    URGENT if worker.urgent_only else None, partial(_runs_on, d)
+                )
                 if part is None:
                     self._cv.wait()
                     continue
-                assert worker.device is not None
                 part.state = PartitionState.DEVICE_WAIT
-                part.device, part.worker = worker.device.index, worker.name
+                part.device, part.worker = d, worker.name
+                if part.entry is not None:  # the key stays on this device while it runs
+                    part.entry.bound[d] += 1
+                    part.on_device = d
                 self._stamp(part, "device_pick")
                 self._cv.notify_all()  # the look-ahead has room again
                 return part
 
-    def wait_resident(self, part: Partition) -> Resident:
+    def wait_resident(self, part: Partition) -> Resident | None:
+        """The partition's key, once loaded on its device; None when that load failed while
+        the key stays on other devices (the partition went back to the ready queue)."""
         with self._cv:
-            entry = part.entry
-            if entry is None:
+            entry, d = part.entry, part.on_device
+            if entry is None or d is None:
                 raise InternalError(f"{part.label} reached a device without a residency pin")
-            self._wait(lambda: entry.state != LOADING, None)
+            self._wait(lambda: entry.state != LOADING and entry.placed.get(d) != LOADING, None)
             if entry.error is not None:
                 raise entry.error
+            if d not in entry.placed:
+                self._unbind(part)
+                part.state = PartitionState.READY
+                self._scheduler.push_ready(part.key, part)
+                self._cv.notify_all()
+                return None
             if part.job.vk is None and entry.params is not None:
                 part.job.vk = entry.params.vk
             return entry
@@ -575,12 +630,12 @@ class EngineCore:
         with self._cv:
             self._release(part, PartitionState.DISCARDED)
 
-    def resident_device_bytes(self, info: CircuitInfo) -> int:
-        """What resident parameters hold on each device now: every resident key when the
-        devices have a key budget, else ``info``'s own (a staging decision's input)."""
+    def resident_device_bytes(self, info: CircuitInfo, device: int) -> int:
+        """What resident parameters hold on ``device`` now: every key there when the devices
+        have key budgets, else ``info``'s own (a staging decision's input)."""
         with self._cv:
-            dev = self._srs.device_budget
-            return dev.reserved if dev is not None else info.point_bytes
+            budgets = self._srs.device_budgets
+            return budgets[device].reserved if budgets else info.point_bytes
 
     def begin_kernels(self, part: Partition) -> bool:
         with self._cv:
@@ -597,9 +652,11 @@ class EngineCore:
             device.kernel_seconds += seconds
 
     def kernels_done(self, part: Partition) -> bool:
-        """First release step: the kernel working set goes back now."""
+        """First release step: the kernel working set goes back now, and the key's place on
+        the device is no longer needed by this partition."""
         with self._cv:
             self._budget.release(part.reservation, "kernel")
+            self._unbind(part)
             part.assignment = part.circuit = None
             self._cv.notify_all()
             if part.job.terminal:
@@ -694,19 +751,24 @@ def _budget_status(budget: MemoryBudget) -> BudgetStatus:
     return BudgetStatus(budget.total, budget.reserved, budget.by_kind())
 
 
-def _key_budget(devices: Sequence[Device]) -> MemoryBudget | None:
-    """The key budget every device can give (the smallest), or None when a device reports no
-    memory (CPU virtual devices: their points are host memory, in the memory budget). A
-    device without staging keeps half its memory for partitions all the same."""
-    totals = []
+def _key_budgets(devices: Sequence[Device]) -> list[MemoryBudget] | None:
+    """Each device's key budget, or None when a device reports no memory (CPU virtual
+    devices: their points are host memory, in the memory budget). A device without staging
+    keeps half its memory for partitions all the same."""
+    budgets = []
     for d in devices:
         if d.memory_total is None:
             return None
         staging = (
             d.staging.total if d.staging is not None else default_staging_bytes(d.memory_total)
         )
-        totals.append(device_key_budget(d.memory_total, staging))
-    return MemoryBudget(min(totals)) if totals else None
+        budgets.append(MemoryBudget(device_key_budget(d.memory_total, staging)))
+    return budgets or None
+
+
+def _runs_on(device: int, part: Partition) -> bool:
+    """A ready partition may go to ``device`` (its key is there or on its way)."""
+    return part.entry is None or part.entry.takes(device)
 
 
 def _not_loading(entry: Resident) -> bool:

@@ -27,6 +27,7 @@ from __future__ import annotations
 import logging
 import time
 import weakref
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
@@ -65,8 +66,10 @@ class ProverFamily:
         """Parse and check a request completely (BadInput naming the problem)."""
         raise NotImplementedError
 
-    def load(self, srs: SrsManager, info: CircuitInfo) -> tuple[Parameters, R1CSShape]:
-        """Read the key, make its vectors resident on every device; (key, shape)."""
+    def load(
+        self, srs: SrsManager, info: CircuitInfo, devices: Sequence[int]
+    ) -> tuple[Parameters, R1CSShape]:
+        """Read the key, make its vectors resident on ``devices``; (key, shape)."""
         raise NotImplementedError
 
     def synthesize(
@@ -102,8 +105,10 @@ class BellpersonFamily(ProverFamily):
         statement = open_statement(request.circuit_id, request.seeds, request.payload)
         return statement, self.info(request.circuit_id, config)
 
-    def load(self, srs: SrsManager, info: CircuitInfo) -> tuple[Parameters, R1CSShape]:
-        return srs.load(info)
+    def load(
+        self, srs: SrsManager, info: CircuitInfo, devices: Sequence[int]
+    ) -> tuple[Parameters, R1CSShape]:
+        return srs.load(info, devices)
 
     def synthesize(
         self,
@@ -198,7 +203,9 @@ class SnarkjsFamily(ProverFamily):
 
         return Statement(cid, 1, assignment, digest, (public,)), info  # type: ignore[arg-type]
 
-    def load(self, srs: SrsManager, info: CircuitInfo) -> tuple[Parameters, R1CSShape]:
+    def load(
+        self, srs: SrsManager, info: CircuitInfo, devices: Sequence[int]
+    ) -> tuple[Parameters, R1CSShape]:
         from cuzk.interop.prover import prepare
         from cuzk.interop.zkey import read_zkey
 
@@ -214,7 +221,7 @@ class SnarkjsFamily(ProverFamily):
             key = prepare(zkey)
             weakref.finalize(key.params, key.bases.remove)  # the engine keeps the params
         with key.section_errors():
-            srs.preload(key.vectors)
+            srs.preload(key.vectors, devices)
         return key.params, key.shape
 
     def synthesize(

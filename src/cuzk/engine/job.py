@@ -48,6 +48,7 @@ class Partition:
     worker: str | None = None
     reservation: Reservation | None = None  # parts "kernel" and "carry"
     entry: Resident | None = None  # the residency it pins while active
+    on_device: int | None = None  # the device whose copy of the key it holds there (bound)
     srs_wait: float = 0.0  # seconds between queued and synth_start while `entry` was loading
     assignment: prover.Assignment | None = None
     timings: prover.Timings = field(default_factory=prover.Timings)

@@ -242,8 +242,9 @@ class SrsStatus:
     bytes: int  # budget reserved for it (all devices, parameters and shape)
     users: int  # partitions in flight that need it (0: idle, evictable)
     last_used: float  # seconds since engine start
-    device_bytes: int = 0  # its points in each device's key budget (0: no key budget)
-    msm_copies: int = 1  # shifted copies of its bases on each device (1: none)
+    device_bytes: int = 0  # what it holds of a device's key budget (0: no key budget)
+    msm_copies: int = 1  # shifted copies of its bases on the devices that hold it (1: none)
+    devices: tuple[int, ...] = ()  # the devices that hold it
 
 
 @dataclass(frozen=True)
@@ -286,5 +287,5 @@ class EngineStatus:
     evictions: int  # residency entries evicted under memory pressure since start
     workers: tuple[WorkerStatus, ...]
     devices: tuple[DeviceStatus, ...]
-    #: Each device's memory for resident parameters (GPUs); None on CPU virtual devices.
-    device_budget: BudgetStatus | None = None
+    #: Each device's memory for resident parameters (GPUs); empty on CPU virtual devices.
+    device_budgets: tuple[BudgetStatus, ...] = ()

@@ -59,6 +59,20 @@ class _Heap(Generic[T]):
         e = heapq.heappop(self._heap)
         return e.key, e.item
 
+    def pop_first(self, pred: Callable[[WorkKey, T], bool]) -> tuple[WorkKey, T] | None:
+        """The most urgent entry that ``pred`` accepts, removed; the head is tried first (the
+        common case), then the rest in order: O(n log n), and n is the look-ahead."""
+        if not self._heap:
+            return None
+        if pred(self._heap[0].key, self._heap[0].item):
+            return self.pop()
+        for e in sorted(self._heap)[1:]:
+            if pred(e.key, e.item):
+                self._heap.remove(e)
+                heapq.heapify(self._heap)
+                return e.key, e.item
+        return None
+
     def remove_job(self, job_seq: int) -> list[T]:
         """Drop every entry of one job; O(n), which is fine because cancellations and
         failures are rare next to pushes and pops."""
@@ -102,14 +116,18 @@ class Scheduler(Generic[T]):
     def push_ready(self, key: WorkKey, item: T) -> None:
         self._ready.push(key, item)
 
-    def pop_ready(self, max_priority: int | None = None) -> T | None:
-        """The most urgent ready item; with ``max_priority`` only one at least that urgent
-        (a device's urgent lane), else None."""
-        if max_priority is not None:
-            head = self._ready.peek()
-            if head is None or head[0].priority > max_priority:
-                return None
-        e = self._ready.pop()
+    def pop_ready(
+        self, max_priority: int | None = None, accept: Callable[[T], bool] | None = None
+    ) -> T | None:
+        """The most urgent ready item that ``accept`` takes (any, without it: a device takes
+        only partitions whose key it holds); with ``max_priority`` only one at least that
+        urgent (a device's urgent lane), else None."""
+
+        def takes(key: WorkKey, item: T) -> bool:
+            urgent_enough = max_priority is None or key.priority <= max_priority
+            return urgent_enough and (accept is None or accept(item))
+
+        e = self._ready.pop_first(takes)
         return None if e is None else e[1]
 
     # -- bookkeeping ---------------------------------------------------------------------------

@@ -1,24 +1,30 @@
 """SRS residency: which circuits' parameters (and shapes) are loaded on the devices.
 
 An entry is created when the first partition of a circuit is admitted (or by ``preload``), is
-LOADING while one thread reads the key and preloads the five point vectors on every device,
+LOADING while one thread reads the key and preloads the five point vectors on its devices,
 then RESIDENT. It is *in use* while partitions that need it are in flight (``users`` > 0) and
 *idle* otherwise; idle entries stay hot and are evicted least-recently-used first only when an
 admission needs their memory. Pinning by in-flight partitions rather than by whole jobs matters:
 a queued job pins nothing, so when nothing runs every entry is evictable and the head of the
 queue can always make room — the budget cannot deadlock on residency.
 
-Every device gets the same circuits (a partition may run on any device). Table methods run under
-the engine's lock; :meth:`SrsManager.load` does the slow part outside it.
+Table methods run under the engine's lock; :meth:`SrsManager.load_placement` does the slow part
+outside it.
 
-On GPUs the points live in device memory, which a second budget accounts for (the *key
-budget*: what each device keeps for resident parameters beside its staging area; see
-:func:`cuzk.engine.budget.device_key_budget`). An entry reserves its points and its shape's
-matrices there too (:func:`device_bytes`), and admission makes room in both budgets the same
-way: idle entries are evicted, least recently used first. Without it, two 32 GiB keys (44 +
-57 GiB on an H200) became resident together beside a 70 GiB staging area: the device ran out
-of memory and the WindowPoSt failed, where it should have waited for the PoRep partitions in
-flight to drain and the PoRep key to go.
+Where a key is on the devices is tracked per device (``Resident.placed``): a new key goes to every
+device with room for it (:meth:`SrsManager.room_on`, evicting keys idle there), and a device only
+takes partitions of keys it holds. On GPUs the points live in device memory, which each device's
+*key budget* accounts for (what the device keeps for resident parameters beside its staging
+area; see :func:`cuzk.engine.budget.device_key_budget`): a key reserves its points and its
+shape's matrices there (:func:`device_bytes`). Without it, two 32 GiB keys (44 + 57 GiB on an
+H200) became resident together beside a 70 GiB staging area: the device ran out of memory and
+the WindowPoSt failed. When no device has room, one device gives up a busy key that other
+devices also hold (:meth:`SrsManager.drain_for`): its partitions there finish, no new one comes,
+and the waiting key loads there while the rest of the devices keep the busy key's work going.
+On one device (or when every busy key lives on one device only) the waiting key waits for the
+busy key's partitions to drain and the key to go idle. A key taken off every device stays in
+host memory (its shape) until the host budget needs the room. CPU virtual devices report no
+memory: every key goes to every device there.
 
 On the CPU backend ``preload`` registers the vectors with the device's MSM pool, whose worker
 processes decode their chunks in the background, in order, ahead of any later MSM; RESIDENT
@@ -30,8 +36,9 @@ could wait for true residency here.)
 from __future__ import annotations
 
 import logging
+from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from cuzk.backend.base import Backend, PointSet
@@ -59,6 +66,8 @@ log = logging.getLogger(__name__)
 AUTO_COPIES = 13
 
 LOADING, RESIDENT, FAILED = "loading", "resident", "failed"
+#: A device whose place for a key is being given up: its partitions finish, no new one comes.
+DRAINING = "draining"
 
 
 @dataclass(frozen=True)
@@ -139,20 +148,27 @@ def _cached_shape_bytes(
 
 @dataclass(eq=False)
 class Resident:
-    """One circuit's residency entry (mutable, guarded by the engine's lock)."""
+    """One circuit's residency entry (mutable, guarded by the engine's lock).
+
+    ``state`` is the key's own: LOADING until it has been read once, then RESIDENT (or FAILED).
+    Where it is on the devices is per device (``placed``): a device may be LOADING it, hold it
+    (RESIDENT) or be DRAINING it (partitions already there finish; no new one comes; it leaves
+    when the last one ends, to make room for another key)."""
 
     info: CircuitInfo
     state: str  # LOADING, RESIDENT or FAILED
     srs: Reservation
     shape_res: Reservation
     last_used: float
-    device_res: Reservation | None = None  # points, matrices, copies: each device's key budget
-    users: int = 0  # partitions in flight that need it
+    users: int = 0  # partitions in flight that need it (any device, or none yet)
     params: Parameters | None = None
     shape: R1CSShape | None = None
     error: BaseException | None = None
-    load_span: tuple[float, float] | None = None  # engine clock: when its load ran
-    msm_copies: int = 1  # shifted copies of its bases on every device (1: none)
+    load_span: tuple[float, float] | None = None  # engine clock: when its first load ran
+    placed: dict[int, str] = field(default_factory=dict)  # device → LOADING/RESIDENT/DRAINING
+    device_res: dict[int, Reservation] = field(default_factory=dict)  # each device's key budget
+    copies: dict[int, int] = field(default_factory=dict)  # shifted copies of its bases there
+    bound: Counter[int] = field(default_factory=Counter)  # partitions on each device now
 
     @property
     def held(self) -> int:
@@ -160,8 +176,59 @@ class Resident:
 
     @property
     def device_held(self) -> int:
-        """Bytes of each device's key budget it holds (0 without one)."""
-        return self.device_res.held if self.device_res is not None else 0
+        """Bytes of a device's key budget it holds (the most on any device; 0 without one)."""
+        return max((r.held for r in self.device_res.values()), default=0)
+
+    @property
+    def msm_copies(self) -> int:
+        """Copies of its bases on every device that holds it (1: none)."""
+        return min(self.copies.values(), default=1)
+
+    @property
+    def devices(self) -> tuple[int, ...]:
+        """The devices that hold it now (loaded, draining included)."""
+        return tuple(sorted(d for d, s in self.placed.items() if s != LOADING))
+
+    def takes(self, device: int) -> bool:
+        """A ready partition of it may go to ``device``: the key is there or on its way, not
+        draining. A failed key's partitions go anywhere, to meet its error there."""
+        return self.state == FAILED or self.placed.get(device) in (LOADING, RESIDENT)
+
+    def _usable_elsewhere(self, device: int) -> bool:
+        return any(s in (LOADING, RESIDENT) for d, s in self.placed.items() if d != device)
+
+    def idle_on(self, device: int) -> bool:
+        """Its place on ``device`` can go now without stopping any work: nothing runs there,
+        and either nothing needs it at all or it is draining (its work goes elsewhere)."""
+        state = self.placed.get(device)
+        if state is None or state == LOADING or self.bound[device]:
+            return False
+        return self.users == 0 or state == DRAINING
+
+    def drainable_on(self, device: int) -> bool:
+        """Its place on ``device`` may be taken from it while it is busy: another device holds
+        it (or is loading it) for the work that remains."""
+        return self.placed.get(device) == RESIDENT and self._usable_elsewhere(device)
+
+
+@dataclass(frozen=True)
+class LoadOutcome:
+    """What a placement's load came to: the key and shape (or the error that stopped it), the
+    copies of its bases each device made, and the devices of a later load that failed."""
+
+    loaded: tuple[Parameters, R1CSShape] | BaseException
+    copies: dict[int, int] = field(default_factory=dict)
+    failed: dict[int, BaseException] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Placement:
+    """A load to run outside the engine's lock: ``entry``'s key onto ``devices`` (``first``:
+    read it from its file too; else its key is in memory and goes to more devices)."""
+
+    entry: Resident
+    devices: tuple[int, ...]
+    first: bool
 
 
 def device_bytes(info: CircuitInfo) -> int:
@@ -184,19 +251,21 @@ class SrsManager:
         backends: Sequence[Backend],
         shape_cache: Path | None,
         clock: Callable[[], float],
-        device_budget: MemoryBudget | None = None,
+        device_budgets: Sequence[MemoryBudget] | None = None,
         msm_copies: int | None = 1,
     ) -> None:
         self._budget = budget
-        #: Each device's memory for resident points (the same on every device: every device
-        #: holds every resident circuit); None when the devices report no memory (CPU).
-        self.device_budget = device_budget
+        #: Each device's memory for resident keys (index = device), or None when the devices
+        #: report no memory (CPU virtual devices: there every key goes to every device).
+        self.device_budgets = list(device_budgets) if device_budgets is not None else None
         self.msm_copies = msm_copies  # copies of each key's bases per device (_plan_copies)
         self._backends = list(backends)
         self._shape_cache = ShapeCache(shape_cache) if shape_cache is not None else None
         self._clock = clock
         self._entries: dict[str, Resident] = {}
-        self.evictions = 0  # idle entries evicted under memory pressure (a thrashing signal)
+        #: Keys taken off a device (one per device) or out of host memory to make room for
+        #: another: a thrashing signal.
+        self.evictions = 0
 
     # -- the table (under the engine's lock) ---------------------------------------------------
     def get(self, circuit_id: str) -> Resident | None:
@@ -206,177 +275,264 @@ class SrsManager:
         return list(self._entries.values())
 
     def residency_need(self, info: CircuitInfo) -> int:
-        """Bytes that admitting work for ``info`` must add for residency (0 if present)."""
+        """Host bytes that admitting work for ``info`` must add for residency (0 if present)."""
         return 0 if info.circuit_id in self._entries else info.srs_bytes + info.shape_bytes
-
-    def device_need(self, info: CircuitInfo) -> int:
-        """Bytes of each device's key budget that loading ``info`` must add (0 if present,
-        or without a key budget)."""
-        if self.device_budget is None or info.circuit_id in self._entries:
-            return 0
-        return device_bytes(info)
 
     def check_can_fit(self, info: CircuitInfo, host: int, what: str) -> None:
         """Refuse at once what could not fit even with nothing else resident: ``host`` bytes
-        of the memory budget, and the key's points in each device's key budget."""
+        of the memory budget, and the key in one device's key budget."""
         self._budget.check_can_fit(host, what)
-        if self.device_budget is not None and device_bytes(info) > self.device_budget.total:
+        budgets = self.device_budgets
+        if budgets and device_bytes(info) > max(b.total for b in budgets):
+            largest = max(b.total for b in budgets)
             raise ResourceExhausted(
                 f"the parameters of {info.circuit_id} need {fmt_bytes(device_bytes(info))} on "
-                f"each device, but only {fmt_bytes(self.device_budget.total)} of a device's "
-                "memory is left for parameters beside its staging budget; lower the engine's "
-                "staging_budget (or prove it on a device with more memory)"
+                f"a device, but only {fmt_bytes(largest)} of a device's memory is left for "
+                "parameters beside its staging budget; lower the engine's staging_budget (or "
+                "prove it on a device with more memory)"
             )
 
-    def make_room(self, need: int, keep: str, device_need: int = 0) -> bool:
-        """Evict idle entries, least recently used first, until ``need`` bytes fit the memory
-        budget and ``device_need`` the key budget; True if both fit. Nothing is evicted when
-        even evicting every idle entry would not suffice."""
-        dev = self.device_budget
-        if dev is None:
-            device_need = 0
-
-        def fits() -> bool:
-            return self._budget.fits(need) and (dev is None or dev.fits(device_need))
-
-        if fits():
+    def make_room(self, need: int, keep: str) -> bool:
+        """Evict idle entries (from every device), least recently used first, until ``need``
+        bytes fit the host memory budget; True if they fit. Nothing is evicted when even
+        evicting every idle entry would not suffice."""
+        if self._budget.fits(need):
             return True
         idle = sorted(
             (
                 e
                 for e in self._entries.values()
-                if e.users == 0 and e.state != LOADING and e.info.circuit_id != keep
+                if e.users == 0
+                and e.state != LOADING
+                and LOADING not in e.placed.values()
+                and e.info.circuit_id != keep
             ),
             key=lambda e: e.last_used,
         )
         if self._budget.available + sum(e.held for e in idle) < need:
             return False
-        if dev is not None and dev.available + sum(e.device_held for e in idle) < device_need:
-            return False
         for e in idle:
-            if fits():
+            if self._budget.fits(need):
                 break
             log.info("evicting idle parameters of %s under memory pressure", e.info.circuit_id)
             self.drop(e)
             self.evictions += 1
-        return fits()
+        return self._budget.fits(need)
 
-    def begin(self, info: CircuitInfo) -> Resident:
-        """Create a LOADING entry with its reservations; the caller checked that it fits and
-        must call :meth:`load` and then :meth:`finish`."""
-        owner = f"srs {info.circuit_id}"
-        entry = Resident(
-            info,
-            LOADING,
-            self._budget.reserve("srs", owner, {"points": info.srs_bytes}),
-            self._budget.reserve(
-                "shape", f"shape {info.circuit_id}", {"matrices": info.shape_bytes}
-            ),
-            self._clock(),
-        )
-        if self.device_budget is not None:
-            entry.device_res = self.device_budget.reserve(
-                "srs",
-                owner,
-                {"points": info.point_bytes, "shape": device_bytes(info) - info.point_bytes},
+    # -- where keys are on the devices (under the engine's lock) -------------------------------
+    def room_on(self, info: CircuitInfo, entry: Resident | None) -> tuple[int, ...]:
+        """The devices that do not hold ``info``'s key and could take it now, by evicting only
+        keys idle there (:meth:`Resident.idle_on`). Without key budgets: every such device."""
+        need = device_bytes(info)
+        free = []
+        for d in range(len(self._backends)):
+            if entry is not None and d in entry.placed:
+                continue
+            budget = self._device_budget(d)
+            if budget is None:
+                free.append(d)
+                continue
+            idle = sum(e.device_res[d].held for e in self._entries.values() if e.idle_on(d))
+            if budget.available + idle >= need:
+                free.append(d)
+        return tuple(free)
+
+    def drain_for(self, info: CircuitInfo) -> bool:
+        """No device has room for ``info``'s key: start giving one device's place up — the
+        device where busy keys that also live on other devices (:meth:`Resident.drainable_on`)
+        would leave room, with the fewest partitions still to finish there. Their partitions
+        there finish; the next admission finds room once they have. False if no device can
+        (every busy key there is on that device alone): then the work waits for keys to go
+        idle, as on one device."""
+        budgets = self.device_budgets
+        if not budgets:
+            return False
+        need, best = device_bytes(info), None
+        entries = list(self._entries.values())
+        plans = []
+        for d, budget in enumerate(budgets):
+            # what is free there once the places already draining have gone
+            coming = budget.available + sum(
+                e.device_res[d].held for e in entries if e.idle_on(d) or e.placed.get(d) == DRAINING
             )
-            self._plan_copies(entry)
-        self._entries[info.circuit_id] = entry
-        return entry
+            if coming >= need:
+                return True  # a device already on its way: draining more would only cost
+            plans.append((d, coming))
+        for d, coming in plans:
+            busy = sorted((e for e in entries if e.drainable_on(d)), key=lambda e: e.last_used)
+            room, chosen = coming, []
+            for e in busy:
+                if room >= need:
+                    break
+                room += e.device_res[d].held
+                chosen.append(e)
+            if room < need:
+                continue
+            waiting = sum(e.bound[d] for e in chosen)
+            if best is None or waiting < best[0]:
+                best = (waiting, d, chosen)
+        if best is None:
+            return False
+        _, d, chosen = best
+        for e in chosen:
+            log.info("device %d gives up %s for %s", d, e.info.circuit_id, info.circuit_id)
+            e.placed[d] = DRAINING
+            self.evictions += 1
+            if not e.bound[d]:
+                self.unplace(e, d)
+        return True
 
-    def _plan_copies(self, entry: Resident) -> None:
-        """(Under the lock, as the key is admitted.) Reserve the shifted copies the key's
-        bases will get on every device (:meth:`precompute`): ``msm_copies`` (1: none), or with
-        None the :data:`AUTO_COPIES` that make one bucket row, if they take at most half the
-        key budget left free (room stays for another key). Measured on the H200 (session 12):
-        MSMs 14–16 % faster with 13 copies, ≤ 7 % with 2 or 4, so auto makes all or none.
-        Reserved now, not after the load, so that two keys loading at once cannot both count
-        the same free memory."""
-        dev, want = self.device_budget, self.msm_copies
-        if dev is None or entry.device_res is None or want == 1:
+    def place(self, entry: Resident, devices: Sequence[int], first: bool) -> Placement:
+        """Reserve ``entry``'s key on ``devices`` (from :meth:`room_on`; keys idle there are
+        evicted, least recently used first) and mark them LOADING; the caller runs the
+        returned placement through :meth:`load_placement` and :meth:`finish`."""
+        info = entry.info
+        for d in devices:
+            budget = self._device_budget(d)
+            if budget is not None:
+                need = device_bytes(info)
+                idle = sorted(
+                    (e for e in self._entries.values() if e is not entry and e.idle_on(d)),
+                    key=lambda e: e.last_used,
+                )
+                for e in idle:
+                    if budget.fits(need):
+                        break
+                    log.info("device %d evicts idle parameters of %s", d, e.info.circuit_id)
+                    self.unplace(e, d)
+                    self.evictions += 1
+                entry.device_res[d] = budget.reserve(
+                    "srs",
+                    f"srs {info.circuit_id}",
+                    {"points": info.point_bytes, "shape": device_bytes(info) - info.point_bytes},
+                )
+                self._plan_copies(entry, d)
+            entry.placed[d] = LOADING
+        return Placement(entry, tuple(devices), first)
+
+    def _plan_copies(self, entry: Resident, device: int) -> None:
+        """(Under the lock, as the key is placed.) Reserve the shifted copies the key's bases
+        will get on ``device`` (:meth:`precompute`): ``msm_copies`` (1: none), or with None the
+        :data:`AUTO_COPIES` that make one bucket row, if they take at most half the key budget
+        left free (room stays for another key). Measured on the H200 (session 12): MSMs
+        14–16 % faster with 13 copies, ≤ 7 % with 2 or 4, so auto makes all or none. Reserved
+        now, not after the load, so that two keys loading at once cannot both count the same
+        free memory."""
+        dev, want = self._device_budget(device), self.msm_copies
+        if dev is None or want == 1:
             return
         k = AUTO_COPIES if want is None else want
         room = dev.available if want is not None else dev.available // 2
         extra = (k - 1) * entry.info.point_bytes
         if extra <= room:
-            dev.resize(entry.device_res, "copies", extra)
-            entry.msm_copies = k
+            dev.resize(entry.device_res[device], "copies", extra)
+            entry.copies[device] = k
 
-    def precompute(self, entry: Resident, vectors: Sequence[PointSet]) -> int:
-        """(Outside the lock, after the load.) Make the copies :meth:`_plan_copies` reserved
-        on every device; a device that cannot hold them (out of memory) drops them again, and
-        the key goes on without. Returns the copies every device holds, for :meth:`finish`."""
-        k = entry.msm_copies
-        if k <= 1:
-            return 1
-        held = k
-        try:
-            for backend in self._backends:
-                for vector in vectors:
-                    held = min(held, backend.precompute(vector, k))
-        except (ResourceExhausted, BadInput) as e:  # out of memory, or too many points
-            log.warning("no MSM copies for %s: %s", entry.info.circuit_id, e)
-            for backend in self._backends:
-                for vector in vectors:
-                    backend.precompute(vector, 1)
-            return 1
-        return held
+    def begin(self, info: CircuitInfo) -> Resident:
+        """Create a LOADING entry with its host reservations; the caller checked that it fits,
+        places it (:meth:`place`, ``first``) and runs that load."""
+        entry = Resident(
+            info,
+            LOADING,
+            self._budget.reserve("srs", f"srs {info.circuit_id}", {"points": info.srs_bytes}),
+            self._budget.reserve(
+                "shape", f"shape {info.circuit_id}", {"matrices": info.shape_bytes}
+            ),
+            self._clock(),
+        )
+        self._entries[info.circuit_id] = entry
+        return entry
 
-    def finish(
-        self,
-        entry: Resident,
-        loaded: tuple[Parameters, R1CSShape] | BaseException,
-        copies: int = 1,
-    ) -> None:
-        """Record the outcome of :meth:`load`. A failed entry leaves the table at once (so a
-        later request retries) and releases its memory; its current users see the error."""
-        if self._entries.get(entry.info.circuit_id) is not entry and not isinstance(
-            loaded, BaseException
-        ):  # dropped while loading (shutdown): forget what was just preloaded
-            entry.params = loaded[0]
+    def finish(self, placement: Placement, outcome: LoadOutcome) -> None:
+        """Record the outcome of a placement's load. A failed first load takes the entry out
+        of the table at once (so a later request retries) and releases its memory; its users
+        see the error. A failed later one gives up those devices only (the key stays where it
+        is), unless no device is left for its users: then the entry fails the same way."""
+        entry, devices, loaded = placement.entry, placement.devices, outcome.loaded
+        if self._entries.get(entry.info.circuit_id) is not entry:
+            # dropped while loading (shutdown, evict): forget what was just preloaded
+            if not isinstance(loaded, BaseException):
+                for d in devices:
+                    self._evict_vectors(loaded[0], d, entry.info.circuit_id)
             self.drop(entry)
-            entry.state, entry.error = FAILED, InternalError("evicted while loading")
+            if entry.state == LOADING:
+                entry.state, entry.error = FAILED, InternalError("evicted while loading")
             return
         if isinstance(loaded, BaseException):
-            entry.state, entry.error = FAILED, loaded
-            self._remove(entry)
+            if placement.first or not any(entry.takes(d) for d in entry.placed if d not in devices):
+                entry.state, entry.error = FAILED, loaded
+                self.drop(entry)
+                return
+            log.warning("%s could not be loaded on device(s) %s: %s", entry.info.circuit_id,
+                        list(devices), loaded)  # fmt: skip
+            for d in devices:
+                self.unplace(entry, d)
             return
-        entry.params, entry.shape = loaded
-        entry.state = RESIDENT
-        self._budget.resize(entry.shape_res, "matrices", shape_nbytes(entry.shape))
-        if self.device_budget is not None and entry.device_res is not None:
-            self.device_budget.resize(entry.device_res, "shape", entry.shape.nbytes)
-            if copies != entry.msm_copies:  # fewer made than reserved: give the rest back
-                extra = (copies - 1) * entry.info.point_bytes
-                self.device_budget.resize(entry.device_res, "copies", extra)
-                entry.msm_copies = copies
+        for d, error in outcome.failed.items():
+            log.warning("%s could not be loaded on device %d: %s", entry.info.circuit_id, d, error)
+            self.unplace(entry, d)
+        if outcome.failed and not any(entry.takes(d) for d in entry.placed):
+            entry.state, entry.error = FAILED, next(iter(outcome.failed.values()))
+            self.drop(entry)  # no device is left for the work that needs it
+            return
+        if placement.first:
+            entry.params, entry.shape = loaded
+            entry.state = RESIDENT
+            self._budget.resize(entry.shape_res, "matrices", shape_nbytes(entry.shape))
+        assert entry.shape is not None
+        for d in devices:
+            if entry.placed.get(d) != LOADING:
+                continue
+            entry.placed[d] = RESIDENT
+            budget = self._device_budget(d)
+            if budget is None:
+                continue
+            budget.resize(entry.device_res[d], "shape", entry.shape.nbytes)
+            made = outcome.copies.get(d, 1)
+            if made != entry.copies.get(d, 1):  # fewer made than reserved: give the rest back
+                budget.resize(entry.device_res[d], "copies", (made - 1) * entry.info.point_bytes)
+                entry.copies[d] = made
+            if made == 1:
+                entry.copies.pop(d, None)
+
+    def unplace(self, entry: Resident, device: int) -> None:
+        """Take ``entry``'s key off one device and give its key budget there back."""
+        if entry.params is not None:
+            self._evict_vectors(entry.params, device, entry.info.circuit_id)
+        if entry.shape is not None:  # its matrices there go too (≈ 6 GB for porep-32g)
+            self._backends[device].forget_shape(entry.shape)
+        entry.placed.pop(device, None)
+        entry.copies.pop(device, None)
+        budget = self._device_budget(device)
+        if budget is not None:
+            budget.release(entry.device_res.pop(device, None))
+
+    def _evict_vectors(self, params: Parameters, device: int, what: str) -> None:
+        for vector in params.vectors:
+            try:
+                self._backends[device].evict(vector)
+            except Exception as e:  # noqa: BLE001 - a closed backend holds nothing
+                log.debug("evict %s on device %d: %s", what, device, e)
 
     def drop(self, entry: Resident) -> None:
         """Evict: forget the points on every device and release the memory."""
-        if entry.params is not None:
-            for backend in self._backends:
-                for vector in entry.params.vectors:
-                    try:
-                        backend.evict(vector)
-                    except Exception as e:  # noqa: BLE001 - a closed backend holds nothing
-                        log.debug("evict %s on %s: %s", entry.info.circuit_id, backend.name, e)
+        for d in list(entry.placed):
+            self.unplace(entry, d)
         entry.params = entry.shape = None
-        self._remove(entry)
-
-    def _remove(self, entry: Resident) -> None:
         if self._entries.get(entry.info.circuit_id) is entry:
             del self._entries[entry.info.circuit_id]
         self._budget.release(entry.srs)
         self._budget.release(entry.shape_res)
-        if self.device_budget is not None:
-            self.device_budget.release(entry.device_res)
 
     def touch(self, entry: Resident) -> None:
         entry.last_used = self._clock()
 
+    def _device_budget(self, device: int) -> MemoryBudget | None:
+        return self.device_budgets[device] if self.device_budgets is not None else None
+
     # -- the slow part (outside the lock) ------------------------------------------------------
-    def load(self, info: CircuitInfo) -> tuple[Parameters, R1CSShape]:
-        """Read the key, get the shape, check they match and preload every device."""
+    def load(self, info: CircuitInfo, devices: Sequence[int]) -> tuple[Parameters, R1CSShape]:
+        """Read the key, get the shape, check they match and preload ``devices``."""
         params = read_params(info.params_path)
         circuit = get_circuit(info.circuit_id)
         if self._shape_cache is not None:
@@ -384,18 +540,19 @@ class SrsManager:
         else:
             shape = synthesize_shape(circuit, info.circuit_id)
         check_compatible(params, shape)
-        self.preload(params.vectors)
+        self.preload(params.vectors, devices)
         return params, shape
 
     @property
     def shape_cache_dir(self) -> Path | None:
         return self._shape_cache.directory if self._shape_cache is not None else None
 
-    def preload(self, vectors: Sequence[PointSet]) -> None:
-        """Make ``vectors`` resident on every device, all or none."""
+    def preload(self, vectors: Sequence[PointSet], devices: Sequence[int]) -> None:
+        """Make ``vectors`` resident on ``devices``, all or none."""
         done: list[tuple[Backend, PointSet]] = []
         try:
-            for backend in self._backends:
+            for d in devices:
+                backend = self._backends[d]
                 for vector in vectors:
                     backend.preload(vector)
                     done.append((backend, vector))
@@ -406,3 +563,51 @@ class SrsManager:
                 except Exception:  # noqa: BLE001 - best effort on an error path
                     pass
             raise
+
+    def precompute(
+        self, entry: Resident, vectors: Sequence[PointSet], devices: Sequence[int]
+    ) -> dict[int, int]:
+        """(After the load.) Make the copies :meth:`_plan_copies` reserved on each of
+        ``devices``; a device that cannot hold them (out of memory) drops them again and goes
+        on without. Returns the copies each device holds, for :meth:`finish`."""
+        made: dict[int, int] = {}
+        for d in devices:
+            k = entry.copies.get(d, 1)
+            if k <= 1:
+                continue
+            backend, held = self._backends[d], k
+            try:
+                for vector in vectors:
+                    held = min(held, backend.precompute(vector, k))
+            except (ResourceExhausted, BadInput) as e:  # out of memory, or too many points
+                log.warning("no MSM copies for %s on device %d: %s", entry.info.circuit_id, d, e)
+                for vector in vectors:
+                    backend.precompute(vector, 1)
+                held = 1
+            made[d] = held
+        return made
+
+    def load_placement(
+        self, placement: Placement, first_load: Callable[[Sequence[int]], tuple]
+    ) -> LoadOutcome:
+        """Run a placement (outside the lock): the first load through ``first_load`` (the
+        circuit family's reader, given the devices; all of them or none), a later one from
+        the key in memory, device by device (a device that fails is left out)."""
+        entry, devices = placement.entry, placement.devices
+        failed: dict[int, BaseException] = {}
+        try:
+            if placement.first:
+                params, shape = first_load(devices)
+            else:
+                if entry.params is None or entry.shape is None:
+                    raise InternalError(f"{entry.info.circuit_id} has no key in memory")
+                params, shape = entry.params, entry.shape
+                for d in devices:
+                    try:
+                        self.preload(params.vectors, (d,))
+                    except Exception as e:  # noqa: BLE001 - that device goes without it
+                        failed[d] = e
+            ok = [d for d in devices if d not in failed]
+            return LoadOutcome((params, shape), self.precompute(entry, params.vectors, ok), failed)
+        except Exception as e:  # noqa: BLE001 - reported to every user of the entry
+            return LoadOutcome(e)

@@ -101,7 +101,7 @@ def status_json(status: EngineStatus) -> dict[str, Any]:
     ``jobs_omitted`` how many more the engine remembers: a scrape stays a few hundred KB
     however many jobs the engine keeps (all 10,000 were ~15 MB).
     """
-    b, kb = status.budget, status.device_budget
+    b = status.budget
     shown_jobs = _jobs_shown(status.jobs)
     jobs = {prio.lower(): dict(by_state) for prio, by_state in status.counts.items()}
     totals: dict[str, int] = {}
@@ -151,17 +151,20 @@ def status_json(status: EngineStatus) -> dict[str, Any]:
                 "last_used": s.last_used,
                 "device_bytes": s.device_bytes,
                 "msm_copies": s.msm_copies,
+                "devices": list(s.devices),
             }
             for s in status.srs
         ],
         "evictions": status.evictions,
-        "device_budget": None
-        if kb is None
-        else {
-            "total_bytes": kb.total,
-            "reserved_bytes": kb.reserved,
-            "free_bytes": max(0, kb.total - kb.reserved),
-        },
+        "device_budgets": [
+            {
+                "device": i,
+                "total_bytes": kb.total,
+                "reserved_bytes": kb.reserved,
+                "free_bytes": max(0, kb.total - kb.reserved),
+            }
+            for i, kb in enumerate(status.device_budgets)
+        ],
     }
 
 

@@ -244,18 +244,18 @@ def _status_metrics(st: EngineStatus) -> Iterator[Metric]:
         [],
         [([], st.budget.reserved / st.budget.total if st.budget.total else 0.0)],
     )
-    if st.device_budget is not None:
+    if st.device_budgets:
         yield _gauge(
             "cuzk_device_key_budget_bytes",
-            "Each device's memory for resident parameters (beside its staging area)",
-            [],
-            [([], st.device_budget.total)],
+            "A device's memory for resident parameters (beside its staging area)",
+            ["device"],
+            [([str(i)], kb.total) for i, kb in enumerate(st.device_budgets)],
         )
         yield _gauge(
             "cuzk_device_key_reserved_bytes",
-            "Each device's memory held by resident parameters now",
-            [],
-            [([], st.device_budget.reserved)],
+            "A device's memory held by resident parameters now",
+            ["device"],
+            [([str(i)], kb.reserved) for i, kb in enumerate(st.device_budgets)],
         )
     yield _gauge(
         "cuzk_device_busy_ratio",

@@ -158,6 +158,9 @@ class CudaBackend:
     def evict(self, bases: PointSet) -> None:
         self.msms.evict(bases)
 
+    def forget_shape(self, shape: R1CSShape) -> None:
+        self.abc.forget(shape)
+
     def msm(self, bases: PointSet, scalars: Vec) -> Future:
         """Σ scalars[i]·bases[i]; runs once the compute stream's work queued so far is done."""
         scalars = self._handle(scalars, "scalars")
