@@ -12,10 +12,10 @@ import pytest
 from cuzk.backend import get_backend
 from cuzk.backend.base import MemoryInfo
 from cuzk.circuits import get_circuit
-from cuzk.engine import FaultInjection, JobState, Priority, ProofRequest
+from cuzk.engine import EngineConfig, FaultInjection, JobState, Priority, ProofRequest
 from cuzk.engine.budget import DEVICE_MARGIN, device_key_budget
 from cuzk.engine.srs import AUTO_COPIES, circuit_info, device_bytes
-from cuzk.errors import ResourceExhausted
+from cuzk.errors import BadInput, ResourceExhausted
 from cuzk.r1cs import synthesize_shape
 from cuzk.server.http import status_json
 from cuzk.server.journal import Journal
@@ -220,6 +220,21 @@ def test_cpu_devices_have_no_key_budget(make_engine):
     assert engine.status().device_budgets == ()
     assert engine.status().devices[0].memory_total == 0
     assert status_json(engine.status())["device_budgets"] == []
+
+
+def test_cpu_virtual_devices_can_report_a_memory_size(make_engine, param_dir, seed):
+    """``cpu_device_memory`` (cuzk bench --cpu-device-memory): each virtual device gets the
+    key budget a GPU of that size would (half for staging, less the margin)."""
+    total = 2 * (DEVICE_MARGIN + _need(param_dir, LARGER))
+    engine = make_engine(devices=2, staging=True, cpu_device_memory=total)
+    assert_verifies(engine.prove(ProofRequest.of(SMALL, seed=seed), timeout=60), 1)
+    st = engine.status()
+    assert [kb.total for kb in st.device_budgets] == [_need(param_dir, LARGER)] * 2
+    assert _on(engine, SMALL) == (0, 1)
+    with pytest.raises(BadInput, match="cpu backend only"):
+        EngineConfig(param_dir, backend="cuda", cpu_device_memory=total)
+    with pytest.raises(BadInput, match="positive"):
+        EngineConfig(param_dir, cpu_device_memory=0)
 
 
 def test_msm_copies_fill_half_the_free_key_budget_or_none(make_engine, param_dir, seed):

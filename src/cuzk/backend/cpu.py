@@ -77,8 +77,12 @@ class CpuBackend:
 
     name = "cpu"
 
-    def __init__(self, workers: int | None = None) -> None:
+    def __init__(self, workers: int | None = None, memory_total: int | None = None) -> None:
         self._pool = MsmPool(workers)
+        #: Report a device of this many bytes (None: none): the engine then gives this
+        #: virtual device a key budget and its own keys as on a GPU, for benchmarks and tests
+        #: of residency on a machine without one. The points stay in host memory all the same.
+        self._memory_total = memory_total
 
     # -- transfers and memory: host arrays are this backend's handles --------------------------
     def upload(self, v: fr.FrVec) -> Vec:
@@ -103,7 +107,8 @@ class CpuBackend:
         return fr.take_into(v, rows, np.empty((len(rows), 4), dtype=np.uint64))
 
     def memory(self) -> MemoryInfo | None:
-        return None
+        total = self._memory_total
+        return None if total is None else MemoryInfo(total, total)
 
     # -- polynomials ---------------------------------------------------------------------------
     def ntt(self, v: Vec, domain: Domain) -> Vec:

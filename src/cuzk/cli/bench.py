@@ -93,6 +93,13 @@ def add_parser(sub: Any, common: Callable[[argparse.ArgumentParser], None]) -> N
     )
     s.add_argument("--memory-budget", type=int, help="bytes (default: available memory)")
     s.add_argument(
+        "--cpu-device-memory",
+        type=int,
+        metavar="BYTES",
+        help="CPU virtual devices report this much memory, so each gets a key budget (half of "
+        "it, less 2 GiB) and its own keys as a GPU does: residency benchmarks without a GPU",
+    )
+    s.add_argument(
         "--staging",
         action=argparse.BooleanOptionalAction,
         default=True,
@@ -191,6 +198,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         urgent_lane=args.urgent_lane,
         defer_witness=args.defer_witness,
         msm_copies=args.msm_copies,
+        cpu_device_memory=args.cpu_device_memory,
         shape_cache=args.shape_cache,
         max_partitions=max(64, args.partitions),
         faults=FaultInjection.uniform(args.inject_faults, seed=args.seed)

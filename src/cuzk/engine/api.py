@@ -173,7 +173,12 @@ def _make_devices(config: EngineConfig) -> list[Device]:
     from cuzk.backend import get_backend
 
     factory = config.backend_factory or (
-        lambda i: get_backend(config.backend, workers=config.msm_workers_per_device, device=i)
+        lambda i: get_backend(
+            config.backend,
+            workers=config.msm_workers_per_device,
+            device=i,
+            memory_total=config.cpu_device_memory,
+        )
     )
     devices: list[Device] = []
     try:

@@ -126,6 +126,9 @@ class EngineConfig:
     # None: 13 (one bucket row) when they take at most half the free key budget, else none;
     # 1: never; K: up to K when they fit.
     msm_copies: int | None = None
+    # CPU virtual devices report this much memory (None: none): each gets a key budget and its
+    # own keys as a GPU does, so residency can be benchmarked without one (cuzk bench).
+    cpu_device_memory: int | None = None
     pinned_pool_bytes: int = 2 << 30  # idle pinned host buffers kept per device
     max_partitions: int = 64  # per request
     retain_jobs: int = 10_000  # terminal jobs remembered (for result() and dedup)
@@ -163,6 +166,10 @@ class EngineConfig:
             raise BadInput("staging_budget must be positive")
         if self.msm_copies is not None and not 1 <= self.msm_copies <= 64:
             raise BadInput("msm_copies must be between 1 and 64")
+        if self.cpu_device_memory is not None and (
+            self.backend != "cpu" or self.cpu_device_memory <= 0
+        ):
+            raise BadInput("cpu_device_memory is a positive size for the cpu backend only")
         if self.pinned_pool_bytes < 0:
             raise BadInput("pinned_pool_bytes must be non-negative")
         if not 0 < self.join_timeout_s <= MAX_JOIN_TIMEOUT_S:  # (False for NaN too)

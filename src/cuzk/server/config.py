@@ -377,7 +377,8 @@ def _faults(v: Any) -> FaultsSection:
 
 @dataclass(frozen=True)
 class EngineSection(_Section):
-    """Every field of :class:`cuzk.engine.EngineConfig` except ``backend_factory`` (tests)."""
+    """Every field of :class:`cuzk.engine.EngineConfig` except ``backend_factory`` and
+    ``cpu_device_memory`` (for tests and benchmarks, not a daemon's settings)."""
 
     SECTION: ClassVar[str] = "engine"
     param_dir: Path = _setting(Path("~/.cache/cuzk/params"), _path(), "keys directory")
