@@ -177,6 +177,37 @@ def test_on_two_devices_a_second_key_takes_one_and_the_busy_key_keeps_the_other(
     assert (_on(engine, SMALL), _on(engine, LARGER)) == ((0, 1), ())
 
 
+def test_a_random_mix_of_two_keys_on_two_devices_never_sticks(make_engine, param_dir, seed, rng):
+    """Keys that fit one per device, jobs of both at random priorities and sizes, some cancelled
+    while they run: every other job verifies, nothing waits forever, no budget is exceeded, and
+    when all is done no partition pins a key on a device."""
+    budget = _need(param_dir, LARGER) + _resident(param_dir, SMALL) // 2
+    slow = FaultInjection(slow_kernel=0.3, slow_kernel_s=0.05, seed=seed)
+    engine = _engine(make_engine, budget, devices=2, faults=slow)
+    jobs = []
+    for i in range(14):
+        cid = (SMALL, LARGER)[int(rng.integers(2))]
+        prio = (Priority.CRITICAL, Priority.HIGH, Priority.NORMAL, Priority.LOW)[
+            int(rng.integers(4))
+        ]
+        n = int(rng.integers(1, 4))
+        request = ProofRequest.of(cid, partitions=n, seed=seed + 10 * i, priority=prio)
+        jobs.append((engine.submit(request), n))
+    cancelled = {jobs[int(k)][0] for k in rng.choice(len(jobs), size=3, replace=False)}
+    for job_id in cancelled:
+        engine.cancel(job_id)
+    for job_id, n in jobs:
+        if job_id not in cancelled:
+            assert_verifies(engine.result(job_id, timeout=120), n)
+    wait_until(lambda: idle_budget(engine), what="partitions to drain")
+    st = engine.status()
+    assert all(kb.reserved <= kb.total for kb in st.device_budgets)
+    for s in st.srs:  # every key on each device it sits on fits that device's budget
+        assert s.users == 0 and s.device_bytes <= budget
+    assert sum(d.key_bytes for d in st.devices) == sum(kb.reserved for kb in st.device_budgets)
+    assert st.evictions > 0  # the keys did trade places
+
+
 def test_the_daemon_reports_each_devices_memory(make_engine, param_dir, tmp_path, seed):
     """GetStatus's vram_total_bytes and vram_free_bytes (Curio's client reads them): the
     device's memory and what resident keys and staged partitions leave of it."""
