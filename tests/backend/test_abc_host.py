@@ -122,6 +122,21 @@ def test_a_collected_shape_leaves_the_device_at_once(rng):
     assert [ref() for ref, _ in gabc._shapes.values()] == [kept]
 
 
+def test_a_shape_forgotten_on_one_device_leaves_it_at_once(rng):
+    """The engine takes a key off one device while its shape lives on for the others
+    (``CudaBackend.forget_shape``): that device's matrices go, the other shape's stay, and the
+    next use uploads them again."""
+    gabc = abc.GpuAbc(FakeGpu())
+    kept = _shape(rng, [(np.uint32, np.uint8)] * 3)
+    gone = _shape(rng, [(np.uint32, np.uint16)] * 3)
+    first = gabc.matrices(gone)
+    gabc.matrices(kept)
+    gabc.forget(gone)
+    assert [ref() for ref, _ in gabc._shapes.values()] == [kept]
+    again = gabc.matrices(gone)
+    assert all(a is not b for a, b in zip(again, first, strict=True))
+
+
 def test_synthesized_shape_and_checks(rng, seed):
     gpu = FakeGpu()
     shape = synthesize_shape(RandomCircuit(seed), "test:random")

@@ -35,6 +35,11 @@ class _ReportsMemory:
         self._backend, self._total, self._refuse = backend, total, refuse
         self.copies: dict[str, int] = {}
         self.failing_loads = 0  # vectors whose load fails next, as out of device memory
+        self.forgotten: list = []  # shapes whose device matrices it was told to drop
+
+    def forget_shape(self, shape) -> None:  # noqa: ANN001
+        self.forgotten.append(shape)
+        self._backend.forget_shape(shape)
 
     def preload(self, bases) -> None:  # noqa: ANN001
         if self.failing_loads:
@@ -158,6 +163,9 @@ def test_on_two_devices_a_second_key_takes_one_and_the_busy_key_keeps_the_other(
     assert len(larger) == 1 and sorted(small + larger) == [0, 1]
     keys = {d.index: d.key_bytes for d in st.devices}
     assert keys[larger[0]] == _resident(param_dir, LARGER)
+    gave_up = engine.backends[larger[0]].forgotten  # the bulk key's matrices left it
+    small_rows = synthesize_shape(get_circuit(SMALL), SMALL).num_constraints
+    assert [s.num_constraints for s in gave_up] == [small_rows]
     assert all(kb.reserved <= budget for kb in st.device_budgets)
     assert_verifies(engine.result(bulk, timeout=120), 12)
     again = ProofRequest.of(SMALL, partitions=2, seed=seed + 60)
