@@ -19,6 +19,7 @@ from cuzk.errors import BadInput, ResourceExhausted
 from cuzk.r1cs import synthesize_shape
 from cuzk.server.http import status_json
 from cuzk.server.journal import Journal
+from cuzk.server.proto import proving_pb2 as pb
 from cuzk.server.service import ProvingService
 
 from .conftest import LARGER, SMALL
@@ -231,6 +232,10 @@ def test_the_daemon_reports_each_devices_memory(make_engine, param_dir, tmp_path
         total,
         total - _resident(param_dir, LARGER),
     )
+    # A second key takes the device; the first stays in host memory only: WARM, not HOT.
+    assert_verifies(engine.prove(ProofRequest.of(SMALL, seed=seed + 1), timeout=60), 1)
+    tiers = {s.circuit_id: s.tier for s in service.status().loaded_srs}
+    assert tiers == {SMALL: pb.SRSStatus.HOT, LARGER: pb.SRSStatus.WARM}
 
 
 def test_both_keys_stay_resident_when_they_fit(make_engine, param_dir, seed):

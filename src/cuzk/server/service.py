@@ -51,6 +51,7 @@ from cuzk.engine.request import (
     JobState,
     PartitionState,
     PartitionTimeline,
+    SrsStatus,
 )
 from cuzk.errors import BadInput, BadPayload, CuzkError, ResourceExhausted, shown
 from cuzk.server import convert
@@ -556,11 +557,10 @@ class ProvingService:
                     current_proof_kind=job.circuit_id if job is not None else "",
                 )
             )
-        tiers = {"resident": pb.SRSStatus.HOT, "loading": pb.SRSStatus.WARM}
         srs = [
             pb.SRSStatus(
                 circuit_id=s.circuit_id,
-                tier=tiers.get(s.state, pb.SRSStatus.COLD),
+                tier=_tier(s),
                 size_bytes=s.bytes,
                 ref_count=s.users,
             )
@@ -801,6 +801,14 @@ def _timeline_dict(t: PartitionTimeline) -> dict:
 
 
 _ON_DEVICE = (PartitionState.KERNELS, PartitionState.DEVICE_WAIT, PartitionState.FINALIZING)
+
+
+def _tier(s: SrsStatus) -> pb.SRSStatus.Tier:
+    """HOT: on a device; WARM: loading, or in host memory only (its devices gave it up for
+    other keys); COLD: neither."""
+    if s.state == "resident" and s.devices:
+        return pb.SRSStatus.HOT
+    return pb.SRSStatus.WARM if s.state in ("resident", "loading") else pb.SRSStatus.COLD
 
 
 def _on_device(st: EngineStatus, device: int) -> Any:
