@@ -181,8 +181,8 @@ class Resident:
 
     @property
     def msm_copies(self) -> int:
-        """Copies of its bases on every device that holds it (1: none)."""
-        return min(self.copies.values(), default=1)
+        """Copies of its bases on every device that holds it (1: none on one of them)."""
+        return min((self.copies.get(d, 1) for d in self.placed), default=1)
 
     @property
     def devices(self) -> tuple[int, ...]:
