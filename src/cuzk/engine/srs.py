@@ -282,9 +282,8 @@ class SrsManager:
         """Refuse at once what could not fit even with nothing else resident: ``host`` bytes
         of the memory budget, and the key in one device's key budget."""
         self._budget.check_can_fit(host, what)
-        budgets = self.device_budgets
-        if budgets and device_bytes(info) > max(b.total for b in budgets):
-            largest = max(b.total for b in budgets)
+        largest = max((b.total for b in self.device_budgets or ()), default=None)
+        if largest is not None and device_bytes(info) > largest:
             raise ResourceExhausted(
                 f"the parameters of {info.circuit_id} need {fmt_bytes(device_bytes(info))} on "
                 f"a device, but only {fmt_bytes(largest)} of a device's memory is left for "
@@ -332,10 +331,16 @@ class SrsManager:
             if budget is None:
                 free.append(d)
                 continue
-            idle = sum(e.device_res[d].held for e in self._entries.values() if e.idle_on(d))
+            idle = sum(e.device_res[d].held for e in self._idle_on(d))
             if budget.available + idle >= need:
                 free.append(d)
         return tuple(free)
+
+    def _idle_on(self, device: int) -> list[Resident]:
+        """The keys whose place on ``device`` can go now (:meth:`Resident.idle_on`), least
+        recently used first: what making room there evicts."""
+        idle = (e for e in self._entries.values() if e.idle_on(device))
+        return sorted(idle, key=lambda e: e.last_used)
 
     def drain_for(self, info: CircuitInfo) -> bool:
         """No device has room for ``info``'s key: start giving one device's place up — the
@@ -386,16 +391,11 @@ class SrsManager:
         """Reserve ``entry``'s key on ``devices`` (from :meth:`room_on`; keys idle there are
         evicted, least recently used first) and mark them LOADING; the caller runs the
         returned placement through :meth:`load_placement` and :meth:`finish`."""
-        info = entry.info
+        info, need = entry.info, device_bytes(entry.info)
         for d in devices:
             budget = self._device_budget(d)
             if budget is not None:
-                need = device_bytes(info)
-                idle = sorted(
-                    (e for e in self._entries.values() if e is not entry and e.idle_on(d)),
-                    key=lambda e: e.last_used,
-                )
-                for e in idle:
+                for e in self._idle_on(d):
                     if budget.fits(need):
                         break
                     log.info("device %d evicts idle parameters of %s", d, e.info.circuit_id)
@@ -492,8 +492,6 @@ class SrsManager:
             if made != entry.copies.get(d, 1):  # fewer made than reserved: give the rest back
                 budget.resize(entry.device_res[d], "copies", (made - 1) * entry.info.point_bytes)
                 entry.copies[d] = made
-            if made == 1:
-                entry.copies.pop(d, None)
 
     def unplace(self, entry: Resident, device: int) -> None:
         """Take ``entry``'s key off one device and give its key budget there back."""
