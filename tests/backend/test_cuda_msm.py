@@ -288,3 +288,76 @@ def test_bad_flags_are_refused_at_load(gpu, rng, seed, tmp_path, group):
         gpu.preload(broken)
     with pytest.raises(KeyError):
         gpu.resident(broken)
+
+
+@pytest.mark.parametrize("group", ["g1", "g2"])
+def test_streamed_bases(gpu, cuda_backend, rng, seed, tmp_path, group):
+    """Bases kept in page-locked host memory and streamed through two device buffers (passes
+    of 700 points, the last one short) give the CPU's result for plain and split MSMs, host
+    and device plans; so do resident bases run in passes (``max_pass_points``)."""
+    n = 3000
+    bases, points = make_bases(group, n, rng, tmp_path)
+    stream = 700 * GROUPS[group][0]
+    gpu.preload(bases, stream_bytes=stream)
+    assert gpu.streamed(bases)
+    assert gpu.precompute(bases, 4) == 1  # no copies of streamed bases
+    cuda_backend.preload(bases, stream_bytes=stream)
+    mixed = make_scalars(n, rng)
+    mixed[rng.random(n) < 0.5] = fr.from_int(1)
+    for scalars in (make_scalars(n, rng), mixed, *skewed_scalars(n, rng)):
+        want = reference(group, points, scalars)
+        assert encoded(group, gpu.msm(bases, scalars).result()) == want, f"seed {seed}"
+        assert encoded(group, gpu.split_msm(bases, scalars).result()) == want, f"seed {seed}"
+        got = cuda_backend.split_msm(bases, cuda_backend.upload(scalars)).result()
+        assert encoded(group, got) == want, f"seed {seed}, device plan"
+        got = cuda_backend.msm(bases, cuda_backend.upload(scalars)).result()
+        assert encoded(group, got) == want, f"seed {seed}, device scalars"
+    gpu.evict(bases)
+    cuda_backend.evict(bases)
+    gpu.preload(bases)
+    assert not gpu.streamed(bases)
+    gpu.max_pass_points = 777
+    try:
+        for scalars in (mixed, make_scalars(n, rng)):
+            want = reference(group, points, scalars)
+            assert encoded(group, gpu.msm(bases, scalars).result()) == want, f"seed {seed}"
+            got = gpu.split_msm(bases, scalars).result()
+            assert encoded(group, got) == want, f"seed {seed}, passes"
+    finally:
+        gpu.max_pass_points = None
+        gpu.evict(bases)
+
+
+def test_streamed_bad_flags_are_refused(gpu, rng, seed, tmp_path):
+    n = 50
+    bases, _ = make_bases("g1", n, rng, tmp_path, special=False)
+    raw = bytearray(open(bases.path, "rb").read())
+    raw[bases.offset + 17 * 96] |= 0xA0  # compressed + sign flags in an uncompressed file
+    open(bases.path, "wb").write(bytes(raw))
+    with pytest.raises(BadInput, match="point 17"):
+        gpu.preload(bases, stream_bytes=1 << 20)
+    assert not gpu.streamed(bases)
+
+
+def test_memory_limit_is_enforced():
+    """A backend capped at 1 GiB above what the device holds now refuses a 2 GiB array with
+    ResourceExhausted (and the cap is lifted again for the other tests)."""
+    from cuzk.backend.cuda.backend import CudaBackend
+    from cuzk.errors import ResourceExhausted
+
+    free, total = cupy.cuda.runtime.memGetInfo()
+    pool = cupy.get_default_memory_pool()
+    pool.free_all_blocks()
+    backend = CudaBackend(0, memory_limit=(total - free) + (1 << 30))
+    try:
+        info = backend.memory()
+        assert info.limit == (total - free) + (1 << 30) and info.peak is not None
+        assert info.usable == info.limit
+        small = backend.gpu.empty((256 << 20) // 32)  # well under the cap
+        with pytest.raises(ResourceExhausted, match="out of memory"):
+            backend.gpu.empty((2 << 30) // 32)
+        del small
+    finally:
+        with cupy.cuda.Device(0):
+            pool.set_limit(size=0)
+        backend.close()

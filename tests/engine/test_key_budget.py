@@ -37,16 +37,18 @@ class _ReportsMemory:
         self.copies: dict[str, int] = {}
         self.failing_loads = 0  # vectors whose load fails next, as out of device memory
         self.forgotten: list = []  # shapes whose device matrices it was told to drop
+        self.streamed: dict[str, int] = {}  # vector key → stream buffer bytes it was loaded with
 
     def forget_shape(self, shape) -> None:  # noqa: ANN001
         self.forgotten.append(shape)
         self._backend.forget_shape(shape)
 
-    def preload(self, bases) -> None:  # noqa: ANN001
+    def preload(self, bases, stream_bytes: int = 0) -> None:  # noqa: ANN001
         if self.failing_loads:
             self.failing_loads -= 1
             raise ResourceExhausted("CUDA device: loading parameters: out of memory")
-        self._backend.preload(bases)
+        self.streamed[bases.key] = stream_bytes
+        self._backend.preload(bases, stream_bytes)
 
     def memory(self) -> MemoryInfo:
         return MemoryInfo(self._total, self._total)
@@ -250,13 +252,37 @@ def test_both_keys_stay_resident_when_they_fit(make_engine, param_dir, seed):
     assert [kb.reserved for kb in st.device_budgets] == [both]
 
 
-def test_a_key_larger_than_the_key_budget_is_refused_at_submit(make_engine, param_dir):
-    engine = _engine(make_engine, _need(param_dir, LARGER) - 1)
+def test_a_key_larger_than_the_key_budget_streams(make_engine, param_dir, seed):
+    """A key one byte too large for the key budget is not refused: the vectors that do not
+    fit are loaded to stream from host memory (L and A stay first), the device holds no more
+    than its key budget, the host budget counts the streamed bytes, and the proofs verify."""
+    budget = _need(param_dir, LARGER) - 1
+    engine = _engine(make_engine, budget)
+    assert_verifies(engine.prove(ProofRequest.of(LARGER, partitions=2, seed=seed), timeout=120), 2)
+    st = engine.status()
+    (kb,) = st.device_budgets
+    (entry,) = [s for s in st.srs if s.circuit_id == LARGER]
+    assert entry.streamed and set(entry.streamed) <= {"h", "l", "a", "b_g1", "b_g2"}
+    assert "l" not in entry.streamed or set(entry.streamed) >= {"a", "b_g1", "b_g2", "h"}
+    assert kb.reserved == entry.device_bytes <= budget
+    loaded = engine.backends[0].streamed
+    streamed = [key for key, nbytes in loaded.items() if nbytes > 0]
+    assert len(streamed) == len(entry.streamed)
+    info = _info(param_dir, LARGER)
+    pinned = sum(dict(info.vector_bytes)[v] for v in entry.streamed)
+    assert st.budget.by_kind["srs"] == info.srs_bytes + pinned
+    assert status_json(st)["srs"][0]["streamed"] == list(entry.streamed)
+    engine.prove(ProofRequest.of(SMALL), timeout=60)  # a smaller key runs beside it
+
+
+def test_a_key_below_the_floor_is_refused_at_submit(make_engine, param_dir):
+    """A key budget that cannot hold even the shape's matrices and two stream buffers
+    refuses the circuit at once, naming the setting to change."""
+    engine = _engine(make_engine, 1000)
     with pytest.raises(ResourceExhausted, match="staging_budget"):
         engine.submit(ProofRequest.of(LARGER))
     with pytest.raises(ResourceExhausted, match="staging_budget"):
         engine.preload(LARGER)
-    engine.prove(ProofRequest.of(SMALL), timeout=60)  # a smaller key still runs
 
 
 def test_cpu_devices_have_no_key_budget(make_engine):
@@ -268,9 +294,11 @@ def test_cpu_devices_have_no_key_budget(make_engine):
 
 def test_cpu_virtual_devices_can_report_a_memory_size(make_engine, param_dir, seed):
     """``cpu_device_memory`` (cuzk bench --cpu-device-memory): each virtual device gets the
-    key budget a GPU of that size would (half for staging, less the margin)."""
-    total = 2 * (DEVICE_MARGIN + _need(param_dir, LARGER))
-    engine = make_engine(devices=2, staging=True, cpu_device_memory=total)
+    key budget a GPU of that size would: half for staging, and no margin (a virtual device
+    has no CUDA context). ``device_memory_limit`` caps it the same way."""
+    total = 2 * _need(param_dir, LARGER)
+    engine = make_engine(devices=2, staging=True, cpu_device_memory=4 * total,
+                         device_memory_limit=total)  # fmt: skip
     assert_verifies(engine.prove(ProofRequest.of(SMALL, seed=seed), timeout=60), 1)
     st = engine.status()
     assert [kb.total for kb in st.device_budgets] == [_need(param_dir, LARGER)] * 2
@@ -279,6 +307,8 @@ def test_cpu_virtual_devices_can_report_a_memory_size(make_engine, param_dir, se
         EngineConfig(param_dir, backend="cuda", cpu_device_memory=total)
     with pytest.raises(BadInput, match="positive"):
         EngineConfig(param_dir, cpu_device_memory=0)
+    with pytest.raises(BadInput, match="positive"):
+        EngineConfig(param_dir, device_memory_limit=-1)
 
 
 def test_msm_copies_fill_half_the_free_key_budget_or_none(make_engine, param_dir, seed):

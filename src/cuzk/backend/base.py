@@ -81,10 +81,23 @@ Vec = Any
 
 @dataclass(frozen=True)
 class MemoryInfo:
-    """A device's memory at the moment it was asked (bytes)."""
+    """A device's memory at the moment it was asked (bytes). ``limit``: the cap the backend
+    keeps its own use under (None: the whole device); ``peak``: the most in use on the device
+    since the backend started (or since :meth:`Backend.reset_peak`), measured; None where the
+    backend cannot measure it."""
 
     free: int
     total: int
+    limit: int | None = None
+    peak: int | None = None
+    #: What the device needs outside anything the engine plans (a CUDA context, its modules
+    #: and pool rounding, with room to spare); 0 for a virtual device made of accounting.
+    margin: int = 2 << 30
+
+    @property
+    def usable(self) -> int:
+        """What the engine may plan with: the device, or its cap when lower."""
+        return self.total if self.limit is None else min(self.total, self.limit)
 
 
 @runtime_checkable
@@ -112,7 +125,11 @@ class Backend(Protocol):
         """An uninitialised host FrVec that uploads fastest (page-locked on CUDA)."""
 
     def memory(self) -> MemoryInfo | None:
-        """Device memory (None for host-only backends); ask at start-up, not between kernels."""
+        """Device memory, its cap and its measured peak (None for host-only backends); cheap,
+        no synchronisation."""
+
+    def reset_peak(self) -> None:
+        """Start the measured peak of :meth:`memory` again from the use now."""
 
     def upload_witness(self, inputs: fr.FrVec, aux: DeferredAux) -> Vec:
         """z = inputs ‖ aux as a handle, the deferred runs made where the kernels read z (on a
@@ -142,8 +159,11 @@ class Backend(Protocol):
         """The first ``limit`` rows where a·b ≠ c, as host int64 indices (empty: satisfied)."""
 
     # -- multi-scalar multiplication ---------------------------------------------------------
-    def preload(self, bases: PointSet) -> None:
-        """Make ``bases`` resident so later MSMs over them pay no loading cost."""
+    def preload(self, bases: PointSet, stream_bytes: int = 0) -> None:
+        """Make ``bases`` resident so later MSMs over them pay no loading cost. With
+        ``stream_bytes`` > 0 they stay in (page-locked) host memory instead and each MSM
+        streams them to the device through two buffers of that many bytes: for keys larger
+        than the device. A vector already loaded keeps how it was loaded."""
 
     def evict(self, bases: PointSet) -> None: ...
 

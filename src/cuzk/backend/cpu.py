@@ -108,7 +108,10 @@ class CpuBackend:
 
     def memory(self) -> MemoryInfo | None:
         total = self._memory_total
-        return None if total is None else MemoryInfo(total, total)
+        return None if total is None else MemoryInfo(total, total, margin=0)
+
+    def reset_peak(self) -> None:
+        pass  # nothing is measured: a virtual device's memory is the engine's accounting
 
     # -- polynomials ---------------------------------------------------------------------------
     def ntt(self, v: Vec, domain: Domain) -> Vec:
@@ -144,7 +147,9 @@ class CpuBackend:
         return np.flatnonzero(np.any(fr.mul(a, b) != c, axis=1))[:limit]
 
     # -- MSM -----------------------------------------------------------------------------------
-    def preload(self, bases: PointSet) -> None:
+    def preload(self, bases: PointSet, stream_bytes: int = 0) -> None:
+        # The points are host memory here whether they "stream" or not: the MSM workers hold
+        # them, and ``stream_bytes`` changes only the engine's accounting of a virtual device.
         # Wait for the workers to hold the points, so "resident" means loaded (and a bad file
         # is reported here, not when a proof is assembled); later calls return at once.
         self._pool.register(bases.key, bases.group, bases.path, bases.offset, bases.count).result()

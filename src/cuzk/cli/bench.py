@@ -43,6 +43,30 @@ from cuzk.cli.timeline_chart import draw_timeline, require_matplotlib
 from cuzk.errors import BadInput, CuzkError
 
 
+def _peak_rss() -> int:
+    """This process's peak resident set in bytes (page-locked keys included)."""
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+def _cap_and_peak(m: dict[str, int]) -> str:
+    gib = 1 << 30
+    cap = f"{m['limit_bytes'] / gib:.1f} GiB" if m["limit_bytes"] else "none"
+    peak = f"{m['peak_bytes'] / gib:.2f} GiB" if m["peak_bytes"] else "not measured"
+    return f"{cap} / {peak}"
+
+
+def _size(text: str) -> int:
+    """A size argument ("24GiB" or bytes), refused by argparse with the accepted forms."""
+    from cuzk.server.config import parse_size
+
+    try:
+        return parse_size(text)
+    except BadInput as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
 def add_parser(sub: Any, common: Callable[[argparse.ArgumentParser], None]) -> None:
     s = sub.add_parser(
         "bench",
@@ -94,10 +118,17 @@ def add_parser(sub: Any, common: Callable[[argparse.ArgumentParser], None]) -> N
     s.add_argument("--memory-budget", type=int, help="bytes (default: available memory)")
     s.add_argument(
         "--cpu-device-memory",
-        type=int,
-        metavar="BYTES",
+        type=_size,
+        metavar="SIZE",
         help="CPU virtual devices report this much memory, so each gets a key budget (half of "
-        "it, less 2 GiB) and its own keys as a GPU does: residency benchmarks without a GPU",
+        "it) and its own keys as a GPU does: residency benchmarks without a GPU",
+    )
+    s.add_argument(
+        "--device-memory-limit",
+        type=_size,
+        metavar="SIZE",
+        help='keep each device\'s use under SIZE ("24GiB"): one large GPU stands in for a '
+        "smaller card; keys that do not fit stream from host memory",
     )
     s.add_argument(
         "--staging",
@@ -199,6 +230,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         defer_witness=args.defer_witness,
         msm_copies=args.msm_copies,
         cpu_device_memory=args.cpu_device_memory,
+        device_memory_limit=args.device_memory_limit,
         shape_cache=args.shape_cache,
         max_partitions=max(64, args.partitions),
         faults=FaultInjection.uniform(args.inject_faults, seed=args.seed)
@@ -239,6 +271,22 @@ def cmd_bench(args: argparse.Namespace) -> int:
     report["msm_copies"] = next(
         (s.msm_copies for s in status.srs if s.circuit_id == args.circuit), None
     )
+    report["streamed"] = list(
+        next((s.streamed for s in status.srs if s.circuit_id == args.circuit), ())
+    )
+    report["device_memory"] = [
+        {
+            "device": d.index,
+            "usable_bytes": d.memory_total,
+            "limit_bytes": d.memory_limit,
+            "peak_bytes": d.memory_peak,
+            "staging_bytes": d.staging_total,
+            "keys_bytes": d.key_bytes,
+        }
+        for d in status.devices
+    ]
+    report["host_peak_rss_bytes"] = _peak_rss()
+    report["host_srs_bytes"] = status.budget.by_kind.get("srs", 0)
     if probe is not None:
         report["urgent"] = urgent_summary(probe, urgent_timelines)
     _print_report(args, report)
@@ -423,6 +471,15 @@ def _print_report(args: argparse.Namespace, report: dict) -> None:
         ),
         ("hand-off gap (median)", "—" if gap is None else f"{gap * 1e3:.2f} ms"),
         ("MSM base copies per device (1: none)", str(report.get("msm_copies") or "—")),
+        ("vectors streamed from host memory", ", ".join(report.get("streamed") or ()) or "none"),
+        *(
+            (f"device {m['device']} memory: cap / peak measured", _cap_and_peak(m))
+            for m in report.get("device_memory") or ()
+        ),
+        (
+            "host peak RSS (engine process)",
+            f"{report.get('host_peak_rss_bytes', 0) / 2**30:.2f} GiB",
+        ),
         ("host CPU per proof (engine process + helpers)", _cpu_text(report)),
         (
             "engine GIL found held / time lost waiting",

@@ -46,6 +46,12 @@ def add_parser(sub: Any) -> None:
         "cancel proofs (auth.allow_unauthenticated)",
     )
     s.add_argument(
+        "--device-memory-limit",
+        metavar="SIZE",
+        help='keep each device\'s use under SIZE ("24GiB"); keys that do not fit stream from '
+        "host memory (engine.device_memory_limit)",
+    )
+    s.add_argument(
         "--set",
         action="append",
         default=[],
@@ -70,6 +76,7 @@ def overrides(args: argparse.Namespace) -> dict[str, object]:
             "engine.param_dir": None if args.param_cache is None else str(args.param_cache),
             "journal.path": None if args.journal is None else str(args.journal),
             "engine.backend": args.backend,
+            "engine.device_memory_limit": args.device_memory_limit,
             "auth.allow_unauthenticated": True if args.allow_unauthenticated else None,
         }
     )

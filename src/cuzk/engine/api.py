@@ -166,7 +166,7 @@ CPU_STAGING_BUDGET = 8 << 30  # virtual devices: accounting only, no device memo
 def _default_staging_budget(memory: MemoryInfo | None) -> int:
     """Half the device's memory (the other half is for resident parameters), asked once at
     start-up; a fixed figure for CPU virtual devices, which have none."""
-    return CPU_STAGING_BUDGET if memory is None else default_staging_bytes(memory.total)
+    return CPU_STAGING_BUDGET if memory is None else default_staging_bytes(memory.usable)
 
 
 def _make_devices(config: EngineConfig) -> list[Device]:
@@ -178,6 +178,7 @@ def _make_devices(config: EngineConfig) -> list[Device]:
             workers=config.msm_workers_per_device,
             device=i,
             memory_total=config.cpu_device_memory,
+            memory_limit=config.device_memory_limit,
         )
     )
     devices: list[Device] = []
@@ -186,11 +187,14 @@ def _make_devices(config: EngineConfig) -> list[Device]:
             backend = factory(i)  # the index is explicit, always
             staging = None
             memory = backend.memory()  # a device-wide query: asked here, once
-            memory_total = None if memory is None else memory.total
+            memory_total = None if memory is None else memory.usable  # the cap, if lower
             if config.staging:
                 total = config.staging_budget or _default_staging_budget(memory)
                 staging = StagingArea(i, total, memory_total)
-            devices.append(Device(i, backend, staging, config.pinned_pool_bytes, memory_total))
+            margin = 0 if memory is None else memory.margin
+            devices.append(
+                Device(i, backend, staging, config.pinned_pool_bytes, memory_total, margin)
+            )
     except BaseException:
         _close_backends(devices)
         raise

@@ -196,11 +196,11 @@ def default_staging_bytes(device_total: int) -> int:
     return device_total // 2
 
 
-def device_key_budget(device_total: int, staging_total: int) -> int:
-    """Bytes of one device left for resident parameters: its memory less its staging area
-    and :data:`DEVICE_MARGIN` (at least 1 byte: a budget must be positive, and a key that
-    cannot fit is refused at submit with the reason)."""
-    return max(1, device_total - staging_total - DEVICE_MARGIN)
+def device_key_budget(device_total: int, staging_total: int, margin: int = DEVICE_MARGIN) -> int:
+    """Bytes of one device left for resident parameters: its memory (or its cap) less its
+    staging area and ``margin`` (:data:`DEVICE_MARGIN` on a GPU; at least 1 byte: a budget
+    must be positive, and a key that cannot fit is refused at submit with the reason)."""
+    return max(1, device_total - staging_total - margin)
 
 
 def fmt_bytes(n: int) -> str:

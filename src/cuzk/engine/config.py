@@ -126,6 +126,11 @@ class EngineConfig:
     # None: 13 (one bucket row) when they take at most half the free key budget, else none;
     # 1: never; K: up to K when they fit.
     msm_copies: int | None = None
+    # Keep every device's use under this many bytes (None: the whole device): resident keys,
+    # staged partitions, kernel scratch, CuPy's pools and the CUDA context. A key that does not
+    # fit streams its vectors from page-locked host memory (cuzk.engine.key_plan), so one large
+    # GPU can stand in for a 16-48 GB card. On CPU virtual devices: the size they report.
+    device_memory_limit: int | None = None
     # CPU virtual devices report this much memory (None: none): each gets a key budget and its
     # own keys as a GPU does, so residency can be benchmarked without one (cuzk bench).
     cpu_device_memory: int | None = None
@@ -166,6 +171,8 @@ class EngineConfig:
             raise BadInput("staging_budget must be positive")
         if self.msm_copies is not None and not 1 <= self.msm_copies <= 64:
             raise BadInput("msm_copies must be between 1 and 64")
+        if self.device_memory_limit is not None and self.device_memory_limit <= 0:
+            raise BadInput("device_memory_limit must be positive")
         if self.cpu_device_memory is not None and (
             self.backend != "cpu" or self.cpu_device_memory <= 0
         ):

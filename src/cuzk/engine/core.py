@@ -124,14 +124,19 @@ class EngineCore:
         self._accepting = True
         self._stop = False
         self._closed = False
+        key_budgets = _key_budgets(devices)
+        growable = key_budgets is not None and config.staging and config.staging_budget is None
         self._srs = SrsManager(
             self._budget,
             [d.backend for d in devices],
             config.shape_cache,
             clock,
-            _key_budgets(devices),
+            key_budgets,
             config.msm_copies,
+            [d.staging for d in devices] if growable else (),
+            staged_bytes_for,
         )
+        self._staging_grows = growable
         # Large payloads are checked off this process's GIL where synthesis is too.
         self._opener = PayloadOpener() if config.processes_for_synthesis else None
 
@@ -178,7 +183,7 @@ class EngineCore:
             seq = next(self._seq)
             staged = staged_bytes_for(info)
             for d in self._devices:
-                if d.staging is not None and staged:
+                if d.staging is not None and staged and not self._staging_grows:
                     d.staging.check_can_fit(staged, f"a partition of {request.circuit_id}")
             job = Job(job_id or f"job-{seq}", seq, request, digest, info, statement)
             now = self._clock()
@@ -286,6 +291,7 @@ class EngineCore:
                         e.device_held,
                         e.msm_copies,
                         e.devices,
+                        e.streamed,
                     )
                     for e in self._srs.entries()
                 ),
@@ -304,6 +310,8 @@ class EngineCore:
                         d.pinned.idle_bytes,
                         d.memory_total or 0,
                         budgets[d.index].reserved if budgets else 0,
+                        *_measured(d),
+                        d.staging.total if d.staging is not None else 0,
                     )
                     for d in devices
                 ),
@@ -762,8 +770,19 @@ def _key_budgets(devices: Sequence[Device]) -> list[MemoryBudget] | None:
         staging = (
             d.staging.total if d.staging is not None else default_staging_bytes(d.memory_total)
         )
-        budgets.append(MemoryBudget(device_key_budget(d.memory_total, staging)))
+        budgets.append(MemoryBudget(device_key_budget(d.memory_total, staging, d.memory_margin)))
     return budgets or None
+
+
+def _measured(device: Device) -> tuple[int, int]:
+    """(its memory cap, its measured peak use), 0 for what the backend does not know."""
+    try:
+        info = device.backend.memory()
+    except Exception:  # noqa: BLE001 - a failing device still has a status
+        return 0, 0
+    if info is None:
+        return 0, 0
+    return info.limit or 0, info.peak or 0
 
 
 def _runs_on(device: int, part: Partition) -> bool:

@@ -245,6 +245,7 @@ class SrsStatus:
     device_bytes: int = 0  # what it holds of a device's key budget (0: no key budget)
     msm_copies: int = 1  # shifted copies of its bases on the devices that hold it (1: none)
     devices: tuple[int, ...] = ()  # the devices that hold it
+    streamed: tuple[str, ...] = ()  # its vectors streamed from host memory on some device
 
 
 @dataclass(frozen=True)
@@ -265,6 +266,9 @@ class DeviceStatus:
     pinned_idle_bytes: int = 0  # pinned host buffers kept for reuse
     memory_total: int = 0  # the device's memory (0: a CPU virtual device)
     key_bytes: int = 0  # held by resident keys (points and matrices) on this device
+    memory_limit: int = 0  # the cap its use is kept under (0: none; memory_total is the cap)
+    memory_peak: int = 0  # the most in use on the device since start, measured (0: unknown)
+    staging_total: int = 0  # its staging area (grown to one partition of a key placed there)
 
     @property
     def memory_free(self) -> int:

@@ -52,6 +52,8 @@ from cuzk.engine.budget import (
     partition_bytes,
     shape_bytes_estimate,
 )
+from cuzk.engine.key_plan import VECTORS, WHOLE, KeyPlan, min_device_bytes, plan_key
+from cuzk.engine.staging import StagingArea
 from cuzk.errors import BadInput, InternalError, ResourceExhausted
 from cuzk.groth16.keys import Parameters
 from cuzk.groth16.params_io import G1_SIZE, G2_SIZE, read_header, read_params
@@ -84,6 +86,12 @@ class CircuitInfo:
     vk_file: Path | None = None  # where its verifying key is, when not beside the params
     backend: str = "cpu"  # where its partitions run (what of their working set is host memory)
     point_bytes: int = 0  # its key's points as a device holds them (affine, one device)
+    #: (name, bytes) of each vector (key_plan.VECTORS' names); one WHOLE block when unknown
+    vector_bytes: tuple[tuple[str, int], ...] = ()
+
+    @property
+    def vectors(self) -> dict[str, int]:
+        return dict(self.vector_bytes) if self.vector_bytes else {WHOLE: self.point_bytes}
 
     @property
     def partition_parts(self) -> dict[str, int]:
@@ -114,7 +122,8 @@ def circuit_info(
     if header.kind != "params" or header.domain_size is None:
         raise BadInput(f"{params_path} is a verifying key, not a proving key")
     c = header.counts
-    point_bytes = (c["h"] + c["l"] + c["a"] + c["b_g1"]) * G1_SIZE + c["b_g2"] * G2_SIZE
+    sizes = {v: c[v] * (G2_SIZE if v == "b_g2" else G1_SIZE) for v in VECTORS}
+    point_bytes = sum(sizes.values())
     n = header.num_ic + c["l"]
     m = header.domain_size
     return CircuitInfo(
@@ -126,6 +135,7 @@ def circuit_info(
         _cached_shape_bytes(circuit_id, shape_cache, n) or shape_bytes_estimate(n, m),
         backend=backend,
         point_bytes=point_bytes,
+        vector_bytes=tuple(sizes.items()),
     )
 
 
@@ -168,6 +178,7 @@ class Resident:
     placed: dict[int, str] = field(default_factory=dict)  # device → LOADING/RESIDENT/DRAINING
     device_res: dict[int, Reservation] = field(default_factory=dict)  # each device's key budget
     copies: dict[int, int] = field(default_factory=dict)  # shifted copies of its bases there
+    plans: dict[int, KeyPlan] = field(default_factory=dict)  # what streams on each device
     bound: Counter[int] = field(default_factory=Counter)  # partitions on each device now
 
     @property
@@ -183,6 +194,12 @@ class Resident:
     def msm_copies(self) -> int:
         """Copies of its bases on every device that holds it (1: none on one of them)."""
         return min((self.copies.get(d, 1) for d in self.placed), default=1)
+
+    @property
+    def streamed(self) -> tuple[str, ...]:
+        """Its vectors that stream from host memory on some device that holds it."""
+        names = {n for p in self.plans.values() for n in p.streamed}
+        return tuple(n for n in (*VECTORS, WHOLE) if n in names)
 
     @property
     def devices(self) -> tuple[int, ...]:
@@ -232,11 +249,20 @@ class Placement:
 
 
 def device_bytes(info: CircuitInfo) -> int:
-    """What a circuit holds on each device while resident: its points, and its shape's
+    """What a circuit holds on each device while wholly resident: its points, and its shape's
     matrices (the a/b/c kernels keep them there; the estimate until the shape is loaded,
     less what the prover derives from them on the host). wpost-32g: 56.6 + 9.0 GiB."""
-    matrices = info.shape_bytes - SHAPE_DERIVED_BYTES_PER_VARIABLE * info.num_variables
-    return info.point_bytes + max(0, matrices)
+    return info.point_bytes + matrix_bytes(info)
+
+
+def matrix_bytes(info: CircuitInfo) -> int:
+    """The shape's matrices on a device (estimated until the shape is loaded)."""
+    return max(0, info.shape_bytes - SHAPE_DERIVED_BYTES_PER_VARIABLE * info.num_variables)
+
+
+def least_device_bytes(info: CircuitInfo) -> int:
+    """The least a circuit's key can take on a device: every vector streamed."""
+    return min(device_bytes(info), min_device_bytes(info.vectors, matrix_bytes(info)))
 
 
 def shape_nbytes(shape: R1CSShape) -> int:
@@ -253,8 +279,25 @@ class SrsManager:
         clock: Callable[[], float],
         device_budgets: Sequence[MemoryBudget] | None = None,
         msm_copies: int | None = 1,
+        staging: Sequence[StagingArea | None] = (),
+        partition_need: Callable[[CircuitInfo], int] | None = None,
     ) -> None:
+        """``staging``: each device's staging area, when it may grow (no staging budget was
+        configured): a key's placement then first grows it to hold one partition of that key's
+        circuit (``partition_need``), taking the room from the device's key budget (see
+        :meth:`_staging_growth`)."""
         self._budget = budget
+        self._staging = list(staging)
+        self._partition_need = partition_need
+        #: Each device's memory for keys and staging together (key budget + staging area).
+        self._usable = [
+            b.total + (a.total if a is not None else 0)
+            for b, a in zip(
+                device_budgets or (),
+                self._staging or [None] * len(device_budgets or ()),
+                strict=True,
+            )
+        ]
         #: Each device's memory for resident keys (index = device), or None when the devices
         #: report no memory (CPU virtual devices: there every key goes to every device).
         self.device_budgets = list(device_budgets) if device_budgets is not None else None
@@ -282,14 +325,65 @@ class SrsManager:
         """Refuse at once what could not fit even with nothing else resident: ``host`` bytes
         of the memory budget, and the key in one device's key budget."""
         self._budget.check_can_fit(host, what)
-        largest = max((b.total for b in self.device_budgets or ()), default=None)
-        if largest is not None and device_bytes(info) > largest:
+        budgets = self.device_budgets
+        if not budgets:
+            return
+        least = least_device_bytes(info)
+        largest = max(self._key_room(d, info) for d in range(len(budgets)))
+        if least > largest:
+            if self._staging and self._partition_need is not None:
+                floor = least + self._partition_need(info)
+                usable = max(self._usable)
+                raise ResourceExhausted(
+                    f"{info.circuit_id} needs at least {fmt_bytes(floor)} of a device's memory "
+                    f"for one partition ({fmt_bytes(self._partition_need(info))} of working "
+                    f"set, {fmt_bytes(least)} for its shape's matrices and two stream buffers), "
+                    f"but a device has {fmt_bytes(usable)} beside its margin; raise "
+                    "device_memory_limit or prove it on a device with more memory"
+                )
             raise ResourceExhausted(
-                f"the parameters of {info.circuit_id} need {fmt_bytes(device_bytes(info))} on "
-                f"a device, but only {fmt_bytes(largest)} of a device's memory is left for "
-                "parameters beside its staging budget; lower the engine's staging_budget (or "
-                "prove it on a device with more memory)"
+                f"the parameters of {info.circuit_id} need at least {fmt_bytes(least)} on a "
+                f"device (its shape's matrices and two stream buffers), but only "
+                f"{fmt_bytes(largest)} of a device's memory is left for parameters beside its "
+                "staging budget; lower the engine's staging_budget (or prove it on a device "
+                "with more memory)"
             )
+
+    def _key_room(self, device: int, info: CircuitInfo) -> int:
+        """What the device's key budget would be once its staging area holds one partition of
+        ``info``'s circuit (its key budget now when the area cannot grow)."""
+        budget = self.device_budgets[device]  # type: ignore[index]
+        return (
+            self._usable[device] - self._staging_total(device, info)
+            if self._staging
+            else budget.total
+        )
+
+    def _staging_total(self, device: int, info: CircuitInfo) -> int:
+        """The staging area ``device`` needs for ``info``'s partitions: its own size, or one
+        partition's working set when that is larger (the area grows to it)."""
+        area = self._staging[device]
+        now = area.total if area is not None else 0
+        need = self._partition_need(info) if self._partition_need is not None else 0
+        return max(now, need)
+
+    def _staging_growth(self, device: int, info: CircuitInfo) -> None:
+        """(Placing ``info``'s key on ``device``.) Grow the staging area to one partition of
+        it, taking the bytes from the key budget: then the area always holds a partition of
+        every key on the device, so a staged partition never waits for memory that only a key
+        of a waiting partition could give back (docs/ARCHITECTURE.md, Memory)."""
+        if not self._staging or self.device_budgets is None:
+            return
+        area = self._staging[device]
+        total = self._staging_total(device, info)
+        if area is None or total <= area.total:
+            return
+        budget = self.device_budgets[device]
+        log.info("device %d: staging area %s → %s for %s, key budget %s", device,
+                 fmt_bytes(area.total), fmt_bytes(total), info.circuit_id,
+                 fmt_bytes(self._usable[device] - total))  # fmt: skip
+        budget.total = self._usable[device] - total
+        area.grow(total)
 
     def make_room(self, need: int, keep: str) -> bool:
         """Evict idle entries (from every device), least recently used first, until ``need``
@@ -322,7 +416,7 @@ class SrsManager:
     def room_on(self, info: CircuitInfo, entry: Resident | None) -> tuple[int, ...]:
         """The devices that do not hold ``info``'s key and could take it now, by evicting only
         keys idle there (:meth:`Resident.idle_on`). Without key budgets: every such device."""
-        need = device_bytes(info)
+        need = least_device_bytes(info)
         free = []
         for d in range(len(self._backends)):
             if entry is not None and d in entry.placed:
@@ -332,7 +426,7 @@ class SrsManager:
                 free.append(d)
                 continue
             idle = sum(e.device_res[d].held for e in self._idle_on(d))
-            if budget.available + idle >= need:
+            if self._key_room(d, info) - budget.reserved + idle >= need:
                 free.append(d)
         return tuple(free)
 
@@ -352,7 +446,7 @@ class SrsManager:
         budgets = self.device_budgets
         if not budgets:
             return False
-        need, best = device_bytes(info), None
+        need, best = least_device_bytes(info), None
         entries = list(self._entries.values())
         plans = []
         for d, budget in enumerate(budgets):
@@ -395,18 +489,29 @@ class SrsManager:
         for d in devices:
             budget = self._device_budget(d)
             if budget is not None:
+                self._staging_growth(d, info)
                 for e in self._idle_on(d):
                     if budget.fits(need):
                         break
                     log.info("device %d evicts idle parameters of %s", d, e.info.circuit_id)
                     self.unplace(e, d)
                     self.evictions += 1
+                plan = plan_key(info.vectors, matrix_bytes(info), budget.available)
+                if plan is None:  # room_on saw room: only a bug gets here
+                    raise InternalError(f"no room for {info.circuit_id} on device {d}")
+                entry.plans[d] = plan
+                shape = matrix_bytes(info)
                 entry.device_res[d] = budget.reserve(
-                    "srs",
-                    f"srs {info.circuit_id}",
-                    {"points": info.point_bytes, "shape": device_bytes(info) - info.point_bytes},
-                )
-                self._plan_copies(entry, d)
+                    "srs", f"srs {info.circuit_id}",
+                    {"points": plan.device_bytes - shape, "shape": shape},
+                )  # fmt: skip
+                if plan.streamed:
+                    log.info("device %d streams %s of %s from host memory (%s pinned)", d,
+                             ", ".join(sorted(plan.streamed)), info.circuit_id,
+                             fmt_bytes(plan.host_bytes))  # fmt: skip
+                    self._budget.resize(entry.srs, f"pinned:{d}", plan.host_bytes)
+                else:
+                    self._plan_copies(entry, d)
             entry.placed[d] = LOADING
         return Placement(entry, tuple(devices), first)
 
@@ -501,6 +606,8 @@ class SrsManager:
             self._backends[device].forget_shape(entry.shape)
         entry.placed.pop(device, None)
         entry.copies.pop(device, None)
+        entry.plans.pop(device, None)
+        self._budget.release(entry.srs, f"pinned:{device}")
         budget = self._device_budget(device)
         if budget is not None:
             budget.release(entry.device_res.pop(device, None))
@@ -538,21 +645,27 @@ class SrsManager:
         else:
             shape = synthesize_shape(circuit, info.circuit_id)
         check_compatible(params, shape)
-        self.preload(params.vectors, devices)
+        self.preload(params.vectors, devices, info.circuit_id)
         return params, shape
 
     @property
     def shape_cache_dir(self) -> Path | None:
         return self._shape_cache.directory if self._shape_cache is not None else None
 
-    def preload(self, vectors: Sequence[PointSet], devices: Sequence[int]) -> None:
-        """Make ``vectors`` resident on ``devices``, all or none."""
+    def preload(
+        self, vectors: Sequence[PointSet], devices: Sequence[int], circuit_id: str | None = None
+    ) -> None:
+        """Make ``vectors`` (a key's, in :data:`VECTORS` order) resident on ``devices``, all or
+        none; those that ``circuit_id``'s plan on a device streams go to host memory there."""
+        entry = self._entries.get(circuit_id) if circuit_id is not None else None
         done: list[tuple[Backend, PointSet]] = []
         try:
             for d in devices:
                 backend = self._backends[d]
-                for vector in vectors:
-                    backend.preload(vector)
+                plan = entry.plans.get(d) if entry is not None else None
+                for name, vector in zip(VECTORS, vectors, strict=False):
+                    stream = plan.stream_bytes if plan is not None and plan.streams(name) else 0
+                    backend.preload(vector, stream)
                     done.append((backend, vector))
         except BaseException:
             for backend, vector in done:  # a half-loaded circuit must not stay resident
@@ -602,7 +715,7 @@ class SrsManager:
                 params, shape = entry.params, entry.shape
                 for d in devices:
                     try:
-                        self.preload(params.vectors, (d,))
+                        self.preload(params.vectors, (d,), entry.info.circuit_id)
                     except Exception as e:  # noqa: BLE001 - that device goes without it
                         failed[d] = e
             ok = [d for d in devices if d not in failed]

@@ -125,6 +125,13 @@ class StagingArea:
                 self._queue.remove(ticket)
                 self._cv.notify_all()  # the next in line may fit too
 
+    def grow(self, total: int) -> None:
+        """Make the area ``total`` bytes (never smaller: a key's placement grows it to hold one
+        partition of its circuit, :meth:`cuzk.engine.srs.SrsManager.place`)."""
+        with self._cv:
+            self.total = max(self.total, total)
+            self._cv.notify_all()
+
     def release(self, nbytes: int, kernel_bytes: int = 0) -> None:
         with self._cv:
             assert self._kernels[kernel_bytes] > 0, "staging area released what it never held"

@@ -121,6 +121,7 @@ class Device:
         staging: StagingArea | None = None,
         pinned_pool_bytes: int = 2 << 30,
         memory_total: int | None = None,
+        memory_margin: int = 0,
     ) -> None:
         self.index = index
         self.backend = backend
@@ -131,6 +132,8 @@ class Device:
         self.kernel_seconds = 0.0  # written by whoever holds the lock
         #: The device's memory, asked once at start-up (None: a CPU virtual device).
         self.memory_total = memory_total
+        #: What the device keeps outside the engine's plan (MemoryInfo.margin).
+        self.memory_margin = memory_margin
 
     def __repr__(self) -> str:
         return f"Device({self.index}, {self.backend.name})"

@@ -145,6 +145,17 @@ def _size(minimum: int = 0, maximum: int = MAX_BYTES, auto: bool = False) -> Con
     return conv
 
 
+def parse_size(text: str) -> int:
+    """A positive size from the command line ("24GiB", "512MiB", "1000000"); BadInput names
+    the accepted forms."""
+    try:
+        n = _size(minimum=1)(text)
+    except _Expected as e:
+        raise BadInput(f"{text!r} is not {e}") from None
+    assert n is not None
+    return n
+
+
 def _path(optional: bool = False) -> Converter:
     """A path (``~`` expanded); with ``optional``, "" and None mean None."""
     what = "a path" + (' (or "" for none)' if optional else "")
@@ -402,7 +413,12 @@ class EngineSection(_Section):
     defer_poseidon: str = _setting(
         "all", _choice("cpu", "all", "off"), "Poseidon witness values made by the backend"
     )
-    staging_budget: int | None = _setting(None, _size(auto=True), "None: half the GPU memory")
+    staging_budget: int | None = _setting(
+        None, _size(auto=True), "None: half the GPU memory, grown to one partition"
+    )
+    device_memory_limit: int | None = _setting(
+        None, _size(auto=True), "None: the whole device; a cap on every device's use"
+    )
     msm_copies: int | None = _setting(
         None, _integer(1, 64, auto=True), "None: 13 when they fit half the free key budget"
     )

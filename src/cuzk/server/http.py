@@ -139,6 +139,9 @@ def status_json(status: EngineStatus) -> dict[str, Any]:
                 "memory_keys_bytes": d.key_bytes,
                 "memory_staged_bytes": d.staged_bytes,
                 "memory_free_bytes": d.memory_free,
+                "memory_limit_bytes": d.memory_limit,
+                "memory_peak_bytes": d.memory_peak,
+                "staging_total_bytes": d.staging_total,
             }
             for d in status.devices
         ],
@@ -152,6 +155,7 @@ def status_json(status: EngineStatus) -> dict[str, Any]:
                 "device_bytes": s.device_bytes,
                 "msm_copies": s.msm_copies,
                 "devices": list(s.devices),
+                "streamed": list(s.streamed),
             }
             for s in status.srs
         ],

@@ -258,6 +258,24 @@ def _status_metrics(st: EngineStatus) -> Iterator[Metric]:
             [([str(i)], kb.reserved) for i, kb in enumerate(st.device_budgets)],
         )
     yield _gauge(
+        "cuzk_device_memory_limit_bytes",
+        "The cap a device's use is kept under (device_memory_limit; 0: the whole device)",
+        ["device"],
+        [([str(d.index)], d.memory_limit) for d in st.devices],
+    )
+    yield _gauge(
+        "cuzk_device_memory_peak_bytes",
+        "The most a device has had in use since the daemon started, measured (0: unknown)",
+        ["device"],
+        [([str(d.index)], d.memory_peak) for d in st.devices],
+    )
+    yield _gauge(
+        "cuzk_srs_streamed_vectors",
+        "Vectors of a key streamed from host memory to a device per proof (0: all resident)",
+        ["circuit"],
+        [([s.circuit_id], len(s.streamed)) for s in st.srs],
+    )
+    yield _gauge(
         "cuzk_device_busy_ratio",
         "Kernel (compute lock) seconds / uptime",
         ["device", "backend"],

@@ -555,6 +555,8 @@ class ProvingService:
                     vram_free_bytes=d.memory_free,
                     current_job_id=job.job_id if job is not None else "",
                     current_proof_kind=job.circuit_id if job is not None else "",
+                    vram_limit_bytes=d.memory_limit,
+                    vram_peak_bytes=d.memory_peak,
                 )
             )
         srs = [
@@ -563,6 +565,7 @@ class ProvingService:
                 tier=_tier(s),
                 size_bytes=s.bytes,
                 ref_count=s.users,
+                streamed_vectors=list(s.streamed),
             )
             for s in st.srs
         ]

@@ -25,7 +25,7 @@ from cuzk.backend.base import (
     check_quotient_inputs,
 )
 from cuzk.backend.cuda.abc import GpuAbc
-from cuzk.backend.cuda.device import Gpu
+from cuzk.backend.cuda.device import Gpu, MemoryWatch
 from cuzk.backend.cuda.msm import GpuMsm
 from cuzk.backend.cuda.ntt import GpuNtt
 from cuzk.backend.cuda.witness import GpuWitness
@@ -36,18 +36,31 @@ from cuzk.poly.snarkjs_h import snarkjs_odd_shift, snarkjs_order
 from cuzk.r1cs import R1CSShape
 from cuzk.r1cs.deferred import DeferredAux
 
+#: Under a memory cap, a resident MSM runs in passes of at most this many points: the scratch of
+#: a 2^27-point MSM's one pass (≈ 52 B per point and window) would be 7 GB; 2^24 keeps it near
+#: 0.9 GB for a few percent of time (one more bucket reduction per pass).
+MAX_PASS_POINTS_CAPPED = 1 << 24
+
 
 class CudaBackend:
     """Backend on CUDA device ``device`` (an explicit index, never CUDA_VISIBLE_DEVICES)."""
 
     name = "cuda"
 
-    def __init__(self, device: int = 0) -> None:
+    def __init__(self, device: int = 0, memory_limit: int | None = None) -> None:
+        """``memory_limit``: keep this backend's use of the device under that many bytes
+        (:meth:`Gpu.cap_memory`), so one large GPU can stand in for a smaller card."""
         self.device = int(device)
         self.gpu = Gpu(self.device)
+        self.memory_limit = memory_limit
+        if memory_limit is not None:
+            self.gpu.cap_memory(memory_limit)
+        self.watch = MemoryWatch(self.gpu)
         self.fr = GpuNtt(self.gpu)
         self.abc = GpuAbc(self.gpu)
         self.msms = GpuMsm(self.gpu)
+        if memory_limit is not None:  # resident MSMs in passes: bounded scratch
+            self.msms.max_pass_points = MAX_PASS_POINTS_CAPPED
         self.witness = GpuWitness(self.gpu)
         self._fixed_lock = threading.Lock()
         self._fixed: Any = None
@@ -69,7 +82,10 @@ class CudaBackend:
 
     def memory(self) -> MemoryInfo | None:
         free, total = self.gpu.memory()
-        return MemoryInfo(free, total)
+        return MemoryInfo(free, total, self.memory_limit, self.watch.peak)
+
+    def reset_peak(self) -> None:
+        self.watch.reset()
 
     def upload_witness(self, inputs: fr.FrVec, aux: DeferredAux) -> Vec:
         """z on this device: the host's values placed, every bit-program run made here."""
@@ -149,8 +165,8 @@ class CudaBackend:
             return cp.asnumpy(cp.flatnonzero(bad)[:limit], stream=self.gpu.stream)
 
     # -- MSM -------------------------------------------------------------------------------------
-    def preload(self, bases: PointSet) -> None:
-        self.msms.preload(bases)
+    def preload(self, bases: PointSet, stream_bytes: int = 0) -> None:
+        self.msms.preload(bases, stream_bytes)
 
     def precompute(self, bases: PointSet, copies: int) -> int:
         return self.msms.precompute(bases, copies)
@@ -192,6 +208,7 @@ class CudaBackend:
             fixed.forget()
         self.msms.close()
         self.abc.forget()
+        self.watch.close()
 
     def __enter__(self) -> CudaBackend:
         return self

@@ -29,6 +29,11 @@ from cuzk.errors import DeviceFault, ResourceExhausted
 
 #: Shared memory a block gets without opting in.
 DEFAULT_SMEM_LIMIT = 48 * 1024
+#: Device memory kept beside CuPy's pool under a memory cap for what loads after it is set:
+#: the kernel modules (a few MB each) and CuPy's own handles.
+MODULE_HEADROOM = 256 << 20
+#: How often :class:`MemoryWatch` samples the device's memory in use.
+WATCH_INTERVAL_S = 0.02
 #: Bytes per page-locked staging chunk for uploads from pageable memory.
 STAGING_CHUNK = 32 << 20
 
@@ -126,6 +131,24 @@ class Gpu:
             free, total = self.cp.cuda.runtime.memGetInfo()
         return int(free), int(total)
 
+    def cap_memory(self, limit: int) -> int:
+        """Keep this device's use under ``limit`` bytes: CuPy's pool (every array cuzk makes
+        here) may hold ``limit`` less what the device holds now (the CUDA context) less
+        :data:`MODULE_HEADROOM` for the kernel modules loaded later; an allocation past it is
+        ResourceExhausted. Returns the pool's limit. The device's own use (other processes
+        included) is what :class:`MemoryWatch` measures."""
+        free, total = self.memory()
+        pool_limit = limit - (total - free) - MODULE_HEADROOM
+        if pool_limit <= 0:
+            raise ResourceExhausted(
+                f"CUDA device {self.device}: a memory limit of {limit / (1 << 30):.1f} GiB "
+                f"leaves nothing beside the {(total - free) / (1 << 30):.1f} GiB already in "
+                "use on the device"
+            )
+        with self.cp.cuda.Device(self.device):
+            self.cp.get_default_memory_pool().set_limit(size=pool_limit)
+        return pool_limit
+
     def fault(self, what: str, e: BaseException) -> DeviceFault:
         msg = e.get_message() if hasattr(e, "get_message") else str(e)
         return DeviceFault(f"CUDA device {self.device}: {what} failed: {msg}")
@@ -161,16 +184,32 @@ class Gpu:
     def ptr(a: Any) -> int:
         return int(a.data.ptr)
 
-    def pinned_empty(self, shape: tuple[int, ...] | int, dtype: Any = np.uint64) -> np.ndarray:
-        """A host array in page-locked memory (from CuPy's pinned pool): uploads from it are
-        direct DMA at full bus speed."""
+    def pinned_empty(
+        self, shape: tuple[int, ...] | int, dtype: Any = np.uint64, *, pooled: bool = True
+    ) -> np.ndarray:
+        """A host array in page-locked memory: uploads from it are direct DMA at full bus
+        speed. ``pooled``: from CuPy's pinned pool (recycled: staging buffers); otherwise an
+        allocation of its own, portable to every device and given back to the system when the
+        array goes (streamed keys: tens of GB that must not linger in a pool)."""
         shape = (shape,) if isinstance(shape, int) else tuple(shape)
         count = int(np.prod(shape))
         nbytes = count * np.dtype(dtype).itemsize
         if nbytes == 0:
             return np.empty(shape, dtype=dtype)
+        cuda = self.cp.cuda
         with self.context(), self.guard("allocating page-locked host memory"):
-            mem = self.cp.cuda.alloc_pinned_memory(nbytes)
+            try:
+                if pooled:
+                    mem = cuda.alloc_pinned_memory(nbytes)
+                else:
+                    flags = cuda.runtime.hostAllocPortable
+                    mem = cuda.PinnedMemoryPointer(cuda.PinnedMemory(nbytes, flags), 0)
+            except self._errors as e:
+                if "cudaErrorMemoryAllocation" not in str(e):
+                    raise
+                raise ResourceExhausted(
+                    f"cannot page-lock {nbytes / (1 << 30):.1f} GiB of host memory ({e})"
+                ) from e
         return np.frombuffer(mem, dtype=dtype, count=count).reshape(shape)
 
     def is_pinned(self, a: np.ndarray) -> bool:
@@ -289,3 +328,38 @@ class Gpu:
         if isinstance(a, np.generic):
             return a
         raise TypeError(f"kernel argument {a!r} must be a device array, None or a NumPy scalar")
+
+
+class MemoryWatch:
+    """The device's memory in use (total − free, the whole device as the driver reports it),
+    sampled every :data:`WATCH_INTERVAL_S` on a daemon thread: ``peak`` is the highest seen —
+    a measurement, not the engine's accounting (cudaMemGetInfo does not synchronise)."""
+
+    def __init__(self, gpu: Gpu, interval_s: float = WATCH_INTERVAL_S) -> None:
+        self._gpu = gpu
+        self._interval = interval_s
+        self._stop = threading.Event()
+        self.peak = self.sample()
+        self._thread = threading.Thread(
+            target=self._run, name=f"cuzk-gpu{gpu.device}-memwatch", daemon=True
+        )
+        self._thread.start()
+
+    def sample(self) -> int:
+        free, total = self._gpu.memory()
+        return total - free
+
+    def _run(self) -> None:
+        while not self._stop.wait(self._interval):
+            try:
+                self.peak = max(self.peak, self.sample())
+            except Exception:  # noqa: BLE001 - a failing device is reported by its kernels
+                return
+
+    def reset(self) -> None:
+        """Start a new peak from the use now (a benchmark's measured run)."""
+        self.peak = self.sample()
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join(1.0)

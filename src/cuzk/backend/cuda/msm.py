@@ -19,6 +19,15 @@ change, so K shifted copies 2^(c·j)·P (j < K) can be made once when it is load
 then takes its points from copy w mod K into bucket row w div K: the additions are the same,
 but only ⌈W/K⌉ rows of buckets are reduced, and fewer rows make a wider window pay.
 
+Streamed bases (``preload(bases, stream_bytes=S)``): a vector too large for the device's
+memory stays in page-locked host memory, converted once to the device layout (the zcash row and
+the device row have the same size, so the file is read straight into that buffer and converted
+in place through the device). An MSM over it runs in *passes* of S bytes of points: two device
+buffers, filled on a copy stream, so the upload of pass i+1 overlaps the bucket work of pass i;
+each pass is a complete MSM over its slice of the points, and the passes' window sums are added
+on the host with the rest. The same passes bound the scratch of a resident MSM when
+``max_pass_points`` is set (under a device memory cap).
+
 A GpuMsm runs on its device's :class:`~cuzk.backend.cuda.device.Gpu` (the one runtime per
 device: launcher, error mapping, kernel cache) on a side stream of its own, submitted by one
 worker thread, so MSMs overlap the compute stream's H pipeline. An MSM over scalars the compute
@@ -29,6 +38,7 @@ future resolves when its per-window results have been copied back (the only host
 from __future__ import annotations
 
 import math
+import os
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
@@ -71,6 +81,9 @@ SUM_FANIN = 8
 ONES_FANIN = 32
 #: Points uploaded and converted per step while loading a vector.
 LOAD_BLOCK = 1 << 20
+#: Bytes read from a key file per read call while loading streamed bases (several in parallel).
+HOST_READ_BLOCK = 64 << 20
+HOST_READ_THREADS = 8
 #: ``msm_from_zcash``'s "no bad point" marker.
 NO_BAD_POINT = (1 << 64) - 1
 
@@ -158,6 +171,23 @@ def _device_u32(cp: Any, indices: Any) -> Any:
     return indices.astype(cp.uint32)
 
 
+def _device_index(cp: Any, idx: Any) -> Any:
+    """Sorted indices (host or device) as an int64 device array."""
+    if isinstance(idx, np.ndarray):
+        return cp.asarray(idx.astype(np.int64))
+    return idx.astype(cp.int64)
+
+
+def _cuts(cp: Any, idx: Any, edges: np.ndarray, stream: Any) -> np.ndarray | None:
+    """Where each of ``edges`` falls in the sorted index array ``idx`` (host positions)."""
+    if idx is None:
+        return None
+    if isinstance(idx, np.ndarray):
+        return np.searchsorted(idx, edges)
+    found = cp.searchsorted(idx, cp.asarray(edges.astype(idx.dtype)))
+    return cp.asnumpy(found, stream=stream)
+
+
 def _horner(terms: list[tuple[int, Any]], identity: Any) -> Any:
     """Σ 2^e·P over (e, P) pairs: max(e) doublings in all."""
     terms = sorted(terms, key=lambda t: -t[0])
@@ -177,9 +207,48 @@ def _horner(terms: list[tuple[int, Any]], identity: Any) -> Any:
 class _Resident:
     group: str
     count: int
-    points: Any  # cupy uint32 (copies·count, words): affine, Montgomery, infinity = zeros
+    points: Any  # uint32 (copies·count, words): affine, Montgomery, infinity = zeros
     copies: int = 1  # copy j (rows j·count…) holds 2^(window·j)·P
     window: int = 0  # the c the copies were made for (0: no copies)
+    stream_bytes: int = 0  # > 0: ``points`` is page-locked host memory, streamed in such passes
+
+    @property
+    def streamed(self) -> bool:
+        return self.stream_bytes > 0
+
+
+def pass_points(group: str, stream_bytes: int) -> int:
+    """Points per pass of a vector streamed through buffers of ``stream_bytes`` (≥ 1)."""
+    return max(1, stream_bytes // (_words(group)[0] * 4))
+
+
+def _read_into(path: str, offset: int, out: np.ndarray) -> None:
+    """Fill ``out``'s bytes from ``path`` at ``offset``, blocks read in parallel (``preadv``
+    releases the GIL; one thread reads a page-cached file at a few GB/s)."""
+    flat = out.reshape(-1).view(np.uint8)
+    blocks = range(0, flat.size, HOST_READ_BLOCK)
+
+    def read(fd: int, start: int) -> None:
+        view = flat[start : start + HOST_READ_BLOCK].data
+        done = 0
+        while done < len(view):
+            got = os.preadv(fd, [view[done:]], offset + start + done)
+            if got <= 0:
+                raise BadInput(f"{path} ends before byte {offset + start + done + len(view)}")
+            done += got
+
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError as e:
+        raise BadInput(f"cannot read points from {path}: {e}") from e
+    try:
+        with ThreadPoolExecutor(HOST_READ_THREADS, thread_name_prefix="cuzk-read") as pool:
+            for f in [pool.submit(read, fd, b) for b in blocks]:
+                f.result()
+    except OSError as e:
+        raise BadInput(f"cannot read points from {path}: {e}") from e
+    finally:
+        os.close(fd)
 
 
 class GpuMsm:
@@ -193,6 +262,10 @@ class GpuMsm:
         self.device = gpu.device
         self._cp = gpu.cp
         self._stream = gpu.side_stream()
+        self._copy_stream = gpu.side_stream()  # uploads of streamed bases
+        #: With a device memory cap: a resident MSM over more points runs in passes of this
+        #: many (its scratch, ≈ 52 B per point and window, stays bounded); None: one pass.
+        self.max_pass_points: int | None = None
         self._bases: dict[str, _Resident] = {}
         self._lock = threading.Lock()
         self._executor = ThreadPoolExecutor(1, thread_name_prefix=f"cuzk-gpu{gpu.device}-msm")
@@ -206,15 +279,21 @@ class GpuMsm:
         self.reduce_threads = REDUCE_THREADS
 
     # -- residency -----------------------------------------------------------------------------
-    def preload(self, bases: PointSet) -> None:
+    def preload(self, bases: PointSet, stream_bytes: int = 0) -> None:
         """Load ``bases`` from its file into VRAM (once per key): the file's bytes stream
         through page-locked chunks to the device, where ``msm_from_zcash`` converts them — no
-        per-point work on the host, one host wait per vector (its flags check)."""
+        per-point work on the host, one host wait per vector (its flags check). With
+        ``stream_bytes`` > 0 the points go to page-locked host memory instead and every MSM
+        streams them through two device buffers of that size (see the module docstring).
+        A vector already loaded stays as it is (evict it first to change how)."""
         if bases.group not in GROUPS:
             raise BadInput(f"unknown group {bases.group!r}")
         with self._lock:
             if bases.key in self._bases:
                 return
+        if stream_bytes > 0:
+            self._load_host(bases, stream_bytes)
+            return
         cp = self._cp
         nfp = GROUPS[bases.group][0]
         n = bases.count
@@ -236,6 +315,43 @@ class GpuMsm:
                 "uncompressed encoding"
             )
         self._adopt(bases, points)
+
+    def _load_host(self, bases: PointSet, stream_bytes: int) -> None:
+        """Streamed bases: the file read into page-locked host memory, then converted in place
+        through the device a block at a time (upload, ``msm_from_zcash``, download)."""
+        cp = self._cp
+        nfp = GROUPS[bases.group][0]
+        n, words = bases.count, _words(bases.group)[0]
+        host = self.gpu.pinned_empty((n, words), np.uint32, pooled=False)
+        _read_into(bases.path, bases.offset, host)
+        raw_rows = host.view(np.uint8).reshape(n, words * 4)
+        with self.gpu.context(self._stream), self.gpu.guard(f"loading {n} {bases.group} points"):
+            bad = cp.full(1, NO_BAD_POINT, dtype=cp.uint64)
+            step = min(n, LOAD_BLOCK)
+            raw = cp.empty((step, words * 4), dtype=cp.uint8)
+            conv = cp.empty((step, words), dtype=cp.uint32)
+            for start in range(0, n, step):
+                stop = min(n, start + step)
+                cnt = stop - start
+                raw[:cnt].set(raw_rows[start:stop], stream=self._stream)
+                elements = cnt * 2 * nfp
+                self._launch(bases.group, "msm_from_zcash", elements, raw, conv,
+                             np.uint64(elements), np.uint64(start), bad)  # fmt: skip
+                conv[:cnt].get(stream=self._stream, out=host[start:stop])
+            first_bad = int(bad.get(stream=self._stream)[0])  # waits for the whole vector
+        if first_bad != NO_BAD_POINT:
+            flags = int(_rows(bases, first_bad, first_bad + 1)[0]) & FLAG_MASK
+            raise BadInput(
+                f"{bases.group} point {first_bad}: flags 0x{flags:02x} are invalid for an "
+                "uncompressed encoding"
+            )
+        with self._lock:
+            self._bases[bases.key] = _Resident(bases.group, n, host, stream_bytes=stream_bytes)
+
+    def streamed(self, bases: PointSet) -> bool:
+        """Whether loaded ``bases`` live in host memory and stream to the device per MSM."""
+        res = self._bases.get(bases.key)
+        return res is not None and res.streamed
 
     def _adopt(self, bases: PointSet, points: Any) -> None:
         """Register device points (uint32 (count, words), Montgomery) under ``bases.key``."""
@@ -274,6 +390,8 @@ class GpuMsm:
         self.preload(bases)
         res = self._bases[bases.key]
         n = res.count
+        if res.streamed:
+            return 1  # streamed bases are uploaded per MSM: copies would multiply the traffic
         if copies <= 1:
             if res.copies > 1:
                 self._adopt(bases, res.points[:n].copy())
@@ -410,24 +528,99 @@ class GpuMsm:
         with self.gpu.context(self._stream), self.gpu.guard(f"{res.group} MSM of {bases.key}"):
             if after is not None:
                 self._stream.wait_event(after)
-            parts, exponents = [], []
+            parts: list[Any] = []
+            exponents: list[int] = []
             # Host scalars: one upload of all rows (one DMA when the caller's buffer is
             # page-locked); the tail is gathered on the device, not on the host.
             d_all = scalars if not isinstance(scalars, np.ndarray) else cp.asarray(scalars)
-            if tail is None:
-                d_scalars, gather = d_all, None
+            step = self._pass_size(res)
+            if res.streamed or step < res.count:
+                parts, exponents = self._run_passes(res, step, d_all, ones, tail, window)
             else:
-                gather = _device_u32(cp, tail)
-                d_scalars = d_all[gather]
-            if len(d_scalars):
-                terms, exps = self.enqueue_windows(res, d_scalars, gather, window)
-                parts.append(terms)
-                exponents += exps
-            if ones is not None and len(ones):
-                parts.append(self.enqueue_sum(res, _device_u32(cp, ones)))
-                exponents.append(0)
+                if tail is None:
+                    d_scalars, gather = d_all, None
+                else:
+                    gather = _device_u32(cp, tail)
+                    d_scalars = d_all[gather]
+                if len(d_scalars):
+                    terms, exps = self.enqueue_windows(res, d_scalars, gather, window)
+                    parts.append(terms)
+                    exponents += exps
+                if ones is not None and len(ones):
+                    parts.append(self.enqueue_sum(res, _device_u32(cp, ones)))
+                    exponents.append(0)
             host = cp.asnumpy(cp.concatenate(parts), stream=self._stream) if parts else None
         return self._finish(res.group, host, exponents)
+
+    def _pass_size(self, res: _Resident) -> int:
+        """Points per pass of an MSM over ``res``: the stream buffer's for streamed bases,
+        ``max_pass_points`` for resident ones without copies (all of them otherwise)."""
+        if res.streamed:
+            return pass_points(res.group, res.stream_bytes)
+        if res.copies == 1 and self.max_pass_points:
+            return self.max_pass_points
+        return max(1, res.count)
+
+    def _run_passes(
+        self,
+        res: _Resident,
+        step: int,
+        d_all: Any,
+        ones: Any,
+        tail: Any,
+        window: int | None,
+    ) -> tuple[list[Any], list[int]]:
+        """Launch the MSM as complete MSMs over slices of ``step`` points (current stream: the
+        MSM stream); returns their terms and exponents, summed with the rest on the host.
+
+        Streamed bases are uploaded into two device buffers on the copy stream: pass i's
+        upload waits for the kernels of pass i − 2 (the buffer's last reader), and pass i's
+        kernels wait for its upload. ``ones`` and ``tail`` (sorted indices, host or device)
+        are cut at the pass boundaries with one search (one small host wait for device ones)."""
+        cp = self._cp
+        n = res.count
+        edges = np.array([*range(0, n, step), n], dtype=np.int64)
+        ones_at = _cuts(cp, ones, edges, self._stream)
+        tail_at = _cuts(cp, tail, edges, self._stream)
+        buffers: list[Any] = []
+        freed: list[Any] = [None, None]
+        parts: list[Any] = []
+        exponents: list[int] = []
+        for k in range(len(edges) - 1):
+            lo, hi = int(edges[k]), int(edges[k + 1])
+            if res.streamed:
+                if len(buffers) < 2:
+                    buffers.append(cp.empty((min(step, n), res.points.shape[1]), dtype=cp.uint32))
+                buf = buffers[k % 2][: hi - lo]
+                if freed[k % 2] is not None:
+                    self._copy_stream.wait_event(freed[k % 2])
+                buf.set(res.points[lo:hi], stream=self._copy_stream)
+                uploaded = cp.cuda.Event(disable_timing=True)
+                uploaded.record(self._copy_stream)
+                self._stream.wait_event(uploaded)
+                points = buf
+            else:
+                points = res.points[lo:hi]
+            view = _Resident(res.group, hi - lo, points)
+            if tail is None or tail_at is None:
+                d_scalars, gather = d_all[lo:hi], None
+            else:
+                t = _device_index(cp, tail[tail_at[k] : tail_at[k + 1]])
+                d_scalars, gather = d_all[t], (t - lo).astype(cp.uint32)
+            if len(d_scalars):
+                terms, exps = self.enqueue_windows(view, d_scalars, gather, window)
+                parts.append(terms)
+                exponents += exps
+            if ones is not None and ones_at is not None:
+                o = _device_index(cp, ones[ones_at[k] : ones_at[k + 1]])
+                if len(o):
+                    parts.append(self.enqueue_sum(view, (o - lo).astype(cp.uint32)))
+                    exponents.append(0)
+            if res.streamed:
+                done = cp.cuda.Event(disable_timing=True)
+                done.record(self._stream)
+                freed[k % 2] = done
+        return parts, exponents
 
     def _window_for(self, res: _Resident, m: int, window: int | None) -> int:
         """The window an MSM of ``m`` scalars over ``res`` runs with: the copies' own when

@@ -212,23 +212,27 @@ class GetStatusResponse(_message.Message):
     def __init__(self, gpus: _Optional[_Iterable[_Union[GPUStatus, _Mapping]]] = ..., loaded_srs: _Optional[_Iterable[_Union[SRSStatus, _Mapping]]] = ..., queues: _Optional[_Iterable[_Union[QueueStatus, _Mapping]]] = ..., total_proofs_completed: _Optional[int] = ..., total_proofs_failed: _Optional[int] = ..., uptime_seconds: _Optional[int] = ..., pinned_memory_bytes: _Optional[int] = ..., pinned_memory_limit_bytes: _Optional[int] = ..., status_json: _Optional[str] = ...) -> None: ...
 
 class GPUStatus(_message.Message):
-    __slots__ = ("ordinal", "name", "vram_total_bytes", "vram_free_bytes", "current_job_id", "current_proof_kind")
+    __slots__ = ("ordinal", "name", "vram_total_bytes", "vram_free_bytes", "current_job_id", "current_proof_kind", "vram_limit_bytes", "vram_peak_bytes")
     ORDINAL_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
     VRAM_TOTAL_BYTES_FIELD_NUMBER: _ClassVar[int]
     VRAM_FREE_BYTES_FIELD_NUMBER: _ClassVar[int]
     CURRENT_JOB_ID_FIELD_NUMBER: _ClassVar[int]
     CURRENT_PROOF_KIND_FIELD_NUMBER: _ClassVar[int]
+    VRAM_LIMIT_BYTES_FIELD_NUMBER: _ClassVar[int]
+    VRAM_PEAK_BYTES_FIELD_NUMBER: _ClassVar[int]
     ordinal: int
     name: str
     vram_total_bytes: int
     vram_free_bytes: int
     current_job_id: str
     current_proof_kind: str
-    def __init__(self, ordinal: _Optional[int] = ..., name: _Optional[str] = ..., vram_total_bytes: _Optional[int] = ..., vram_free_bytes: _Optional[int] = ..., current_job_id: _Optional[str] = ..., current_proof_kind: _Optional[str] = ...) -> None: ...
+    vram_limit_bytes: int
+    vram_peak_bytes: int
+    def __init__(self, ordinal: _Optional[int] = ..., name: _Optional[str] = ..., vram_total_bytes: _Optional[int] = ..., vram_free_bytes: _Optional[int] = ..., current_job_id: _Optional[str] = ..., current_proof_kind: _Optional[str] = ..., vram_limit_bytes: _Optional[int] = ..., vram_peak_bytes: _Optional[int] = ...) -> None: ...
 
 class SRSStatus(_message.Message):
-    __slots__ = ("circuit_id", "tier", "size_bytes", "ref_count")
+    __slots__ = ("circuit_id", "tier", "size_bytes", "ref_count", "streamed_vectors")
     class Tier(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
         __slots__ = ()
         HOT: _ClassVar[SRSStatus.Tier]
@@ -241,11 +245,13 @@ class SRSStatus(_message.Message):
     TIER_FIELD_NUMBER: _ClassVar[int]
     SIZE_BYTES_FIELD_NUMBER: _ClassVar[int]
     REF_COUNT_FIELD_NUMBER: _ClassVar[int]
+    STREAMED_VECTORS_FIELD_NUMBER: _ClassVar[int]
     circuit_id: str
     tier: SRSStatus.Tier
     size_bytes: int
     ref_count: int
-    def __init__(self, circuit_id: _Optional[str] = ..., tier: _Optional[_Union[SRSStatus.Tier, str]] = ..., size_bytes: _Optional[int] = ..., ref_count: _Optional[int] = ...) -> None: ...
+    streamed_vectors: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, circuit_id: _Optional[str] = ..., tier: _Optional[_Union[SRSStatus.Tier, str]] = ..., size_bytes: _Optional[int] = ..., ref_count: _Optional[int] = ..., streamed_vectors: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class QueueStatus(_message.Message):
     __slots__ = ("proof_kind", "pending", "in_progress")
