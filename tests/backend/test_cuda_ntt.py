@@ -61,6 +61,26 @@ def test_h_quotient_of_a_satisfied_system_is_a_polynomial(backend, rng, seed):
     assert got.any()
 
 
+@pytest.mark.parametrize("log_m", [1, 5, 11, 12, 19])
+def test_h_quotient_in_place(backend, rng, seed, log_m):
+    """a, b, c heading zero-padded buffers of the domain's size (what evaluate_abc returns):
+    h is made in those buffers, nothing of the domain's size is allocated, same result."""
+    import cupy
+
+    d = Domain(1 << log_m)
+    n = max(1, d.m - 5)
+    a, b, c = (fr.random(n, rng) for _ in range(3))
+    views = []
+    for x in (a, b, c):
+        full = backend.gpu.zeros(d.m)
+        full[:n] = backend.upload(x)
+        views.append(full[:n])
+    h = backend.h_quotient(*views, d)
+    assert isinstance(h, cupy.ndarray) and h.shape == (d.m - 1, 4)
+    assert h.data.ptr == views[1].data.ptr  # in b's buffer
+    assert np.array_equal(backend.download(h), h_quotient(a, b, c, d)), f"m=2^{log_m} {seed}"
+
+
 def test_results_stay_on_device(backend, rng, seed):
     import cupy
 

@@ -146,7 +146,9 @@ class Backend(Protocol):
     def coset_intt(self, v: Vec, domain: Domain) -> Vec: ...
 
     def h_quotient(self, a: Vec, b: Vec, c: Vec, domain: Domain) -> Vec:
-        """bellperson's H: coefficients of (a·b − c)/Z over the coset g·⟨ω⟩ (m − 1 of them)."""
+        """bellperson's H: coefficients of (a·b − c)/Z over the coset g·⟨ω⟩ (m − 1 of them).
+        a, b and c are consumed: a backend may make h in their memory (the CUDA backend does,
+        when they came from its :meth:`evaluate_abc`)."""
 
     def odd_coset_h(self, a: Vec, b: Vec, domain: Domain) -> Vec:
         """snarkjs's H: a·b − a∘b evaluated on the odd points of the 2m-domain (m values)."""

@@ -35,6 +35,20 @@ SYNTH_BYTES_PER_VARIABLE = 200  # measured peak ~199
 #: four partitions in flight on a 128 GiB host that measured 16 GB in use.
 GPU_SYNTH_BYTES_PER_VARIABLE = 96
 KERNEL_BYTES_PER_DOMAIN = 320  # measured peak ~288, rounded up
+#: The kernel region's device memory per domain element on a GPU (one partition under the
+#: compute lock): a, b and c (96 B, the H quotient made in place in their buffers), the split
+#: MSMs' plans and gathered tails (≈ 32 B) and one MSM's sorted entries (52 B per scalar at 13
+#: windows; bounded by passes under a device memory cap), rounded up.
+GPU_KERNEL_BYTES_PER_DOMAIN = 192
+
+
+def kernel_bytes(domain_size: int, backend: str = "cpu") -> int:
+    """One partition's kernel working set: host memory on the CPU backend, device memory on
+    a GPU (where the staging area counts it)."""
+    per = KERNEL_BYTES_PER_DOMAIN if backend == "cpu" else GPU_KERNEL_BYTES_PER_DOMAIN
+    return per * domain_size
+
+
 #: Host bytes per file byte of points while a key is resident: the CPU backend's MSM workers
 #: hold them as objects; a GPU holds them in VRAM (loading streams them through two 32 MB
 #: page-locked chunks), so they cost the host nothing lasting.

@@ -84,6 +84,7 @@ from cuzk.errors import (
     ResourceExhausted,
 )
 from cuzk.groth16 import prover
+from cuzk.r1cs.deferred import DeferredAux
 
 log = logging.getLogger(__name__)
 
@@ -587,6 +588,11 @@ class EngineCore:
                 return
             self._in_synthesis -= 1
             part.assignment = assignment
+            if not isinstance(assignment.aux, DeferredAux) and part.reservation is not None:
+                # the (page-locked) host buffers its MSM scalars will be gathered into; may
+                # briefly exceed the budget, which admission then waits out
+                host = prover.staged_bytes(part.job.info.num_variables)[1]
+                self._budget.resize(part.reservation, "staged", host)
             part.state = PartitionState.READY
             self._scheduler.push_ready(part.key, part)
             self._cv.notify_all()
@@ -664,6 +670,7 @@ class EngineCore:
         the device is no longer needed by this partition."""
         with self._cv:
             self._budget.release(part.reservation, "kernel")
+            self._budget.release(part.reservation, "staged")
             self._unbind(part)
             part.assignment = part.circuit = None
             self._cv.notify_all()

@@ -65,14 +65,13 @@ from typing import TYPE_CHECKING, Protocol
 
 from cuzk.backend.base import Backend
 from cuzk.engine.assembler import PartitionProof
-from cuzk.engine.budget import KERNEL_BYTES_PER_DOMAIN
+from cuzk.engine.budget import kernel_bytes
 from cuzk.engine.config import EngineConfig
 from cuzk.engine.family import family_of
 from cuzk.engine.staging import PinnedPool, StagingArea
 from cuzk.errors import DeviceFault, InternalError
 from cuzk.groth16 import prover
 from cuzk.groth16.proof import Proof
-from cuzk.r1cs.deferred import DeferredAux
 
 if TYPE_CHECKING:
     from cuzk.engine.job import Partition
@@ -248,7 +247,7 @@ class DeviceWorker(Worker):
             if device.staging is not None:
                 stage = "staging"
                 assert part.assignment is not None
-                need = staging_need(part.job.info, isinstance(part.assignment.aux, DeferredAux))
+                need = staging_need(part.job.info)
                 if not device.staging.reserve(
                     need[0],
                     lambda: part.job.terminal,
@@ -326,16 +325,17 @@ class DeviceWorker(Worker):
         return sums, pending
 
 
-def staging_need(info: CircuitInfo, deferred: bool = False) -> tuple[int, int]:
+def staging_need(info: CircuitInfo) -> tuple[int, int]:
     """What a staged partition holds in its device's staging area until its kernels end:
-    (its staged inputs — their copies in the backend and, unless the witness is deferred,
-    the pinned host buffers they were gathered into; the kernels' working set, which the area
-    counts once per device because only the compute lock's holder uses it)."""
-    device, host = prover.staged_bytes(info.num_variables, deferred)
-    return device + host, KERNEL_BYTES_PER_DOMAIN * info.domain_size
+    (its staged inputs on the device — z and the A and B scalars; the kernels' working set,
+    which the area counts once per device because only the compute lock's holder uses it).
+    The page-locked host buffers a witness made on the host is gathered into are host memory:
+    the host budget counts them (:meth:`cuzk.engine.core.EngineCore.synthesized`)."""
+    device, _ = prover.staged_bytes(info.num_variables)
+    return device, kernel_bytes(info.domain_size, info.backend)
 
 
 def staged_bytes_for(info: CircuitInfo) -> int:
-    """The most one partition can ever ask of a staging area (a witness made on the host):
-    what it must fit alone, checked at submit."""
+    """What one partition asks of a staging area: what it must fit alone, checked at submit
+    and what a staging area grows to when the partition's key is placed on its device."""
     return sum(staging_need(info))

@@ -121,16 +121,22 @@ class GpuAbc:
     def _grid(self, rows: int) -> int:
         return max(1, min(-(-rows // THREADS), self.gpu.sm_count * 32))
 
-    def evaluate(self, shape: R1CSShape, z: Any) -> tuple[Any, Any, Any]:
-        """(A·z, B·z, C·z) as device arrays; z is a device FrVec of num_variables rows."""
+    def evaluate(
+        self, shape: R1CSShape, z: Any, capacity: int | None = None
+    ) -> tuple[Any, Any, Any]:
+        """(A·z, B·z, C·z) as device arrays; z is a device FrVec of num_variables rows.
+        ``capacity``: each result is the head of a buffer of that many rows, zero beyond the
+        constraints (so the H pipeline can transform it in place)."""
         if tuple(z.shape) != (shape.num_variables, 4):
             raise BadInput(
                 f"assignment has {z.shape[0]} values, circuit {shape.circuit_id!r} "
                 f"has {shape.num_variables} variables"
             )
-        return self.evaluate_mats(self.matrices(shape), z)
+        return self.evaluate_mats(self.matrices(shape), z, capacity)
 
-    def evaluate_mats(self, mats: tuple[DeviceCsr, ...], z: Any) -> tuple[Any, Any, Any]:
+    def evaluate_mats(
+        self, mats: tuple[DeviceCsr, ...], z: Any, capacity: int | None = None
+    ) -> tuple[Any, Any, Any]:
         """(A·z, B·z, C·z) for three device matrices with the same number of rows: one launch
         when their widths agree (always, for synthesized shapes: one table), else one each."""
         ma, mb, mc = mats
@@ -141,6 +147,12 @@ class GpuAbc:
             a, b, c = (self.spmv(m, z) for m in mats)
             return a, b, c
         outs = [self.gpu.empty(rows) for _ in range(3)]
+        if capacity is not None and capacity > rows:
+            full = [self.gpu.empty(capacity) for _ in range(3)]
+            with self.gpu.context():
+                for f in full:
+                    f[rows:].fill(0)
+            outs = [f[:rows] for f in full]
         if rows:
             args = [x for m in mats for x in (m.indptr, m.indices, m.coeff_ids, m.table)]
             self.gpu.launch(

@@ -155,7 +155,9 @@ class CudaBackend:
                 f"assignment has {z.shape[0]} values, circuit {shape.circuit_id!r} "
                 f"has {shape.num_variables} variables"
             )
-        return self.abc.evaluate(shape, z)
+        # each result heads a buffer of the whole domain, zero-padded: h is then made in place
+        # in those buffers (GpuNtt.h_quotient), not in three more of the domain's size
+        return self.abc.evaluate(shape, z, Domain.for_size(shape.num_constraints).m)
 
     def unsatisfied_rows(self, a: Vec, b: Vec, c: Vec, limit: int = 16) -> np.ndarray:
         """Rows where a·b ≠ c without downloading a, b and c (waits for the check only)."""

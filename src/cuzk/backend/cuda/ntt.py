@@ -388,39 +388,63 @@ class GpuNtt(GpuFr):
         with self.gpu.context():
             if L == 0:
                 return self.gpu.empty(0)
+            in_place = out is None and [_capacity(x, m) for x in (a, b, c)]
+            if in_place and all(x is not None for x in in_place):
+                wa, wb, wc = in_place
+                return self._quotient(a, b, c, wa, wb, wc, wb, n, domain)[: m - 1]
             out = self.gpu.empty(m) if out is None else out
             with self._lock:
                 wa, wb, wc = self.work_buffers(m)
-                coset_in = self.pow_table(domain.coset_shift, domain.m_inv, m)
-                for x, w in ((a, wa), (b, wb), (c, wc)):
-                    # values → m·coefficients, bit-reversed order
-                    self._transform(dit=False, inv=True, log_m=L, src=x, n_src=n, work=w, out=w)
-                    # × m⁻¹·g^k on load, then → values on the coset, natural order
-                    self._transform(
-                        dit=True,
-                        inv=False,
-                        log_m=L,
-                        src=w,
-                        n_src=m,
-                        work=w,
-                        out=w,
-                        load=LOAD_POW | POW_BITREV,
-                        pw=coset_in,
-                    )
-                z_inv = domain.vanishing_on_coset_inv()
-                coset_out = self.pow_table(_G_INV, domain.m_inv * z_inv, m)
-                self._transform(
-                    dit=False,
-                    inv=True,
-                    log_m=L,
-                    src=wa,
-                    src_b=wb,
-                    src_c=wc,
-                    n_src=m,
-                    work=wa,
-                    out=out,
-                    load=LOAD_MULSUB,
-                    store=STORE_BITREV | STORE_POW,
-                    pw=coset_out,
-                )
-            return out[: m - 1]
+                return self._quotient(a, b, c, wa, wb, wc, out, n, domain)[: m - 1]
+
+    def _quotient(
+        self, a: Any, b: Any, c: Any, wa: Any, wb: Any, wc: Any, out: Any, n: int, domain: Domain
+    ) -> Any:
+        """The H pipeline from a, b, c (n values each) through the length-m buffers wa, wb, wc
+        (which may be a, b, c themselves, zero-padded: then nothing else is allocated) into
+        ``out`` (length m; wb in place: the last pass reads only wa)."""
+        m, L = domain.m, domain.log_m
+        coset_in = self.pow_table(domain.coset_shift, domain.m_inv, m)
+        for x, w in ((a, wa), (b, wb), (c, wc)):
+            # values → m·coefficients, bit-reversed order
+            self._transform(dit=False, inv=True, log_m=L, src=x, n_src=n, work=w, out=w)
+            # × m⁻¹·g^k on load, then → values on the coset, natural order
+            self._transform(
+                dit=True,
+                inv=False,
+                log_m=L,
+                src=w,
+                n_src=m,
+                work=w,
+                out=w,
+                load=LOAD_POW | POW_BITREV,
+                pw=coset_in,
+            )
+        z_inv = domain.vanishing_on_coset_inv()
+        coset_out = self.pow_table(_G_INV, domain.m_inv * z_inv, m)
+        self._transform(
+            dit=False,
+            inv=True,
+            log_m=L,
+            src=wa,
+            src_b=wb,
+            src_c=wc,
+            n_src=m,
+            work=wa,
+            out=out,
+            load=LOAD_MULSUB,
+            store=STORE_BITREV | STORE_POW,
+            pw=coset_out,
+        )
+        return out
+
+
+def _capacity(x: Any, m: int) -> Any:
+    """The length-m buffer ``x`` heads (x = buffer[:n], zero beyond: what the CUDA backend's
+    evaluate_abc returns), or None."""
+    base = getattr(x, "base", None)
+    if base is None or base.ndim != 2 or base.shape[0] < m or base.shape[1] != 4:
+        return None
+    if base.data.ptr != x.data.ptr or not base.flags.c_contiguous:
+        return None
+    return base[:m]
