@@ -361,3 +361,37 @@ def test_copies_are_reserved_when_the_key_is_admitted(make_engine, param_dir, se
     assert {s.circuit_id: s.msm_copies for s in st.srs} == {SMALL: AUTO_COPIES, LARGER: 1}
     assert st.device_budgets and st.device_budgets[0].reserved <= budget
     assert sorted(set(engine.backends[0].copies.values())) == [AUTO_COPIES]  # SMALL's only
+
+
+def test_a_tight_cap_with_four_workers_never_deadlocks(make_engine, param_dir, seed):
+    """A device capped just above what one partition and a wholly streamed key need, four
+    device workers, two circuits taking turns at random priorities: every one of 96 partitions
+    proves and verifies (no deadlock, no job failed for memory), and at every look the device's
+    keys and staging area stay within the cap."""
+    import random
+
+    from cuzk.engine.srs import least_device_bytes
+    from cuzk.engine.workers import staged_bytes_for
+
+    infos = [_info(param_dir, cid) for cid in (SMALL, LARGER)]
+    cap = max(staged_bytes_for(i) for i in infos) + max(least_device_bytes(i) for i in infos)
+    cap += 4096
+    engine = make_engine(workers_per_device=4, staging=True, device_memory_limit=cap)
+    rnd = random.Random(seed)
+    ids = [
+        engine.submit(
+            ProofRequest.of(rnd.choice((SMALL, LARGER)), partitions=4, seed=seed + i,
+                            priority=rnd.choice(list(Priority)))  # fmt: skip
+        )
+        for i in range(24)
+    ]
+    for job_id in ids:
+        result = engine.result(job_id, timeout=300)
+        assert_verifies(result, 4)
+        st = engine.status()
+        (kb,) = st.device_budgets
+        (dev,) = st.devices
+        assert kb.reserved <= kb.total and kb.total + dev.staging_total <= cap
+    st = engine.status()
+    assert any(s.streamed for s in st.srs), "the cap was meant to make a key stream"
+    assert all(s.state == "resident" for s in st.srs)
