@@ -380,8 +380,12 @@ def test_a_tight_cap_with_four_workers_never_deadlocks(make_engine, param_dir, s
     rnd = random.Random(seed)
     ids = [
         engine.submit(
-            ProofRequest.of(rnd.choice((SMALL, LARGER)), partitions=4, seed=seed + i,
-                            priority=rnd.choice(list(Priority)))  # fmt: skip
+            ProofRequest.of(
+                rnd.choice((SMALL, LARGER)),
+                partitions=4,
+                seed=seed + i,
+                priority=rnd.choice(list(Priority)),
+            )  # fmt: skip
         )
         for i in range(24)
     ]
