@@ -603,7 +603,10 @@ class GpuMsm:
                 points = res.points[lo:hi]
             view = _Resident(res.group, hi - lo, points)
             if tail is None or tail_at is None:
-                d_scalars, gather = d_all[lo:hi], None
+                # a copy made on this stream, as the gathered tails are: the unit test that
+                # read a slice of caller-made device scalars directly died with an illegal
+                # instruction on the H200 (session 14, cause not found yet)
+                d_scalars, gather = d_all[lo:hi].copy(), None
             else:
                 t = _device_index(cp, tail[tail_at[k] : tail_at[k + 1]])
                 d_scalars, gather = d_all[t], (t - lo).astype(cp.uint32)
