@@ -36,10 +36,11 @@ SYNTH_BYTES_PER_VARIABLE = 200  # measured peak ~199
 GPU_SYNTH_BYTES_PER_VARIABLE = 96
 KERNEL_BYTES_PER_DOMAIN = 320  # measured peak ~288, rounded up
 #: The kernel region's device memory per domain element on a GPU (one partition under the
-#: compute lock): a, b and c (96 B, the H quotient made in place in their buffers), the split
-#: MSMs' plans and gathered tails (≈ 32 B) and one MSM's sorted entries (52 B per scalar at 13
-#: windows; bounded by passes under a device memory cap), rounded up.
-GPU_KERNEL_BYTES_PER_DOMAIN = 192
+#: compute lock). Kept at the CPU's figure: with the H quotient's three work buffers and its
+#: output (128 B), a, b, c (96 B), the split MSMs' plans and tails (≈ 32 B) and one MSM's sorted
+#: entries (52 B at 13 windows) it is what the uncapped GPU path holds. With the H quotient made
+#: in a, b and c's buffers (a cap's path, not yet measured on a GPU) ≈ 192 B would do.
+GPU_KERNEL_BYTES_PER_DOMAIN = 320
 
 
 def kernel_bytes(domain_size: int, backend: str = "cpu") -> int:
