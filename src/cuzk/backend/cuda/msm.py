@@ -584,16 +584,25 @@ class GpuMsm:
         tail_at = _cuts(cp, tail, edges, self._stream)
         buffers: list[Any] = []
         freed: list[Any] = [None, None]
+        if res.streamed:
+            # Both buffers before any pass's scratch, and the copy stream waits until the MSM
+            # stream is past its earlier work: CuPy's pool hands this stream memory it freed
+            # while kernels queued on it may still read it, which only this stream's own
+            # order makes safe — a buffer allocated after pass 0's scratch was freed, written
+            # at once by the copy stream, corrupted pass 0 (the GPU test saw points off the
+            # curve and illegal instructions).
+            width = res.points.shape[1]
+            buffers = [cp.empty((min(step, n), width), dtype=cp.uint32) for _ in range(2)]
+            ready = cp.cuda.Event(disable_timing=True)
+            ready.record(self._stream)
+            freed = [ready, ready]
         parts: list[Any] = []
         exponents: list[int] = []
         for k in range(len(edges) - 1):
             lo, hi = int(edges[k]), int(edges[k + 1])
             if res.streamed:
-                if len(buffers) < 2:
-                    buffers.append(cp.empty((min(step, n), res.points.shape[1]), dtype=cp.uint32))
                 buf = buffers[k % 2][: hi - lo]
-                if freed[k % 2] is not None:
-                    self._copy_stream.wait_event(freed[k % 2])
+                self._copy_stream.wait_event(freed[k % 2])
                 buf.set(res.points[lo:hi], stream=self._copy_stream)
                 uploaded = cp.cuda.Event(disable_timing=True)
                 uploaded.record(self._copy_stream)
@@ -603,10 +612,7 @@ class GpuMsm:
                 points = res.points[lo:hi]
             view = _Resident(res.group, hi - lo, points)
             if tail is None or tail_at is None:
-                # a copy made on this stream, as the gathered tails are: the unit test that
-                # read a slice of caller-made device scalars directly died with an illegal
-                # instruction on the H200 (session 14, cause not found yet)
-                d_scalars, gather = d_all[lo:hi].copy(), None
+                d_scalars, gather = d_all[lo:hi], None
             else:
                 t = _device_index(cp, tail[tail_at[k] : tail_at[k + 1]])
                 d_scalars, gather = d_all[t], (t - lo).astype(cp.uint32)
