@@ -171,6 +171,16 @@ def _device_u32(cp: Any, indices: Any) -> Any:
     return indices.astype(cp.uint32)
 
 
+def _check_flags(bases: PointSet, first_bad: int) -> None:
+    """BadInput naming the first point ``msm_from_zcash`` found with invalid flags, if any."""
+    if first_bad != NO_BAD_POINT:
+        flags = int(_rows(bases, first_bad, first_bad + 1)[0]) & FLAG_MASK
+        raise BadInput(
+            f"{bases.group} point {first_bad}: flags 0x{flags:02x} are invalid for an "
+            "uncompressed encoding"
+        )
+
+
 def _device_index(cp: Any, idx: Any) -> Any:
     """Sorted indices (host or device) as an int64 device array."""
     if isinstance(idx, np.ndarray):
@@ -308,12 +318,7 @@ class GpuMsm:
                 self._launch(bases.group, "msm_from_zcash", elements, raw, points[start:stop],
                              np.uint64(elements), np.uint64(start), bad)  # fmt: skip
             first_bad = int(bad.get(stream=self._stream)[0])  # waits for the whole vector
-        if first_bad != NO_BAD_POINT:
-            flags = int(_rows(bases, first_bad, first_bad + 1)[0]) & FLAG_MASK
-            raise BadInput(
-                f"{bases.group} point {first_bad}: flags 0x{flags:02x} are invalid for an "
-                "uncompressed encoding"
-            )
+        _check_flags(bases, first_bad)
         self._adopt(bases, points)
 
     def _load_host(self, bases: PointSet, stream_bytes: int) -> None:
@@ -339,12 +344,7 @@ class GpuMsm:
                              np.uint64(elements), np.uint64(start), bad)  # fmt: skip
                 conv[:cnt].get(stream=self._stream, out=host[start:stop])
             first_bad = int(bad.get(stream=self._stream)[0])  # waits for the whole vector
-        if first_bad != NO_BAD_POINT:
-            flags = int(_rows(bases, first_bad, first_bad + 1)[0]) & FLAG_MASK
-            raise BadInput(
-                f"{bases.group} point {first_bad}: flags 0x{flags:02x} are invalid for an "
-                "uncompressed encoding"
-            )
+        _check_flags(bases, first_bad)
         with self._lock:
             self._bases[bases.key] = _Resident(bases.group, n, host, stream_bytes=stream_bytes)
 
