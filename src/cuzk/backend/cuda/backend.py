@@ -155,12 +155,8 @@ class CudaBackend:
                 f"assignment has {z.shape[0]} values, circuit {shape.circuit_id!r} "
                 f"has {shape.num_variables} variables"
             )
-        # Under a memory cap each result heads a buffer of the whole domain, zero-padded: h is
-        # then made in place in those buffers (GpuNtt.h_quotient), not in three more of the
-        # domain's size. Uncapped, the tried path stays until the in-place one has run on a GPU
-        # (written in session 14 without one: tests/backend/test_cuda_ntt.py covers it).
-        if self.memory_limit is None:
-            return self.abc.evaluate(shape, z)
+        # Each result heads a buffer of the whole domain, zero-padded: h is then made in place
+        # in those buffers (GpuNtt.h_quotient), not in three more of the domain's size.
         return self.abc.evaluate(shape, z, Domain.for_size(shape.num_constraints).m)
 
     def unsatisfied_rows(self, a: Vec, b: Vec, c: Vec, limit: int = 16) -> np.ndarray:
