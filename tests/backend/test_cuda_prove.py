@@ -56,3 +56,49 @@ def test_cuda_agrees_with_cpu_on_prover_inputs(keys, cuda_backend, cpu_backend, 
     b_scalars = np.concatenate([assignment.inputs[shape.b_input_density], aux[shape.b_aux_density]])
     got = cuda_backend.split_msm(params.b_g2, cuda_backend.upload(b_scalars)).result()
     assert got == cpu_backend.split_msm(params.b_g2, b_scalars).result(), f"seed {seed}"
+
+
+@pytest.fixture(scope="module")
+def capped_backend(cuda_backend):
+    """A CUDA backend under a memory cap (the device's whole memory: the capped kernels' path
+    — c made where it is read, h in two buffers, MSMs in passes — without a tight limit)."""
+    from cuzk.backend.cuda.backend import CudaBackend
+
+    with CudaBackend(0, memory_limit=cuda_backend.memory().total) as b:
+        yield b
+
+
+def test_capped_path_agrees_with_cpu_and_proves(keys, capped_backend, cpu_backend, seed):
+    """Under a cap a and b head zero-padded domain buffers and c is a RowProduct: the check
+    finds a wrong row in a later slice than the first, h matches the CPU's and is made in b's
+    buffer, and a whole proof verifies."""
+    from cuzk.backend.cuda import backend as cuda_module
+    from cuzk.backend.cuda.abc import RowProduct
+
+    shape, params = keys
+    z = synthesize(SyntheticCircuit(N, seed=seed)).z
+    domain = Domain.for_size(shape.num_constraints)
+    a, b, c = capped_backend.evaluate_abc(shape, capped_backend.upload(z))
+    assert isinstance(c, RowProduct)
+    want = cpu_backend.evaluate_abc(shape, z)
+    assert np.array_equal(capped_backend.download(a), want[0]), f"seed {seed}"
+    assert np.array_equal(capped_backend.download(b), want[1]), f"seed {seed}"
+    slice_rows, cuda_module.CHECK_ROWS = cuda_module.CHECK_ROWS, 1000  # several slices
+    try:
+        assert len(capped_backend.unsatisfied_rows(a, b, c)) == 0
+        # a row past the first slice whose b is not zero (else a wrong a would still fit)
+        rows_b = np.flatnonzero(want[1][1000:].any(axis=1)) + 1000
+        bad_row = int(np.random.default_rng(seed).choice(rows_b))
+        wrong = capped_backend.download(a)
+        wrong[bad_row, 0] ^= np.uint64(1)
+        padded = capped_backend.gpu.zeros(domain.m)
+        padded[: shape.num_constraints] = capped_backend.upload(wrong)
+        rows = capped_backend.unsatisfied_rows(padded[: shape.num_constraints], b, c)
+        assert list(rows) == [bad_row], f"seed {seed}"
+    finally:
+        cuda_module.CHECK_ROWS = slice_rows
+    h = capped_backend.h_quotient(a, b, c, domain)
+    assert h.data.ptr == b.data.ptr  # in b's buffer
+    assert np.array_equal(capped_backend.download(h), cpu_backend.h_quotient(*want, domain))
+    proof, inputs = prove(SyntheticCircuit(N, seed=seed), shape, params, capped_backend)
+    assert verify(params.vk, inputs, proof), f"seed {seed}"

@@ -295,14 +295,24 @@ def test_cpu_devices_have_no_key_budget(make_engine):
 def test_cpu_virtual_devices_can_report_a_memory_size(make_engine, param_dir, seed):
     """``cpu_device_memory`` (cuzk bench --cpu-device-memory): each virtual device gets the
     key budget a GPU of that size would: half for staging, and no margin (a virtual device
-    has no CUDA context). ``device_memory_limit`` caps it the same way."""
+    has no CUDA context). ``device_memory_limit`` caps it; under a cap the staging area
+    starts empty and grows to one partition of each key placed on the device."""
+    from cuzk.engine.workers import staged_bytes_for
+
     total = 2 * _need(param_dir, LARGER)
+    engine = make_engine(devices=2, staging=True, cpu_device_memory=4 * total)
+    assert_verifies(engine.prove(ProofRequest.of(SMALL, seed=seed), timeout=60), 1)
+    st = engine.status()
+    assert [kb.total for kb in st.device_budgets] == [2 * total] * 2
+    engine.shutdown()
     engine = make_engine(devices=2, staging=True, cpu_device_memory=4 * total,
                          device_memory_limit=total)  # fmt: skip
     assert_verifies(engine.prove(ProofRequest.of(SMALL, seed=seed), timeout=60), 1)
     st = engine.status()
-    assert [kb.total for kb in st.device_budgets] == [_need(param_dir, LARGER)] * 2
+    partition = staged_bytes_for(_info(param_dir, SMALL), capped=True)
     assert _on(engine, SMALL) == (0, 1)
+    assert [kb.total for kb in st.device_budgets] == [total - partition] * 2
+    assert [d.staging_total for d in st.devices] == [partition] * 2
     with pytest.raises(BadInput, match="cpu backend only"):
         EngineConfig(param_dir, backend="cuda", cpu_device_memory=total)
     with pytest.raises(BadInput, match="positive"):

@@ -150,8 +150,8 @@ def test_unsatisfied_circuit_names_constraint_and_gives_no_proof(tmp_path, pool,
     params = generate_parameters(shape, tmp_path, "cube", seed=3, pool=pool)
     proof, inputs = prove(CubeCircuit(3), shape, params, cpu_backend)
     assert verify(params.vk, inputs, proof)
-    # The witness MSMs start before the check; the refusal comes only once they have ended,
-    # so no work of the refused partition outlives it.
+    # The L and B MSMs start before the check (A's only once h is made); the refusal comes
+    # only once they have ended, so no work of the refused partition outlives it.
     submitted = []
     split_msm = cpu_backend.split_msm
 
@@ -166,7 +166,7 @@ def test_unsatisfied_circuit_names_constraint_and_gives_no_proof(tmp_path, pool,
     finally:
         del cpu_backend.split_msm
     assert info.value.index == 1
-    assert len(submitted) == 4 and all(f.done() for f in submitted)
+    assert len(submitted) == 3 and all(f.done() for f in submitted)
 
 
 def test_parameters_of_another_circuit_are_refused(synthetic_keys, tmp_path, pool):

@@ -163,9 +163,14 @@ class Engine:
 CPU_STAGING_BUDGET = 8 << 30  # virtual devices: accounting only, no device memory exists
 
 
-def _default_staging_budget(memory: MemoryInfo | None) -> int:
+def _default_staging_budget(memory: MemoryInfo | None, capped: bool) -> int:
     """Half the device's memory (the other half is for resident parameters), asked once at
-    start-up; a fixed figure for CPU virtual devices, which have none."""
+    start-up; a fixed figure for CPU virtual devices, which have none. Under a memory cap the
+    area starts empty and grows to one partition of each key placed on the device
+    (:meth:`cuzk.engine.srs.SrsManager.place`): the rest is the keys', which stream what does
+    not fit, so a key never finds half a small device taken from it."""
+    if capped:
+        return 1
     return CPU_STAGING_BUDGET if memory is None else default_staging_bytes(memory.usable)
 
 
@@ -189,7 +194,9 @@ def _make_devices(config: EngineConfig) -> list[Device]:
             memory = backend.memory()  # a device-wide query: asked here, once
             memory_total = None if memory is None else memory.usable  # the cap, if lower
             if config.staging:
-                total = config.staging_budget or _default_staging_budget(memory)
+                total = config.staging_budget or _default_staging_budget(
+                    memory, config.device_memory_limit is not None
+                )
                 staging = StagingArea(i, total, memory_total)
             margin = 0 if memory is None else memory.margin
             devices.append(

@@ -36,18 +36,43 @@ SYNTH_BYTES_PER_VARIABLE = 200  # measured peak ~199
 GPU_SYNTH_BYTES_PER_VARIABLE = 96
 KERNEL_BYTES_PER_DOMAIN = 320  # measured peak ~288, rounded up
 #: The kernel region's device memory per domain element on a GPU (one partition under the
-#: compute lock). Kept at the CPU's figure: with the H quotient's three work buffers and its
-#: output (128 B), a, b, c (96 B), the split MSMs' plans and tails (≈ 32 B) and one MSM's sorted
-#: entries (52 B at 13 windows) it is what the uncapped GPU path holds. With the H quotient made
-#: in a, b and c's buffers (a cap's path, not yet measured on a GPU) ≈ 192 B would do.
+#: compute lock, z staged apart): a, b, c (96 B, h made in place in their buffers), the A and B
+#: scalars gathered from z (≤ 64 B), the split MSMs' int64 plans (≈ 16 B) and one whole MSM's
+#: sorted entries (52 B at 13 windows). Rounded up to what session 14 measured the uncapped
+#: path with (porep-32g: 106.8 GiB at peak with two partitions and the whole key resident).
 GPU_KERNEL_BYTES_PER_DOMAIN = 320
+#: Under a device memory cap the kernels hold less (:func:`capped_kernel_bytes`): the H
+#: quotient in two domain buffers, the A scalars gathered only after h is made, and the MSMs
+#: run in passes of at most 2^24 points.
+CAPPED_KERNEL_BYTES_PER_DOMAIN = 64  # two domain buffers: a then a·b − c then h; b then c
+CAPPED_KERNEL_BYTES_PER_VARIABLE = 48  # B scalars (32) and the L and B plans (8 each)
+#: The rest under a cap, bounded whatever the circuit: one MSM pass's sorted entries, gathered
+#: tail and window sums (2^24 points) beside the a·b = c check's slices (2^24 rows).
+CAPPED_KERNEL_SCRATCH = 2 << 30
 
 
-def kernel_bytes(domain_size: int, backend: str = "cpu") -> int:
+def kernel_bytes(
+    domain_size: int, num_variables: int = 0, backend: str = "cpu", capped: bool = False
+) -> int:
     """One partition's kernel working set: host memory on the CPU backend, device memory on
-    a GPU (where the staging area counts it)."""
-    per = KERNEL_BYTES_PER_DOMAIN if backend == "cpu" else GPU_KERNEL_BYTES_PER_DOMAIN
-    return per * domain_size
+    a GPU (where the staging area counts it); ``capped``: a GPU under a memory cap."""
+    if backend == "cpu":
+        return KERNEL_BYTES_PER_DOMAIN * domain_size
+    if capped:
+        return capped_kernel_bytes(domain_size, num_variables)
+    return GPU_KERNEL_BYTES_PER_DOMAIN * domain_size
+
+
+def capped_kernel_bytes(domain_size: int, num_variables: int) -> int:
+    """A GPU's kernel working set under a cap: the larger of its two phases, bounded by the
+    first. While h is made: two domain buffers, the B scalars and the L and B MSMs' plans.
+    After: h (one domain buffer) and the A scalars and plan (40 B per variable), which is
+    less for every circuit (n ≤ m)."""
+    return (
+        CAPPED_KERNEL_BYTES_PER_DOMAIN * domain_size
+        + CAPPED_KERNEL_BYTES_PER_VARIABLE * num_variables
+        + CAPPED_KERNEL_SCRATCH
+    )
 
 
 #: Host bytes per file byte of points while a key is resident: the CPU backend's MSM workers

@@ -135,7 +135,7 @@ class EngineCore:
             key_budgets,
             config.msm_copies,
             [d.staging for d in devices] if growable else (),
-            staged_bytes_for,
+            self._partition_need,
         )
         self._staging_grows = growable
         # Large payloads are checked off this process's GIL where synthesis is too.
@@ -182,7 +182,7 @@ class EngineCore:
                 f"a partition of {request.circuit_id} (with its parameters resident)",
             )
             seq = next(self._seq)
-            staged = staged_bytes_for(info)
+            staged = self._partition_need(info)
             for d in self._devices:
                 if d.staging is not None and staged and not self._staging_grows:
                     d.staging.check_can_fit(staged, f"a partition of {request.circuit_id}")
@@ -643,6 +643,10 @@ class EngineCore:
         """A device worker gave up on a partition whose job ended while it waited to stage."""
         with self._cv:
             self._release(part, PartitionState.DISCARDED)
+
+    def _partition_need(self, info: CircuitInfo) -> int:
+        """What one partition of ``info`` asks of a device's staging area."""
+        return staged_bytes_for(info, self.config.device_memory_limit is not None)
 
     def resident_device_bytes(self, info: CircuitInfo, device: int) -> int:
         """What resident parameters hold on ``device`` now: every key there when the devices

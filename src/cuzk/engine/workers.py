@@ -247,7 +247,7 @@ class DeviceWorker(Worker):
             if device.staging is not None:
                 stage = "staging"
                 assert part.assignment is not None
-                need = staging_need(part.job.info)
+                need = staging_need(part.job.info, self.core.config.device_memory_limit is not None)
                 if not device.staging.reserve(
                     need[0],
                     lambda: part.job.terminal,
@@ -325,17 +325,19 @@ class DeviceWorker(Worker):
         return sums, pending
 
 
-def staging_need(info: CircuitInfo) -> tuple[int, int]:
+def staging_need(info: CircuitInfo, capped: bool = False) -> tuple[int, int]:
     """What a staged partition holds in its device's staging area until its kernels end:
-    (its staged inputs on the device — z and the A and B scalars; the kernels' working set,
-    which the area counts once per device because only the compute lock's holder uses it).
-    The page-locked host buffers a witness made on the host is gathered into are host memory:
-    the host budget counts them (:meth:`cuzk.engine.core.EngineCore.synthesized`)."""
+    (its staged input on the device — z; the kernels' working set, which the area counts
+    once per device because only the compute lock's holder uses it). ``capped``: the devices
+    run under a memory cap (their kernels then hold less, see
+    :func:`cuzk.engine.budget.capped_kernel_bytes`). The page-locked host buffer a witness made
+    on the host is gathered into is host memory: the host budget counts it
+    (:meth:`cuzk.engine.core.EngineCore.synthesized`)."""
     device, _ = prover.staged_bytes(info.num_variables)
-    return device, kernel_bytes(info.domain_size, info.backend)
+    return device, kernel_bytes(info.domain_size, info.num_variables, info.backend, capped)
 
 
-def staged_bytes_for(info: CircuitInfo) -> int:
+def staged_bytes_for(info: CircuitInfo, capped: bool = False) -> int:
     """What one partition asks of a staging area: what it must fit alone, checked at submit
     and what a staging area grows to when the partition's key is placed on its device."""
-    return sum(staging_need(info))
+    return sum(staging_need(info, capped))

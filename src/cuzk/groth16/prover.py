@@ -17,10 +17,11 @@ back to the host.
 
 Stages:
 1. :func:`synthesize` — run the circuit in witness mode (CPU, Python).
-2. :func:`stage` — gather the MSM scalar vectors and upload the assignment (the engine may do
-   this outside the compute lock), then :func:`start` — the backend's kernels: a/b/c, the H
+2. :func:`stage` — put the assignment where the kernels read it (the engine may do this
+   outside the compute lock), then :func:`start` — the backend's kernels: a/b/c, the H
    pipeline and five MSMs, all submitted without waiting (MSMs are futures, so they overlap
-   with the H pipeline).
+   with the H pipeline). The A and B MSMs' scalars are gathered from z there, where z lives,
+   in the order that keeps the fewest vectors alive at once (see :func:`start`).
 3. :func:`finalize` — join the MSMs and assemble A, B, C with r and s; outside any device lock.
    The engine calls its two halves separately: :func:`wait_kernels` (the end of the device
    work, still inside the compute lock) and :func:`assemble` (CPU only, outside it).
@@ -160,37 +161,27 @@ Allocate = Callable[[int], fr.FrVec]
 
 @dataclass
 class StagedInputs:
-    """A partition's kernel inputs, prepared before the device is free.
+    """A partition's kernel input, prepared before the device is free.
 
-    ``z`` is the whole assignment and ``aux`` its tail; ``a_scalars`` and ``b_scalars`` are the
-    A and B MSMs' scalars. They are gathered on the host into buffers from ``allocate``
-    (page-locked ones upload at full bus speed) and handed to the backend, so the kernels start
-    without a PCIe transfer. Making all this is the *staging* step the engine may run outside
-    the compute lock.
+    ``z`` is the whole assignment and ``aux`` its tail. A witness made on the host is gathered
+    into a buffer from ``allocate`` (page-locked ones upload at full bus speed) and handed to
+    the backend, so the kernels start without a PCIe transfer. Making this is the *staging*
+    step the engine may run outside the compute lock. Only z is staged: the A and B scalars
+    are gathered from it by the kernels (a device gather takes milliseconds), so a staged
+    partition holds one vector of the device's memory, not three.
     """
 
     z: Vec
     aux: Vec
-    a_scalars: Vec
-    b_scalars: Vec
     public_inputs: tuple[int, ...]
     host_buffers: tuple[fr.FrVec, ...]  # what came from ``allocate`` (the engine returns it)
 
-    @property
-    def device_bytes(self) -> int:
-        on_device = [
-            v for v in (self.z, self.a_scalars, self.b_scalars) if not isinstance(v, np.ndarray)
-        ]
-        return sum(int(v.nbytes) for v in on_device)
-
 
 def staged_bytes(num_variables: int, deferred: bool = False) -> tuple[int, int]:
-    """(device bytes, host buffer bytes) :func:`stage` needs at most for ``num_variables``:
-    z and the A and B scalar vectors (each at most one row per variable), in pinned host
-    buffers and, on a backend that uploads, on the device. A deferred witness is made where
-    the kernels read it and its scalars gathered there (:func:`_stage_deferred`): no host
-    buffers."""
-    return 3 * 32 * num_variables, 0 if deferred else 3 * 32 * num_variables
+    """(device bytes, host buffer bytes) :func:`stage` needs for ``num_variables``: z, in a
+    pinned host buffer and, on a backend that uploads, on the device. A deferred witness is
+    made where the kernels read it (:func:`_stage_deferred`): no host buffer."""
+    return 32 * num_variables, 0 if deferred else 32 * num_variables
 
 
 def stage(
@@ -200,7 +191,7 @@ def stage(
     allocate: Allocate | None = None,
     timings: Timings | None = None,
 ) -> StagedInputs:
-    """Stage 2a: gather the MSM scalars and put the assignment where the kernels read it."""
+    """Stage 2a: put the assignment where the kernels read it."""
     t0 = time.perf_counter()
     allocate = allocate or backend.host_vector
     inputs, aux = assignment.inputs, assignment.aux
@@ -225,25 +216,10 @@ def stage(
         buffers.append(out)
         return out
 
-    z = gather([(inputs, None), (aux, None)])
-    a_scalars = gather([(inputs, None), (aux, shape.a_aux_rows)])
-    b_scalars = gather([(inputs, shape.b_input_rows), (aux, shape.b_aux_rows)])
-    # Every MSM scalar vector goes to the backend here, outside the compute lock: on a GPU
-    # the kernels then plan their split MSMs on the device, and no upload or host scan of
-    # 4·n scalars is left between one partition's kernels and the next's.
-    z, a_scalars, b_scalars = (
-        backend.upload(z),
-        backend.upload(a_scalars),
-        backend.upload(b_scalars),
-    )
-    staged = StagedInputs(
-        z,
-        z[len(inputs) :],
-        a_scalars,
-        b_scalars,
-        assignment.public_inputs,
-        tuple(buffers),
-    )
+    # z goes to the backend here, outside the compute lock: no upload is left between one
+    # partition's kernels and the next's.
+    z = backend.upload(gather([(inputs, None), (aux, None)]))
+    staged = StagedInputs(z, z[len(inputs) :], assignment.public_inputs, tuple(buffers))
     if timings is not None:
         timings.record("stage", time.perf_counter() - t0)
     return staged
@@ -256,18 +232,10 @@ def _stage_deferred(
     t0: float,
     timings: Timings | None,
 ) -> StagedInputs:
-    """Staging for a deferred aux: the backend makes z (on a GPU, there) and the MSM scalars
-    are gathered from it where it lives, by the shape's row lists."""
+    """Staging for a deferred aux: the backend makes z (on a GPU, there)."""
     assert isinstance(assignment.aux, DeferredAux)
     z = backend.upload_witness(assignment.inputs, assignment.aux)
-    staged = StagedInputs(
-        z,
-        z[len(assignment.inputs) :],
-        backend.take(z, shape.a_z_rows),
-        backend.take(z, shape.b_z_rows),
-        assignment.public_inputs,
-        (),
-    )
+    staged = StagedInputs(z, z[len(assignment.inputs) :], assignment.public_inputs, ())
     if timings is not None:
         timings.record("stage", time.perf_counter() - t0)
     return staged
@@ -297,18 +265,18 @@ def start(
     )
     domain = Domain.for_size(shape.num_constraints)
 
-    # The witness MSMs go first: they read only the staged scalars, so they run while a, b, c
-    # are evaluated and checked and while the H pipeline runs (on a GPU, the a·b = c check's
-    # wait for its answer no longer leaves the MSM stream idle).
+    # The order keeps few vectors alive at once and the MSM stream busy. L's MSM reads z's tail
+    # and B's MSMs a small gather (a quarter of z for PoRep): they go first and run while a,
+    # b, c are evaluated and checked and the H pipeline runs (on a GPU, the check's wait for
+    # its answer does not leave the MSM stream idle). A's scalars — nearly all of z — are
+    # gathered only once a, b and c have become h, so they never share the device with them.
     t1 = time.perf_counter()
-    futures = {
-        "l": backend.split_msm(params.l, staged.aux),
-        "a": backend.split_msm(params.a, staged.a_scalars),
-        "b_g1": backend.split_msm(params.b_g1, staged.b_scalars),
-        "b_g2": backend.split_msm(params.b_g2, staged.b_scalars),
-    }
-    for name, f in futures.items():
-        timings.watch(f"msm_{name}", f, t1)
+    futures: dict[str, Future] = {}
+    b_scalars = backend.take(staged.z, shape.b_z_rows)
+    _submit(futures, "l", backend.split_msm(params.l, staged.aux), timings, t1)
+    _submit(futures, "b_g1", backend.split_msm(params.b_g1, b_scalars), timings, t1)
+    _submit(futures, "b_g2", backend.split_msm(params.b_g2, b_scalars), timings, t1)
+    del b_scalars  # the MSMs hold it while they need it
 
     t0 = time.perf_counter()
     try:
@@ -324,10 +292,12 @@ def start(
 
     t2 = time.perf_counter()
     h = params.reduction.h(backend, a, b, c, domain)
+    del a, b, c  # consumed: h may live in their memory
     timings.record("h", time.perf_counter() - t2)
     t3 = time.perf_counter()
-    futures["h"] = backend.msm(params.h, h)
-    timings.watch("msm_h", futures["h"], t3)
+    _submit(futures, "a", backend.split_msm(params.a, backend.take(staged.z, shape.a_z_rows)),
+            timings, t3)  # fmt: skip
+    _submit(futures, "h", backend.msm(params.h, h), timings, t3)
 
     return PendingProof(
         params=params,
@@ -337,6 +307,13 @@ def start(
         timings=timings,
         **futures,
     )
+
+
+def _submit(
+    futures: dict[str, Future], name: str, future: Future, timings: Timings, since: float
+) -> None:
+    futures[name] = future
+    timings.watch(f"msm_{name}", future, since)
 
 
 def _unsatisfied(row: int, shape: R1CSShape, circuit: Circuit | None) -> UnsatisfiedConstraint:

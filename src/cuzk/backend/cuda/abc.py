@@ -164,17 +164,49 @@ class GpuAbc:
             )
         return outs[0], outs[1], outs[2]
 
-    def spmv(self, m: DeviceCsr, x: Any) -> Any:
-        """m·x for one device matrix and device vector."""
+    def spmv(
+        self, m: DeviceCsr, x: Any, rows: tuple[int, int] | None = None, out: Any = None
+    ) -> Any:
+        """m·x for one device matrix and device vector: rows [lo, hi) of it with ``rows``
+        (the row pointers hold absolute offsets, so a slice of them is a matrix of those
+        rows), written into ``out`` when given."""
         if tuple(x.shape) != (m.num_cols, 4) and not (x.shape[0] >= m.num_cols and x.ndim == 2):
             raise BadInput(f"x has {x.shape[0]} rows, the matrix {m.num_cols} columns")
-        out = self.gpu.empty(m.num_rows)
-        if m.num_rows:
+        lo, hi = rows if rows is not None else (0, m.num_rows)
+        if not 0 <= lo <= hi <= m.num_rows:
+            raise BadInput(f"rows {lo}..{hi} of a matrix of {m.num_rows}")
+        out = self.gpu.empty(hi - lo) if out is None else out
+        if tuple(out.shape) != (hi - lo, 4):
+            raise BadInput(f"out has {out.shape[0]} rows for {hi - lo}")
+        if hi > lo:
             self.gpu.launch(
                 SRC,
                 f"spmv_{m.kind}",
-                self._grid(m.num_rows),
+                self._grid(hi - lo),
                 THREADS,
-                (out, m.indptr, m.indices, m.coeff_ids, m.table, x, np.int64(m.num_rows)),
-            )
+                (out, m.indptr[lo : hi + 1], m.indices, m.coeff_ids, m.table, x,
+                 np.int64(hi - lo)),
+            )  # fmt: skip
         return out
+
+    def padded(self, m: DeviceCsr, z: Any, capacity: int) -> Any:
+        """m·z as the head of a zero-padded buffer of ``capacity`` rows (where the H
+        quotient is made in place)."""
+        full = self.gpu.empty(max(capacity, m.num_rows))
+        with self.gpu.context():
+            full[m.num_rows :].fill(0)
+        return self.spmv(m, z, out=full[: m.num_rows])
+
+
+@dataclass(frozen=True)
+class RowProduct:
+    """m·z not made yet: the CUDA backend's c under a memory cap. It is evaluated where it is
+    read — by the a·b = c check in slices, and by the H quotient into a buffer that b no longer
+    needs — so a, b and c never hold three vectors of the domain at once."""
+
+    matrix: DeviceCsr
+    z: Any
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return (self.matrix.num_rows, 4)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import threading
 from concurrent.futures import Future
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -24,7 +25,7 @@ from cuzk.backend.base import (
     check_fr_vec,
     check_quotient_inputs,
 )
-from cuzk.backend.cuda.abc import GpuAbc
+from cuzk.backend.cuda.abc import GpuAbc, RowProduct
 from cuzk.backend.cuda.device import Gpu, MemoryWatch
 from cuzk.backend.cuda.msm import GpuMsm
 from cuzk.backend.cuda.ntt import GpuNtt
@@ -40,6 +41,8 @@ from cuzk.r1cs.deferred import DeferredAux
 #: a 2^27-point MSM's one pass (≈ 52 B per point and window) would be 7 GB; 2^24 keeps it near
 #: 0.9 GB for a few percent of time (one more bucket reduction per pass).
 MAX_PASS_POINTS_CAPPED = 1 << 24
+#: Rows of the a·b = c check at a time (its temporaries: 0.5 GiB, not a fourth vector of n).
+CHECK_ROWS = 1 << 24
 
 
 class CudaBackend:
@@ -120,10 +123,22 @@ class CudaBackend:
         return self.fr.intt(v, domain, coset=True)
 
     def h_quotient(self, a: Vec, b: Vec, c: Vec, domain: Domain) -> Vec:
-        """h (length m − 1); a, b, c device FrVecs of one length n ≤ m."""
-        a, b, c = self._handle(a, "a"), self._handle(b, "b"), self._handle(c, "c")
+        """h (length m − 1); a, b, c device FrVecs of one length n ≤ m (c may be the
+        :class:`RowProduct` evaluate_abc returns under a cap)."""
+        a, b = self._handle(a, "a"), self._handle(b, "b")
+        if isinstance(c, RowProduct):
+            check_quotient_inputs(domain, a=a, b=b)
+            if c.shape[0] != a.shape[0]:
+                raise BadInput(f"c has {c.shape[0]} rows, a {a.shape[0]}")
+            fill = partial(self._fill_c, c)
+            with self.gpu.guard("H quotient"):
+                return self.fr.h_quotient_two(a, b, fill, domain)
+        c = self._handle(c, "c")
         check_quotient_inputs(domain, a=a, b=b, c=c)
         return self.fr.h_quotient(a, b, c, domain)
+
+    def _fill_c(self, c: RowProduct, out: Any) -> None:
+        self.abc.spmv(c.matrix, c.z, out=out)
 
     def odd_coset_h(self, a: Vec, b: Vec, domain: Domain) -> Vec:
         """snarkjs's H from device a, b (see :mod:`cuzk.poly.snarkjs_h`): per input an iNTT in
@@ -156,15 +171,33 @@ class CudaBackend:
                 f"has {shape.num_variables} variables"
             )
         # Each result heads a buffer of the whole domain, zero-padded: h is then made in place
-        # in those buffers (GpuNtt.h_quotient), not in three more of the domain's size.
-        return self.abc.evaluate(shape, z, Domain.for_size(shape.num_constraints).m)
+        # in those buffers (GpuNtt.h_quotient), not in three more of the domain's size. Under a
+        # cap c is made only where it is read: two such buffers, not three.
+        m = Domain.for_size(shape.num_constraints).m
+        if self.memory_limit is None:
+            return self.abc.evaluate(shape, z, m)
+        ma, mb, mc = self.abc.matrices(shape)
+        return self.abc.padded(ma, z, m), self.abc.padded(mb, z, m), RowProduct(mc, z)
 
     def unsatisfied_rows(self, a: Vec, b: Vec, c: Vec, limit: int = 16) -> np.ndarray:
         """Rows where a·b ≠ c without downloading a, b and c (waits for the check only)."""
         cp = self.gpu.cp
+        n = int(a.shape[0])
         with self.gpu.context(), self.gpu.guard("a·b = c check"):
-            bad = cp.any(self.fr.mul_sub(a, b, c) != 0, axis=1)
-            return cp.asnumpy(cp.flatnonzero(bad)[:limit], stream=self.gpu.stream)
+            # In slices: a whole a·b − c would be one more vector of n rows (4 GiB at PoRep
+            # 32 GiB) beside a, b and c, at the kernels' peak.
+            found = []
+            for lo in range(0, n, CHECK_ROWS):
+                hi = min(n, lo + CHECK_ROWS)
+                cs = (
+                    self.abc.spmv(c.matrix, c.z, (lo, hi))
+                    if isinstance(c, RowProduct)
+                    else c[lo:hi]
+                )
+                bad = cp.any(self.fr.mul_sub(a[lo:hi], b[lo:hi], cs) != 0, axis=1)
+                found.append(cp.flatnonzero(bad)[:limit] + lo)
+            rows = cp.concatenate(found)[:limit] if found else cp.zeros(0, dtype=cp.int64)
+            return cp.asnumpy(rows, stream=self.gpu.stream)
 
     # -- MSM -------------------------------------------------------------------------------------
     def preload(self, bases: PointSet, stream_bytes: int = 0) -> None:
