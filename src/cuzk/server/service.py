@@ -46,6 +46,7 @@ import grpc
 
 from cuzk.engine import Engine, Priority, ProofRequest
 from cuzk.engine.request import (
+    CANCELLED_BY_CLIENT,
     EngineStatus,
     JobOutcome,
     JobState,
@@ -332,7 +333,7 @@ class ProvingService:
                 )
             except Exception as e:  # noqa: BLE001 - disk full, I/O error: refuse, report
                 self._forget(job_id)
-                self.engine.cancel(job_id)
+                self.engine.cancel(job_id, "not accepted: the journal could not record it")
                 self.results.failed(e, "journalling a request")
                 raise _Abort(
                     grpc.StatusCode.UNAVAILABLE,
@@ -385,13 +386,15 @@ class ProvingService:
                 return
             # Decided under the lock that attaches callers: a retry arriving from now on sees
             # a job being cancelled and runs anew instead of joining it.
-            live.cancel_reason = ("the Prove call ended before the proof (client deadline, "
-                                  "cancellation or disconnect)")  # fmt: skip
+            live.cancel_reason = reason = (
+                "the Prove call ended before the proof (client deadline, cancellation or "
+                "disconnect)"
+            )
         log.warning(
             "%s (request_id %s): the Prove caller gave up (deadline or disconnect); cancelling",
             job_id, _rid(live.request_id),
         )  # fmt: skip
-        self._engine_cancel(job_id)
+        self._engine_cancel(job_id, reason)
 
     def _cancel_live(self, job_id: str, reason: str) -> bool:
         """Cancel a job the engine runs, recording ``reason`` as its error."""
@@ -400,11 +403,12 @@ class ProvingService:
             if live is None or live.cancel_reason is not None:
                 return False
             live.cancel_reason = reason
-        return self._engine_cancel(job_id)
+        return self._engine_cancel(job_id, reason)
 
-    def _engine_cancel(self, job_id: str) -> bool:
+    def _engine_cancel(self, job_id: str, reason: str) -> bool:
+        """Cancel in the engine, with the reason its status shows (GetStatus, /status)."""
         try:
-            return self.engine.cancel(job_id)
+            return self.engine.cancel(job_id, reason)
         except BadInput:
             return False  # the engine already forgot it (it finished)
         except Exception:  # noqa: BLE001 - (a stopping engine) the caller is not to blame
@@ -540,7 +544,7 @@ class ProvingService:
         entry = self._entry(job_id)
         if entry.terminal:
             return False
-        return self._cancel_live(job_id, "cancelled by the client")
+        return self._cancel_live(job_id, CANCELLED_BY_CLIENT)
 
     def status(self) -> pb.GetStatusResponse:
         st = self.engine.status()
