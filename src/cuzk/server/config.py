@@ -448,6 +448,10 @@ class JournalSection(_Section):
     )
 
 
+# How a refusal names the opt-in: the config key and the flag of ``cuzk serve``
+ALLOW_UNAUTHENTICATED = "auth.allow_unauthenticated (cuzk serve --allow-unauthenticated)"
+
+
 @dataclass(frozen=True)
 class AuthSection(_Section):
     """A bearer token and/or TLS, required when a listener is reachable from other hosts."""
@@ -526,13 +530,13 @@ class DaemonConfig:
             raise BadInput(
                 f"server.listen: {shown(self.server.listen)} is reachable from other hosts; "
                 "set auth.token or auth.tls_cert/auth.tls_key, or listen on a unix socket "
-                "or loopback, or (on a trusted network only) auth.allow_unauthenticated"
+                f"or loopback, or (on a trusted network only) {ALLOW_UNAUTHENTICATED}"
             )
         if self.http_mode == "unauthenticated" and not self.auth.allow_unauthenticated:
             raise BadInput(
                 f"http.listen: {shown(self.http.listen)} is reachable from other hosts; "
                 "set auth.token or listen on loopback, or (on a trusted network only) "
-                "auth.allow_unauthenticated"
+                f"{ALLOW_UNAUTHENTICATED}"
             )
 
     @property

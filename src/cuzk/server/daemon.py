@@ -33,8 +33,8 @@ import grpc
 
 from cuzk.engine import Engine, EngineConfig
 from cuzk.errors import BadInput
-from cuzk.server.auth import TokenInterceptor, server_credentials
-from cuzk.server.config import DaemonConfig, ListenAddress
+from cuzk.server.auth import TOKEN_ENV, TokenInterceptor, from_environment_hint, server_credentials
+from cuzk.server.config import ALLOW_UNAUTHENTICATED, DaemonConfig, ListenAddress
 from cuzk.server.journal import Journal
 from cuzk.server.loop import LoopThread
 from cuzk.server.runtime import private_dir, shared_dir
@@ -108,6 +108,13 @@ class Daemon:
             raise
         log.info("cuzk daemon listening on %s", self.address)
         _warn_unauthenticated(cfg, self.address, self.http_port)
+        if _token_from_environment(cfg):
+            log.warning(
+                "auth.token is taken from $%s in the daemon's environment: every gRPC call "
+                "must send it, and Curio sends none (its calls fail with UNAUTHENTICATED). "
+                "Unset %s where the daemon starts unless every client is to send it.",
+                TOKEN_ENV, TOKEN_ENV,
+            )  # fmt: skip
 
     def _listen(self, addr: ListenAddress) -> None:
         cfg = self.config
@@ -126,7 +133,8 @@ class Daemon:
             ("grpc.max_allowed_incoming_connections", MAX_CONNECTIONS),
             ("grpc.server_handshake_timeout_ms", HANDSHAKE_TIMEOUT_MS),
         ]
-        interceptors = [TokenInterceptor(cfg.auth.token)] if cfg.auth.token else []
+        hint = from_environment_hint() if _token_from_environment(cfg) else None
+        interceptors = [TokenInterceptor(cfg.auth.token, hint)] if cfg.auth.token else []
         assert self.service is not None
         handler = self.service.handler()
         cert, key = cfg.auth.tls_cert, cfg.auth.tls_key
@@ -300,8 +308,14 @@ def _check_exposure(cfg: DaemonConfig) -> None:
         raise BadInput(
             f"server.listen: {cfg.server.listen} is reachable from other hosts; "
             "refusing to serve it without auth.token or TLS (auth.tls_cert/tls_key) unless "
-            "auth.allow_unauthenticated is set (a trusted network only)"
+            f"{ALLOW_UNAUTHENTICATED} is set (a trusted network only)"
         )
+
+
+def _token_from_environment(cfg: DaemonConfig) -> bool:
+    """The daemon's token is the one in $CUZK_TOKEN (``cuzk serve`` takes it from there when
+    neither the file nor the flags set one; a leftover variable locks Curio out)."""
+    return cfg.auth.token is not None and os.environ.get(TOKEN_ENV) == cfg.auth.token
 
 
 def _warn_unauthenticated(cfg: DaemonConfig, grpc_address: str, http_port: int | None) -> None:
