@@ -328,6 +328,9 @@ class ServerSection(_Section):
         1 << 30, _size(minimum=1024), "requests of 1 MiB or more held at once (bytes)"
     )
     grace_seconds: float = _setting(30.0, _number(0.0), "shutdown: time given to running jobs")
+    max_waiting_calls: int = _setting(
+        10_000, _integer(1, 1_000_000), "AwaitProof/Prove calls waiting at once; more: refused"
+    )
 
     def __post_init__(self) -> None:
         super().__post_init__()

@@ -45,9 +45,15 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-# Calls in progress at once (waiting ones included; each costs a coroutine and a few KB); gRPC
-# answers RESOURCE_EXHAUSTED beyond it.
-MAX_CONCURRENT_RPCS = 10_000
+# Calls in progress at once besides the waiting ones (server.max_waiting_calls, which the
+# service refuses beyond with its own message): status, cancel and submit calls keep this much
+# room however many clients wait. Beyond both, gRPC answers RESOURCE_EXHAUSTED.
+CONTROL_RPCS = 1_000
+# Calls gRPC's core holds before the Python server has taken them. Beyond its soft limit
+# (1,000 by default) gRPC cancels new calls at random, and a burst of a few thousand waiters
+# saw CANCELLED for jobs nobody cancelled; with room for every call the server takes, the
+# excess reaches the service, which refuses it with RESOURCE_EXHAUSTED instead.
+MAX_PENDING_CALLS = 1_000_000
 MAX_CONNECTIONS = 4096  # gRPC connections open at once
 HANDSHAKE_TIMEOUT_MS = 20_000
 FD_LIMIT = 65536  # the soft open-files limit is raised towards this (never above the hard one)
@@ -90,6 +96,7 @@ class Daemon:
                 self.journal,
                 max_message_bytes=cfg.server.max_message_bytes,
                 max_inflight_bytes=cfg.server.max_inflight_bytes,
+                max_waiting_calls=cfg.server.max_waiting_calls,
                 metrics=metrics,
                 status_doc=status_doc,
                 redact=_server_paths(self.engine_config.param_dir, cfg.journal.path),
@@ -132,6 +139,8 @@ class Daemon:
             # clients cannot use up the file descriptors that proving needs too.
             ("grpc.max_allowed_incoming_connections", MAX_CONNECTIONS),
             ("grpc.server_handshake_timeout_ms", HANDSHAKE_TIMEOUT_MS),
+            ("grpc.server.max_pending_requests", MAX_PENDING_CALLS),
+            ("grpc.server.max_pending_requests_hard_limit", MAX_PENDING_CALLS),
         ]
         hint = from_environment_hint() if _token_from_environment(cfg) else None
         interceptors = [TokenInterceptor(cfg.auth.token, hint)] if cfg.auth.token else []
@@ -158,7 +167,7 @@ class Daemon:
             server = grpc.aio.server(
                 interceptors=interceptors,
                 options=options,
-                maximum_concurrent_rpcs=MAX_CONCURRENT_RPCS,
+                maximum_concurrent_rpcs=cfg.server.max_waiting_calls + CONTROL_RPCS,
             )
             server.add_generic_rpc_handlers([handler])
             try:

@@ -181,6 +181,7 @@ class ProvingService:
         *,
         max_message_bytes: int,
         max_inflight_bytes: int | None = None,
+        max_waiting_calls: int = 10_000,
         metrics: Any = None,
         status_doc: Callable[[EngineStatus], dict] | None = None,
         redact: Sequence[tuple[str, str]] = (),
@@ -204,6 +205,8 @@ class ProvingService:
         self._last_purge = time.monotonic()
         self._pools: dict[str, ThreadPoolExecutor] = {}
         self.waiting = 0  # AwaitProof/Prove calls waiting for a job's end now
+        self.max_waiting_calls = max_waiting_calls
+        self._waiting_calls = 0  # AwaitProof/Prove calls admitted (being read, or waiting)
         self.results = ResultWriter(journal)
         engine.on_complete(self.job_ended)
 
@@ -726,8 +729,14 @@ class ProvingService:
         limit = self.max_message_bytes
         admission = self.admission
 
+        waits = name in _WAITING_RPCS
+
         async def handle(_requests: Any, context: grpc.aio.ServicerContext) -> Any:
+            admitted = False
             try:
+                if waits:
+                    self._admit_waiter(name)  # (before anything is read or submitted)
+                    admitted = True
                 raw = await admission.read(context, name, gated=name in _LARGE_RPCS)
                 size = len(raw)
                 if size > limit:
@@ -754,6 +763,9 @@ class ProvingService:
             except Exception as e:  # noqa: BLE001 - one bad call never takes the daemon down
                 log.exception("%s failed", name)
                 code, message = grpc.StatusCode.INTERNAL, f"internal error: {e}"
+            finally:
+                if admitted:
+                    self._waiting_calls -= 1
             message = self.redacted(message)
             context.set_code(code)
             context.set_details(
@@ -763,8 +775,22 @@ class ProvingService:
 
         return handle
 
+    def _admit_waiter(self, name: str) -> None:
+        """Count an AwaitProof or Prove call (on the loop thread, no lock), or refuse it when
+        ``max_waiting_calls`` wait already: a refusal the client can act on, where gRPC's own
+        limits would cancel calls whose jobs nobody cancelled."""
+        if self._waiting_calls >= self.max_waiting_calls:
+            raise ResourceExhausted(
+                f"{name}: {self._waiting_calls:,} calls are waiting for proofs already, this "
+                f"daemon's limit (server.max_waiting_calls); nothing was submitted or waited "
+                "for. Retry later, or wait with fewer calls (one AwaitProof per job; AwaitProof "
+                "with timeout_ms returns TIMEOUT to poll again)"
+            )
+        self._waiting_calls += 1
+
 
 _LARGE_RPCS = frozenset({"SubmitProof", "Prove"})  # the requests that carry vanilla proofs
+_WAITING_RPCS = frozenset({"AwaitProof", "Prove"})  # the calls that wait for a job's end
 
 
 def _rid(request_id: str | None) -> str:
