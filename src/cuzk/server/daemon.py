@@ -55,7 +55,13 @@ CONTROL_RPCS = 1_000
 # excess reaches the service, which refuses it with RESOURCE_EXHAUSTED instead.
 MAX_PENDING_CALLS = 1_000_000
 MAX_CONNECTIONS = 4096  # gRPC connections open at once
-HANDSHAKE_TIMEOUT_MS = 20_000
+# A connection must finish its handshake (TLS, the HTTP/2 preface) this soon, and is closed
+# (GOAWAY) once it has had no call in progress this long: connections that send nothing, or
+# that finish the handshake and then idle, give their place back within seconds, so a flood of
+# them cannot keep clients out for longer. A client whose connection was closed while idle
+# reconnects on its next call, as gRPC clients do.
+HANDSHAKE_TIMEOUT_MS = 5_000
+CONNECTION_IDLE_MS = 10_000
 FD_LIMIT = 65536  # the soft open-files limit is raised towards this (never above the hard one)
 _MAX_GRPC_LIMIT = (1 << 31) - 1
 
@@ -135,10 +141,12 @@ class Daemon:
             ("grpc.max_receive_message_length", transport),
             ("grpc.max_send_message_length", transport),
             ("grpc.so_reuseport", 0),
-            # Connections are capped and must finish their handshake promptly, so idle or slow
-            # clients cannot use up the file descriptors that proving needs too.
+            # Connections are capped, must finish their handshake promptly and are closed when
+            # idle, so idle or slow clients can neither use up the file descriptors that
+            # proving needs too nor hold the cap against other clients for long.
             ("grpc.max_allowed_incoming_connections", MAX_CONNECTIONS),
             ("grpc.server_handshake_timeout_ms", HANDSHAKE_TIMEOUT_MS),
+            ("grpc.max_connection_idle_ms", CONNECTION_IDLE_MS),
             ("grpc.server.max_pending_requests", MAX_PENDING_CALLS),
             ("grpc.server.max_pending_requests_hard_limit", MAX_PENDING_CALLS),
         ]
