@@ -37,7 +37,7 @@ from cuzk.server.auth import TOKEN_ENV, TokenInterceptor, from_environment_hint,
 from cuzk.server.config import ALLOW_UNAUTHENTICATED, DaemonConfig, ListenAddress
 from cuzk.server.journal import Journal
 from cuzk.server.loop import LoopThread
-from cuzk.server.runtime import private_dir, shared_dir
+from cuzk.server.runtime import lock_journal, private_dir, shared_dir
 from cuzk.server.service import ProvingService
 
 if TYPE_CHECKING:
@@ -62,6 +62,7 @@ MAX_CONNECTIONS = 4096  # gRPC connections open at once
 # reconnects on its next call, as gRPC clients do.
 HANDSHAKE_TIMEOUT_MS = 5_000
 CONNECTION_IDLE_MS = 10_000
+LOCK_SLACK_S = 15.0  # a restart waits this long beyond server.grace_seconds for the old daemon
 FD_LIMIT = 65536  # the soft open-files limit is raised towards this (never above the hard one)
 _MAX_GRPC_LIMIT = (1 << 31) - 1
 
@@ -79,6 +80,8 @@ class Daemon:
         self._server: grpc.aio.Server | None = None
         self._grpc_loop: LoopThread | None = None
         self._address: str | None = None
+        self._socket_id: tuple[int, int] | None = None  # (device, inode) of our socket file
+        self._lock_fd: int | None = None  # the journal's lock, held until stop() ends
         self._stopped = threading.Event()
         self._stop_lock = threading.Lock()
 
@@ -90,6 +93,8 @@ class Daemon:
         _check_exposure(cfg)
         _raise_fd_limit()
         try:
+            # one daemon per journal: a restart waits for the previous one to finish stopping
+            self._lock_fd = lock_journal(cfg.journal.path, cfg.server.grace_seconds + LOCK_SLACK_S)
             self.journal = Journal(cfg.journal.path, cfg.journal.retention_hours * 3600)
             purged = self.journal.purge()
             if purged:
@@ -192,6 +197,8 @@ class Daemon:
 
         self._grpc_loop = LoopThread("cuzk-grpc")
         self._server, port = self._grpc_loop.start(setup)
+        if addr.unix_path is not None:
+            self._socket_id = _file_id(Path(addr.unix_path))
         self._address = (
             f"unix://{addr.unix_path}"
             if addr.unix_path is not None
@@ -274,8 +281,11 @@ class Daemon:
             if self.journal is not None:
                 self.journal.close()
             addr = self.config.server.address
-            if addr.unix_path is not None and self._server is not None:
-                Path(addr.unix_path).unlink(missing_ok=True)
+            if addr.unix_path is not None and self._socket_id is not None:
+                _remove_own_socket(Path(addr.unix_path), self._socket_id)
+            if self._lock_fd is not None:
+                os.close(self._lock_fd)  # the next daemon may start
+                self._lock_fd = None
             self._stopped.set()
             log.info("cuzk daemon stopped")
 
@@ -392,6 +402,23 @@ def _clear_stale_socket(path: Path) -> None:
     finally:
         probe.close()
     raise BadInput(f"server.listen: another process is already listening on {path}")
+
+
+def _file_id(path: Path) -> tuple[int, int] | None:
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
+
+
+def _remove_own_socket(path: Path, own: tuple[int, int]) -> None:
+    """Remove the socket file this daemon bound, and only that one: a daemon started while
+    this one was stopping (a restart) has bound a new file at the same path once this one's
+    listener closed, and removing it would leave that daemon listening where no client finds
+    it."""
+    if _file_id(path) == own:
+        path.unlink(missing_ok=True)
 
 
 def _metrics_and_status(engine: Engine) -> tuple[Any, Any]:  # (Metrics | None, fn | None)
