@@ -136,17 +136,32 @@ def test_manifest_digests_are_compared_in_lower_case():
 def test_find_key_order_and_vk_suffix(dirs, rng):
     own, env, default = dirs
     stem = key_file_stem("wpost-2k")
-    assert locate.search_dirs(own, stem) == [own, env, default]
-    assert locate.search_dirs(None, stem) == [env, default]
+    assert locate.search_dirs(own, stem) == [own, env]
+    assert locate.search_dirs(None, stem) == [env]
     assert locate.search_dirs(own, "synthetic-300") == [own]
     assert locate.find_key(None, stem) is None
-    _put(default, f"{stem}.vk", rng)
-    assert locate.find_key(None, stem, ".vk") == default / f"{stem}.vk"
     _put(env, f"{stem}.vk", rng)
     assert locate.find_key(own, stem, ".vk") == env / f"{stem}.vk"
     (own / f"{stem}.params").mkdir()  # not a file: skipped
     assert locate.find_key(own, stem) is None
     assert locate.locate_params(own, stem) == own / f"{stem}.params"
+
+
+def test_parameter_cache_variable_replaces_the_default(dirs, rng, monkeypatch):
+    """Filecoin's rule: with $FIL_PROOFS_PARAMETER_CACHE set, only that directory is read (a
+    stale file in /var/tmp/filecoin-proof-parameters is never picked up); unset, the default."""
+    own, env, default = dirs
+    stem = key_file_stem("wpost-2k")
+    _put(default, f"{stem}.params", rng)
+    assert locate.find_key(own, stem) is None
+    assert locate.locate_params(own, stem) == own / f"{stem}.params"
+    (mine,) = check_circuits(["wpost-2k"], own, read_manifest())
+    assert mine.state == "missing" and mine.searched == (own, env)
+    monkeypatch.delenv(locate.FIL_CACHE_ENV)
+    assert locate.search_dirs(own, stem) == [own, default]
+    assert locate.find_key(own, stem) == default / f"{stem}.params"
+    monkeypatch.setenv(locate.FIL_CACHE_ENV, "")  # set but empty: as unset
+    assert locate.find_key(None, stem) == default / f"{stem}.params"
 
 
 def test_check_reports_ready_missing_corrupt_unlisted(dirs, rng, tmp_path):
@@ -157,18 +172,18 @@ def test_check_reports_ready_missing_corrupt_unlisted(dirs, rng, tmp_path):
     digests = {
         f"{s[ready]}.params": _put(env, f"{s[ready]}.params", rng),
         f"{s[ready]}.vk": _put(env, f"{s[ready]}.vk", rng),
-        f"{s[corrupt]}.params": _put(default, f"{s[corrupt]}.params", rng),
-        f"{s[corrupt]}.vk": _put(default, f"{s[corrupt]}.vk", rng),
+        f"{s[corrupt]}.params": _put(env, f"{s[corrupt]}.params", rng),
+        f"{s[corrupt]}.vk": _put(env, f"{s[corrupt]}.vk", rng),
         f"{s[missing]}.params": "00" * 16,
         f"{s[missing]}.vk": "00" * 16,
         f"{s[vk_elsewhere]}.params": _put(env, f"{s[vk_elsewhere]}.params", rng),
-        f"{s[vk_elsewhere]}.vk": _put(default, f"{s[vk_elsewhere]}.vk", rng),
+        f"{s[vk_elsewhere]}.vk": _put(own, f"{s[vk_elsewhere]}.vk", rng),
     }
     _put(env, f"{s[unlisted]}.params", rng)
     _put(env, f"{s[unlisted]}.vk", rng)
-    bad = bytearray((default / f"{s[corrupt]}.vk").read_bytes())
+    bad = bytearray((env / f"{s[corrupt]}.vk").read_bytes())
     bad[int(rng.integers(len(bad)))] ^= 1 << int(rng.integers(8))
-    (default / f"{s[corrupt]}.vk").write_bytes(bytes(bad))
+    (env / f"{s[corrupt]}.vk").write_bytes(bytes(bad))
     manifest = read_manifest(_manifest(tmp_path / "m.json", digests))
 
     got = {c.circuit_id: c for c in check_circuits(list(s), None, manifest)}
@@ -182,14 +197,14 @@ def test_check_reports_ready_missing_corrupt_unlisted(dirs, rng, tmp_path):
     assert "Qm" in got[missing].params.detail and got[missing].params.path is None
     # the daemon reads the .vk beside the .params it uses, not one in another directory
     assert got[vk_elsewhere].params.state == "ok" and got[vk_elsewhere].vk.state == "missing"
-    assert got[ready].searched == (env, default)
+    assert got[ready].searched == (env,)
 
     # cuzk's own directory comes first, as for the daemon: a test key there is not official
     _put(own, f"{s[ready]}.params", rng)
     _put(own, f"{s[ready]}.vk", rng)
     (mine,) = check_circuits([ready], own, manifest)
     assert mine.state == "corrupt" and mine.params.path == own / f"{s[ready]}.params"
-    assert mine.searched == (own, env, default)
+    assert mine.searched == (own, env)
 
 
 def test_each_file_is_hashed_once(dirs, rng):

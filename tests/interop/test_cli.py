@@ -110,3 +110,14 @@ def test_prove_with_a_bases_cache(fixtures, tmp_path):
         assert rc == 0
         assert _verify(fixtures, out / "public.json", out / "proof.json") == 0
         assert len(list(cache.glob("*.bases"))) == 1
+
+
+@pytest.mark.parametrize("digits", [4301, 100_000])
+def test_verify_overlong_public_input_is_bad_input(fixtures, tmp_path, capsys, digits):
+    """A signal longer than Python's int-string limit is unusable input (2), not a fault (3),
+    and the message does not echo it back."""
+    public = tmp_path / "public.json"
+    public.write_text(json.dumps(["9" * digits, "1", "2"]))
+    assert _verify(fixtures, public, fixtures / "snarkjs_proof.json") == 2
+    err = capsys.readouterr().err
+    assert "signal 0" in err and "digits" in err and len(err) < 400

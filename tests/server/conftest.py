@@ -69,12 +69,10 @@ def make_daemon(tmp_path, server_keys) -> Iterator:
         d.stop(graceful=False)
 
 
-def spawn_daemon(tmp: Path, keys: Path, *extra: str) -> subprocess.Popen:
-    """``cuzk serve`` as a child process on ``tmp/cuzk.sock``; returns once it answers."""
-    from cuzk.server.client import Client
-
+def serve_command(tmp: Path, keys: Path, *extra: str) -> list[str]:
+    """The ``cuzk serve`` command line of :func:`spawn_daemon`."""
     sock = tmp / "cuzk.sock"
-    cmd = [
+    return [
         sys.executable,
         "-m",
         "cuzk.cli.main",
@@ -95,9 +93,23 @@ def spawn_daemon(tmp: Path, keys: Path, *extra: str) -> subprocess.Popen:
         "engine.memory_budget=1GiB",
         *extra,
     ]
+
+
+def start_daemon(tmp: Path, keys: Path, *extra: str) -> subprocess.Popen:
+    """``cuzk serve`` as a child process, logging to ``tmp/daemon.log``; returns at once."""
     env = dict(os.environ, PYTHONUNBUFFERED="1")
     with open(tmp / "daemon.log", "ab") as log:  # a file, never a pipe nobody drains
-        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env)
+        return subprocess.Popen(
+            serve_command(tmp, keys, *extra), stdout=log, stderr=subprocess.STDOUT, env=env
+        )
+
+
+def spawn_daemon(tmp: Path, keys: Path, *extra: str) -> subprocess.Popen:
+    """``cuzk serve`` as a child process on ``tmp/cuzk.sock``; returns once it answers."""
+    from cuzk.server.client import Client
+
+    sock = tmp / "cuzk.sock"
+    proc = start_daemon(tmp, keys, *extra)
     deadline = time.monotonic() + 60
     with Client(f"unix://{sock}") as c:
         while time.monotonic() < deadline:

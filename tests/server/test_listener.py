@@ -7,9 +7,11 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import urllib.request
 from pathlib import Path
 
+import grpc
 import pytest
 
 from cuzk.cli import serve_cmd
@@ -24,9 +26,10 @@ from .test_daemon import _check_valid
 
 
 def test_a_remote_listener_without_credentials_needs_the_opt_in():
-    for key in ("server.listen", "http.listen"):
-        with pytest.raises(BadInput, match=f"{key}: .*auth.allow_unauthenticated"):
+    for key in ("server.listen", "http.listen"):  # the refusal names the key and the flag
+        with pytest.raises(BadInput, match=f"{key}: .*auth.allow_unauthenticated") as info:
             load_config(None, {key: "0.0.0.0:9820"})
+        assert "--allow-unauthenticated" in str(info.value)
     cfg = load_config(
         None,
         {
@@ -100,6 +103,43 @@ def test_unauthenticated_listener_serves_and_says_so(tmp_path, server_keys, capl
     assert (
         f"gRPC 0.0.0.0:{port}" in loud[0].getMessage() and "HTTP 0.0.0.0:" in loud[0].getMessage()
     )
+
+
+def test_a_token_left_in_the_environment_is_named_at_start_and_to_refused_clients(
+    tmp_path, server_keys, caplog, monkeypatch
+):
+    """A leftover $CUZK_TOKEN turns every Curio call (which sends no token) into
+    UNAUTHENTICATED: the start says so at WARNING and so does each refusal."""
+    caplog.set_level(logging.INFO, logger="cuzk.server")
+    monkeypatch.setenv("CUZK_TOKEN", "leftover")
+    parser = argparse.ArgumentParser()
+    serve_cmd.add_parser(parser.add_subparsers())
+    args = parser.parse_args(["serve", "--listen", "127.0.0.1:0", "--no-http",
+                              "--param-cache", str(server_keys),
+                              "--journal", str(tmp_path / "j.sqlite3")])  # fmt: skip
+    cfg = serve_cmd.config_from(args, os.environ)
+    assert cfg.auth.token == "leftover"
+    with Daemon(cfg) as d, grpc.insecure_channel(d.address) as ch:
+        status = ch.unary_unary("/cuzk.v1.ProvingEngine/GetStatus")
+        for metadata in ((), (("authorization", "Bearer other"),)):
+            with pytest.raises(grpc.RpcError) as info:
+                status(b"", metadata=metadata, timeout=10)
+            assert info.value.code() == grpc.StatusCode.UNAUTHENTICATED
+            assert "$CUZK_TOKEN" in info.value.details() and "Curio" in info.value.details()
+        status(b"", metadata=(("authorization", "Bearer leftover"),), timeout=10)
+    loud = [r for r in caplog.records if "CUZK_TOKEN" in r.getMessage()]
+    assert len(loud) == 1 and loud[0].levelno == logging.WARNING
+
+
+def test_a_token_from_the_config_is_not_blamed_on_the_environment(tmp_path, server_keys, caplog):
+    caplog.set_level(logging.INFO, logger="cuzk.server")
+    cfg = daemon_config(tmp_path, server_keys, **{"server.listen": "127.0.0.1:0",
+                                                  "auth.token": "s3cret"})  # fmt: skip
+    with Daemon(cfg) as d, grpc.insecure_channel(d.address) as ch:
+        with pytest.raises(grpc.RpcError) as info:
+            ch.unary_unary("/cuzk.v1.ProvingEngine/GetStatus")(b"", timeout=10)
+        assert "sent none" in info.value.details() and "CUZK_TOKEN" not in info.value.details()
+    assert not [r for r in caplog.records if "CUZK_TOKEN" in r.getMessage()]
 
 
 def test_a_local_listener_is_shown_as_local(make_daemon):

@@ -55,6 +55,13 @@ def _recover(d: Daemon) -> None:
         object.__setattr__(faults, name, 0.0)
 
 
+def _status_error(c: Client, job_id: str) -> str | None:
+    """The error GetStatus's job list shows for ``job_id``."""
+    jobs = json.loads(c.status().status_json)["jobs"]
+    (job,) = (j for j in jobs if j["job_id"] == job_id)
+    return job["error"]
+
+
 def _running(d: Daemon, job_id: str) -> bool:
     return any(j.job_id == job_id and j.state is JobState.RUNNING for j in d.engine.status().jobs)
 
@@ -129,6 +136,7 @@ def test_a_cancelled_job_runs_again(make_daemon, rng):
         first = c.submit_circuit(CIRCUIT, [seed], request_id="again")
         assert c.cancel(first)
         assert c.await_proof(first, timeout_s=30).error == "cancelled by the client"
+        assert _status_error(c, first) == "cancelled by the client"
         second = c.submit_circuit(CIRCUIT, [seed], request_id="again")
         assert second != first
         _check_valid(c.await_proof(second, timeout_s=60))
@@ -154,6 +162,7 @@ def test_another_payload_supersedes_the_job_in_flight(make_daemon, rng):
         (superseded,) = waiting
         assert superseded.job_id == first and superseded.status == "cancelled"
         assert superseded.error == f"superseded by {second}: request_id reused for another payload"
+        assert _status_error(c, first) == superseded.error
         proved = c.await_proof(second, timeout_s=60)
         _check_valid(proved)
         assert len(proved.public_inputs) == 2
@@ -240,6 +249,7 @@ def test_prove_deadline_cancels_the_job_and_frees_the_device(make_daemon, rng):
         _ended_early(d, job, len(seeds))
         entry = d.service.journal.get(job)
         assert "Prove call ended before the proof" in entry.error
+        assert _status_error(c, job) == entry.error  # GetStatus gives the same reason
         # the device is free: another proof long before the six seconds are up
         _check_valid(c.prove(_prove(CIRCUIT, [seeds[0]], "next"), timeout_s=30))
         assert time.monotonic() - t0 < 4.5

@@ -54,6 +54,7 @@ def _default_addr() -> str:
 def token(args: argparse.Namespace) -> str | None:
     """--token-file, else --token (which ``ps`` shows to every local user: a warning says
     so), else $CUZK_TOKEN."""
+    from cuzk.server.auth import TOKEN_ENV
     from cuzk.server.runtime import read_secret
 
     path = getattr(args, "token_file", None)
@@ -67,7 +68,7 @@ def token(args: argparse.Namespace) -> str | None:
             file=sys.stderr,
         )
         return given
-    return os.environ.get("CUZK_TOKEN") or None
+    return os.environ.get(TOKEN_ENV) or None
 
 
 def add_parser(sub: Any) -> None:

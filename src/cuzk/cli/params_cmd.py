@@ -1,8 +1,9 @@
 """``cuzk params check [DIR]``: are Filecoin's official parameters in place and intact?
 
 For each Filecoin circuit (all of them, or those named with ``--circuit``) it finds the
-``.params`` the daemon would load — in DIR first when given, then ``$FIL_PROOFS_PARAMETER_CACHE``,
-then ``/var/tmp/filecoin-proof-parameters`` — and the ``.vk`` beside it, checks both against
+``.params`` the daemon would load — in DIR first when given, then in
+``$FIL_PROOFS_PARAMETER_CACHE`` when it is set, else in ``/var/tmp/filecoin-proof-parameters``
+(as Filecoin's tools, never both) — and the ``.vk`` beside it, checks both against
 ``parameters.json``'s digests (the embedded copy, or ``--manifest FILE``) and prints one line
 per circuit: ready, missing, corrupt or unlisted. Exit 0 when every requested circuit is ready
 (without ``--circuit``: when no file found is corrupt), 1 otherwise, 2 for unusable input.
@@ -38,7 +39,7 @@ def add_parser(sub: Any) -> None:
         type=Path,
         metavar="DIR",
         help="look here first (the daemon's --param-cache), then in $FIL_PROOFS_PARAMETER_CACHE "
-        "and /var/tmp/filecoin-proof-parameters",
+        "when set, else in /var/tmp/filecoin-proof-parameters",
     )
     c.add_argument(
         "--circuit",

@@ -94,7 +94,9 @@ def config_from(args: argparse.Namespace, environ: Mapping[str, str]) -> DaemonC
             "`ps`; use auth.token_file or $CUZK_TOKEN",
             file=sys.stderr,
         )
-    env = environ.get("CUZK_TOKEN")
+    from cuzk.server.auth import TOKEN_ENV
+
+    env = environ.get(TOKEN_ENV)
     if not env or flags.get("auth.token") or flags.get("auth.token_file"):
         return load_config(args.config, flags)
     try:  # the file may name its own token

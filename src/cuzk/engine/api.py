@@ -22,7 +22,7 @@ from cuzk.engine.budget import default_staging_bytes
 from cuzk.engine.completion import CompletionCallback, Completions
 from cuzk.engine.config import EngineConfig
 from cuzk.engine.core import EngineCore
-from cuzk.engine.request import EngineStatus, JobResult, ProofRequest
+from cuzk.engine.request import CANCELLED_BY_CLIENT, EngineStatus, JobResult, ProofRequest
 from cuzk.engine.staging import StagingArea
 from cuzk.engine.synth_pool import SynthesisPool
 from cuzk.engine.timeline import Clock
@@ -100,11 +100,13 @@ class Engine:
         """submit() then result()."""
         return self._core.result(self._core.submit(request), timeout)
 
-    def cancel(self, job_id: str) -> bool:
+    def cancel(self, job_id: str, reason: str = CANCELLED_BY_CLIENT) -> bool:
         """Cancel a job: True if it was queued or running (it is CANCELLED now; running
         partitions finish their current stage and are discarded), False if it had already
-        finished. BadInput for an unknown job id."""
-        return self._core.cancel(job_id)
+        finished. BadInput for an unknown job id. ``reason`` is the job's error from now on
+        (status, results), so that a deadline or a superseding request is not shown as a
+        client's cancellation."""
+        return self._core.cancel(job_id, reason)
 
     def preload(self, circuit_id: str, timeout: float | None = None) -> None:
         """Make a circuit's parameters resident on every device now, waiting for memory if

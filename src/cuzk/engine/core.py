@@ -49,6 +49,7 @@ from cuzk.engine.family import family_for, family_of
 from cuzk.engine.job import ACTIVE, Job, Partition
 from cuzk.engine.opener import PayloadOpener
 from cuzk.engine.request import (
+    CANCELLED_BY_CLIENT,
     BudgetStatus,
     DeviceStatus,
     EngineStatus,
@@ -216,12 +217,12 @@ class EngineCore:
             failure = _failure(job)
         raise failure from job.error
 
-    def cancel(self, job_id: str) -> bool:
+    def cancel(self, job_id: str, reason: str = CANCELLED_BY_CLIENT) -> bool:
         job = self._job(job_id)
         with self._cv:
             if job.terminal:
                 return False
-            self._terminate(job, JobState.CANCELLED, JobCancelled("cancelled by the client"))
+            self._terminate(job, JobState.CANCELLED, JobCancelled(reason))
         return True
 
     def preload(self, circuit_id: str, timeout: float | None = None) -> None:

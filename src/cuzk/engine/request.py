@@ -77,6 +77,9 @@ class JobCancelled(CuzkError):
     """``result()`` of a job that was cancelled."""
 
 
+CANCELLED_BY_CLIENT = "cancelled by the client"  # a cancellation's reason unless one is given
+
+
 @dataclass(frozen=True)
 class ProofRequest:
     """One proving job.

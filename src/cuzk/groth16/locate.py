@@ -2,8 +2,10 @@
 Filecoin file names (``v28-…``), the places Filecoin's own tools keep parameters.
 
 A storage provider already has the official files where ``paramfetch`` put them:
-``$FIL_PROOFS_PARAMETER_CACHE`` when set, else ``/var/tmp/filecoin-proof-parameters``. Keys
-in cuzk's own directory win, so a test key made with ``cuzk setup`` is used where one exists.
+``$FIL_PROOFS_PARAMETER_CACHE`` when set, else ``/var/tmp/filecoin-proof-parameters``. As in
+Filecoin's tools, the variable *replaces* the default directory: a stale file left there is
+never picked up while the variable points elsewhere. Keys in cuzk's own directory win, so a
+test key made with ``cuzk setup`` is used where one exists.
 A ``.vk`` is always the one beside the ``.params`` in use (results name it to clients).
 """
 
@@ -18,10 +20,10 @@ OFFICIAL_PREFIX = "v28-"  # the parameter generation of every official file name
 
 
 def filecoin_param_dirs() -> list[Path]:
-    """The directories Filecoin's tools read parameters from, in the order they do."""
+    """The directory Filecoin's tools read parameters from: ``$FIL_PROOFS_PARAMETER_CACHE``
+    when set (and only it), else the default."""
     env = os.environ.get(FIL_CACHE_ENV)
-    dirs = [Path(env)] if env else []
-    return dirs if FIL_DEFAULT_CACHE in dirs else [*dirs, FIL_DEFAULT_CACHE]
+    return [Path(env)] if env else [FIL_DEFAULT_CACHE]
 
 
 def search_dirs(directory: Path | None, stem: str) -> list[Path]:

@@ -19,13 +19,17 @@ from typing import Any
 from cuzk import safejson
 from cuzk.curve import G1, G2, g1_identity, g2_identity
 from cuzk.curve.encoding import g1_from_bytes, g1_to_bytes, g2_from_bytes, g2_to_bytes
-from cuzk.errors import BadInput
+from cuzk.errors import BadInput, shown
 from cuzk.field.constants import FP_BYTES, P, R
 from cuzk.groth16.keys import VerifyingKey
 from cuzk.groth16.proof import Proof, proofs_from_bytes
 from cuzk.interop.curves import CURVE_NAME
 
 _NUMBER = re.compile(r"^(?:[0-9]+|0x[0-9a-fA-F]+)$")
+# Decimal digits a number may have: every value in these files is below p (116 digits), with
+# room for leading zeros. Longer strings are refused before int() sees them: past 4,300 digits
+# int() itself refuses them (Python's guard against slow parsing), with a ValueError.
+_MAX_DIGITS = 1000
 
 
 # -- writing ---------------------------------------------------------------------------------
@@ -128,8 +132,10 @@ def number(value: Any, where: str) -> int:
     if isinstance(value, int) and value >= 0:
         return value
     if isinstance(value, str) and _NUMBER.match(value):
-        return int(value, 0) if value.startswith("0x") else int(value)
-    raise BadInput(f"{where}: expected a non-negative decimal string, got {value!r}")
+        if value.startswith("0x"):
+            return int(value, 16)  # (a power-of-two base has no length limit)
+        return safejson.decimal(value, where, _MAX_DIGITS)
+    raise BadInput(f"{where}: expected a non-negative decimal string, got {shown(value)}")
 
 
 def _fp(value: Any, where: str) -> int:

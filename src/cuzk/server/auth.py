@@ -17,6 +17,7 @@ import grpc
 from cuzk.errors import BadInput
 
 AUTH_HEADER = "authorization"
+TOKEN_ENV = "CUZK_TOKEN"  # where the daemon and the client take a token from when none is set
 
 
 def bearer(token: str) -> tuple[tuple[str, str], ...]:
@@ -35,24 +36,30 @@ def token_matches(header: str | bytes | None, expected: bytes) -> bool:
     return ok_scheme and same
 
 
-class TokenInterceptor(grpc.aio.ServerInterceptor):
-    """Refuses every call whose metadata lacks ``authorization: Bearer <token>``."""
+def from_environment_hint() -> str:
+    """What a refused client is told when the daemon's token came from $CUZK_TOKEN: a leftover
+    variable is the usual reason why Curio, which sends no token, is refused."""
+    return (
+        f"the daemon took its token from ${TOKEN_ENV} in its environment; Curio sends no "
+        f"token: unset {TOKEN_ENV} where the daemon starts unless every client is to send it"
+    )
 
-    def __init__(self, token: str) -> None:
+
+class TokenInterceptor(grpc.aio.ServerInterceptor):
+    """Refuses every call whose metadata lacks ``authorization: Bearer <token>``; ``hint``
+    (optional) is added to the refusal (see :func:`from_environment_hint`)."""
+
+    def __init__(self, token: str, hint: str | None = None) -> None:
         if not token:
             raise BadInput("auth.token: an empty token protects nothing")
         self._token = token.encode()
-
-        async def deny(_requests: Any, context: grpc.aio.ServicerContext) -> None:
-            # (status set and returned, not raised: an exception's traceback would keep the
-            # call alive longer; the request is never read, so a stranger's bytes cost nothing)
-            context.set_code(grpc.StatusCode.UNAUTHENTICATED)
-            context.set_details(
-                "missing or wrong bearer token (metadata 'authorization: Bearer …')"
-            )
-
-        self._deny: grpc.RpcMethodHandler = grpc.stream_unary_rpc_method_handler(
-            deny, response_serializer=_nothing
+        suffix = "" if hint is None else f"; {hint}"
+        self._deny_none = _refusal(
+            "this daemon requires a bearer token and the call sent none "
+            f"(metadata 'authorization: Bearer …'){suffix}"
+        )
+        self._deny_wrong = _refusal(
+            f"wrong bearer token (metadata 'authorization: Bearer …'){suffix}"
         )
 
     async def intercept_service(  # type: ignore[override]  # grpc's stub generics, not ours
@@ -60,10 +67,25 @@ class TokenInterceptor(grpc.aio.ServerInterceptor):
         continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler]],
         handler_call_details: grpc.HandlerCallDetails,
     ) -> grpc.RpcMethodHandler:
+        sent = False
         for key, value in handler_call_details.invocation_metadata or ():
-            if key == AUTH_HEADER and token_matches(value, self._token):
-                return await continuation(handler_call_details)
-        return self._deny
+            if key == AUTH_HEADER:
+                if token_matches(value, self._token):
+                    return await continuation(handler_call_details)
+                sent = True
+        return self._deny_wrong if sent else self._deny_none
+
+
+def _refusal(message: str) -> grpc.RpcMethodHandler:
+    """A handler that answers UNAUTHENTICATED with ``message`` without reading the request."""
+
+    async def deny(_requests: Any, context: grpc.aio.ServicerContext) -> None:
+        # (status set and returned, not raised: an exception's traceback would keep the call
+        # alive longer; the request is never read, so a stranger's bytes cost nothing)
+        context.set_code(grpc.StatusCode.UNAUTHENTICATED)
+        context.set_details(message)
+
+    return grpc.stream_unary_rpc_method_handler(deny, response_serializer=_nothing)
 
 
 def _nothing(_message: object) -> bytes:

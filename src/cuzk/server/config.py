@@ -328,6 +328,9 @@ class ServerSection(_Section):
         1 << 30, _size(minimum=1024), "requests of 1 MiB or more held at once (bytes)"
     )
     grace_seconds: float = _setting(30.0, _number(0.0), "shutdown: time given to running jobs")
+    max_waiting_calls: int = _setting(
+        10_000, _integer(1, 1_000_000), "AwaitProof/Prove calls waiting at once; more: refused"
+    )
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -448,6 +451,10 @@ class JournalSection(_Section):
     )
 
 
+# How a refusal names the opt-in: the config key and the flag of ``cuzk serve``
+ALLOW_UNAUTHENTICATED = "auth.allow_unauthenticated (cuzk serve --allow-unauthenticated)"
+
+
 @dataclass(frozen=True)
 class AuthSection(_Section):
     """A bearer token and/or TLS, required when a listener is reachable from other hosts."""
@@ -526,13 +533,13 @@ class DaemonConfig:
             raise BadInput(
                 f"server.listen: {shown(self.server.listen)} is reachable from other hosts; "
                 "set auth.token or auth.tls_cert/auth.tls_key, or listen on a unix socket "
-                "or loopback, or (on a trusted network only) auth.allow_unauthenticated"
+                f"or loopback, or (on a trusted network only) {ALLOW_UNAUTHENTICATED}"
             )
         if self.http_mode == "unauthenticated" and not self.auth.allow_unauthenticated:
             raise BadInput(
                 f"http.listen: {shown(self.http.listen)} is reachable from other hosts; "
                 "set auth.token or listen on loopback, or (on a trusted network only) "
-                "auth.allow_unauthenticated"
+                f"{ALLOW_UNAUTHENTICATED}"
             )
 
     @property

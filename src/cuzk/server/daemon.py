@@ -33,11 +33,11 @@ import grpc
 
 from cuzk.engine import Engine, EngineConfig
 from cuzk.errors import BadInput
-from cuzk.server.auth import TokenInterceptor, server_credentials
-from cuzk.server.config import DaemonConfig, ListenAddress
+from cuzk.server.auth import TOKEN_ENV, TokenInterceptor, from_environment_hint, server_credentials
+from cuzk.server.config import ALLOW_UNAUTHENTICATED, DaemonConfig, ListenAddress
 from cuzk.server.journal import Journal
 from cuzk.server.loop import LoopThread
-from cuzk.server.runtime import private_dir, shared_dir
+from cuzk.server.runtime import lock_journal, private_dir, shared_dir
 from cuzk.server.service import ProvingService
 
 if TYPE_CHECKING:
@@ -45,11 +45,24 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-# Calls in progress at once (waiting ones included; each costs a coroutine and a few KB); gRPC
-# answers RESOURCE_EXHAUSTED beyond it.
-MAX_CONCURRENT_RPCS = 10_000
+# Calls in progress at once besides the waiting ones (server.max_waiting_calls, which the
+# service refuses beyond with its own message): status, cancel and submit calls keep this much
+# room however many clients wait. Beyond both, gRPC answers RESOURCE_EXHAUSTED.
+CONTROL_RPCS = 1_000
+# Calls gRPC's core holds before the Python server has taken them. Beyond its soft limit
+# (1,000 by default) gRPC cancels new calls at random, and a burst of a few thousand waiters
+# saw CANCELLED for jobs nobody cancelled; with room for every call the server takes, the
+# excess reaches the service, which refuses it with RESOURCE_EXHAUSTED instead.
+MAX_PENDING_CALLS = 1_000_000
 MAX_CONNECTIONS = 4096  # gRPC connections open at once
-HANDSHAKE_TIMEOUT_MS = 20_000
+# A connection must finish its handshake (TLS, the HTTP/2 preface) this soon, and is closed
+# (GOAWAY) once it has had no call in progress this long: connections that send nothing, or
+# that finish the handshake and then idle, give their place back within seconds, so a flood of
+# them cannot keep clients out for longer. A client whose connection was closed while idle
+# reconnects on its next call, as gRPC clients do.
+HANDSHAKE_TIMEOUT_MS = 5_000
+CONNECTION_IDLE_MS = 10_000
+LOCK_SLACK_S = 15.0  # a restart waits this long beyond server.grace_seconds for the old daemon
 FD_LIMIT = 65536  # the soft open-files limit is raised towards this (never above the hard one)
 _MAX_GRPC_LIMIT = (1 << 31) - 1
 
@@ -67,6 +80,8 @@ class Daemon:
         self._server: grpc.aio.Server | None = None
         self._grpc_loop: LoopThread | None = None
         self._address: str | None = None
+        self._socket_id: tuple[int, int] | None = None  # (device, inode) of our socket file
+        self._lock_fd: int | None = None  # the journal's lock, held until stop() ends
         self._stopped = threading.Event()
         self._stop_lock = threading.Lock()
 
@@ -78,6 +93,8 @@ class Daemon:
         _check_exposure(cfg)
         _raise_fd_limit()
         try:
+            # one daemon per journal: a restart waits for the previous one to finish stopping
+            self._lock_fd = lock_journal(cfg.journal.path, cfg.server.grace_seconds + LOCK_SLACK_S)
             self.journal = Journal(cfg.journal.path, cfg.journal.retention_hours * 3600)
             purged = self.journal.purge()
             if purged:
@@ -90,6 +107,7 @@ class Daemon:
                 self.journal,
                 max_message_bytes=cfg.server.max_message_bytes,
                 max_inflight_bytes=cfg.server.max_inflight_bytes,
+                max_waiting_calls=cfg.server.max_waiting_calls,
                 metrics=metrics,
                 status_doc=status_doc,
                 redact=_server_paths(self.engine_config.param_dir, cfg.journal.path),
@@ -108,6 +126,13 @@ class Daemon:
             raise
         log.info("cuzk daemon listening on %s", self.address)
         _warn_unauthenticated(cfg, self.address, self.http_port)
+        if _token_from_environment(cfg):
+            log.warning(
+                "auth.token is taken from $%s in the daemon's environment: every gRPC call "
+                "must send it, and Curio sends none (its calls fail with UNAUTHENTICATED). "
+                "Unset %s where the daemon starts unless every client is to send it.",
+                TOKEN_ENV, TOKEN_ENV,
+            )  # fmt: skip
 
     def _listen(self, addr: ListenAddress) -> None:
         cfg = self.config
@@ -121,12 +146,17 @@ class Daemon:
             ("grpc.max_receive_message_length", transport),
             ("grpc.max_send_message_length", transport),
             ("grpc.so_reuseport", 0),
-            # Connections are capped and must finish their handshake promptly, so idle or slow
-            # clients cannot use up the file descriptors that proving needs too.
+            # Connections are capped, must finish their handshake promptly and are closed when
+            # idle, so idle or slow clients can neither use up the file descriptors that
+            # proving needs too nor hold the cap against other clients for long.
             ("grpc.max_allowed_incoming_connections", MAX_CONNECTIONS),
             ("grpc.server_handshake_timeout_ms", HANDSHAKE_TIMEOUT_MS),
+            ("grpc.max_connection_idle_ms", CONNECTION_IDLE_MS),
+            ("grpc.server.max_pending_requests", MAX_PENDING_CALLS),
+            ("grpc.server.max_pending_requests_hard_limit", MAX_PENDING_CALLS),
         ]
-        interceptors = [TokenInterceptor(cfg.auth.token)] if cfg.auth.token else []
+        hint = from_environment_hint() if _token_from_environment(cfg) else None
+        interceptors = [TokenInterceptor(cfg.auth.token, hint)] if cfg.auth.token else []
         assert self.service is not None
         handler = self.service.handler()
         cert, key = cfg.auth.tls_cert, cfg.auth.tls_key
@@ -150,7 +180,7 @@ class Daemon:
             server = grpc.aio.server(
                 interceptors=interceptors,
                 options=options,
-                maximum_concurrent_rpcs=MAX_CONCURRENT_RPCS,
+                maximum_concurrent_rpcs=cfg.server.max_waiting_calls + CONTROL_RPCS,
             )
             server.add_generic_rpc_handlers([handler])
             try:
@@ -167,6 +197,8 @@ class Daemon:
 
         self._grpc_loop = LoopThread("cuzk-grpc")
         self._server, port = self._grpc_loop.start(setup)
+        if addr.unix_path is not None:
+            self._socket_id = _file_id(Path(addr.unix_path))
         self._address = (
             f"unix://{addr.unix_path}"
             if addr.unix_path is not None
@@ -249,8 +281,11 @@ class Daemon:
             if self.journal is not None:
                 self.journal.close()
             addr = self.config.server.address
-            if addr.unix_path is not None and self._server is not None:
-                Path(addr.unix_path).unlink(missing_ok=True)
+            if addr.unix_path is not None and self._socket_id is not None:
+                _remove_own_socket(Path(addr.unix_path), self._socket_id)
+            if self._lock_fd is not None:
+                os.close(self._lock_fd)  # the next daemon may start
+                self._lock_fd = None
             self._stopped.set()
             log.info("cuzk daemon stopped")
 
@@ -300,8 +335,14 @@ def _check_exposure(cfg: DaemonConfig) -> None:
         raise BadInput(
             f"server.listen: {cfg.server.listen} is reachable from other hosts; "
             "refusing to serve it without auth.token or TLS (auth.tls_cert/tls_key) unless "
-            "auth.allow_unauthenticated is set (a trusted network only)"
+            f"{ALLOW_UNAUTHENTICATED} is set (a trusted network only)"
         )
+
+
+def _token_from_environment(cfg: DaemonConfig) -> bool:
+    """The daemon's token is the one in $CUZK_TOKEN (``cuzk serve`` takes it from there when
+    neither the file nor the flags set one; a leftover variable locks Curio out)."""
+    return cfg.auth.token is not None and os.environ.get(TOKEN_ENV) == cfg.auth.token
 
 
 def _warn_unauthenticated(cfg: DaemonConfig, grpc_address: str, http_port: int | None) -> None:
@@ -361,6 +402,23 @@ def _clear_stale_socket(path: Path) -> None:
     finally:
         probe.close()
     raise BadInput(f"server.listen: another process is already listening on {path}")
+
+
+def _file_id(path: Path) -> tuple[int, int] | None:
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
+
+
+def _remove_own_socket(path: Path, own: tuple[int, int]) -> None:
+    """Remove the socket file this daemon bound, and only that one: a daemon started while
+    this one was stopping (a restart) has bound a new file at the same path once this one's
+    listener closed, and removing it would leave that daemon listening where no client finds
+    it."""
+    if _file_id(path) == own:
+        path.unlink(missing_ok=True)
 
 
 def _metrics_and_status(engine: Engine) -> tuple[Any, Any]:  # (Metrics | None, fn | None)

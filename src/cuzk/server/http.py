@@ -12,10 +12,13 @@ balancer's health check carries no secrets); without one, the daemon's config on
 loopback host (see cuzk.server.config).
 
 Hostile clients: a connection must send its whole request head within ``HEADER_TIMEOUT_S`` (and
-is closed after as long idle), at most ``MAX_CONNECTIONS`` are open at once (the next ones get a
-503 and are closed), the token is checked before anything else, a body is never read (a
-request with one gets 413), and a malformed request is one debug line in the log, not a
-traceback.
+is closed after as long idle), at most ``MAX_CONNECTIONS`` are open at once, the token is
+checked before anything else, a body is never read (a request with one gets 413), and a
+malformed request is one debug line in the log, not a traceback. At the cap a new connection
+takes the place of the oldest one that is not being answered (idle, or half-open: its head not
+yet whole), so peers that open connections and send nothing cannot hold every place and make a
+healthy daemon's /healthz answer 503; only when every place is answering a request does a new
+connection get a 503.
 """
 
 from __future__ import annotations
@@ -175,7 +178,7 @@ def status_json(status: EngineStatus) -> dict[str, Any]:
 # --- the server ------------------------------------------------------------------------------
 
 HEADER_TIMEOUT_S = 10.0  # a connection must send a whole request within this, then idle ≤ this
-MAX_CONNECTIONS = 64  # open connections at once; more are answered 503 and closed
+MAX_CONNECTIONS = 64  # open connections at once (see _CappedServer for the next one)
 
 
 class StatusServer:
@@ -317,23 +320,45 @@ def _closing(response: web.Response) -> web.Response:
 
 
 class _CappedServer(web.Server):
-    """aiohttp's low-level server with a cap on open connections: beyond it a new connection
-    is answered 503 and closed at once, so slow or idle clients cannot use up the process's
-    file descriptors (which proving needs too)."""
+    """aiohttp's low-level server with a cap on open connections, so slow or idle clients
+    cannot use up the process's file descriptors (which proving needs too). A connection
+    beyond the cap closes the oldest one not being answered (idle or half-open), or, when
+    every one is being answered, is answered 503 and closed at once: places held by peers that
+    send nothing never keep a health check out."""
 
     def __init__(self, handler: Any, max_connections: int, **kwargs: Any) -> None:
-        super().__init__(handler, **kwargs)
+        async def tracked(request: web.BaseRequest) -> web.StreamResponse:
+            self._busy.add(request.protocol)
+            try:
+                return await handler(request)
+            finally:
+                self._busy.discard(request.protocol)
+
+        super().__init__(tracked, **kwargs)
         self._max_connections = max_connections
-        self._open = 0
+        self._open: dict[Any, None] = {}  # the connections' handlers, oldest first
+        self._busy: set[Any] = set()  # handlers answering a request now
+        self.evicted = 0  # connections closed to make room, since the start
 
     def __call__(self) -> Any:
-        if self._open >= self._max_connections:
+        if len(self._open) >= self._max_connections and not self._evict_one():
             return _Refuse()
-        self._open += 1
-        return super().__call__()
+        handler = super().__call__()
+        self._open[handler] = None
+        return handler
+
+    def _evict_one(self) -> bool:
+        """Close the oldest connection that is not being answered; False if there is none."""
+        for handler in self._open:
+            if handler not in self._busy and handler.transport is not None:
+                del self._open[handler]
+                self.evicted += 1
+                handler.force_close()
+                return True
+        return False
 
     def connection_lost(self, handler: Any, exc: BaseException | None = None) -> None:
-        self._open -= 1
+        self._open.pop(handler, None)
         super().connection_lost(handler, exc)
 
 

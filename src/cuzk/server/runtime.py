@@ -9,13 +9,17 @@ daemon and the client refuse one that another user owns or that others can enter
 
 from __future__ import annotations
 
+import fcntl
+import logging
 import os
 import stat
+import time
 from pathlib import Path
 
 from cuzk.errors import BadInput
 
 SOCKET_NAME = "cuzk.sock"
+log = logging.getLogger(__name__)
 
 
 def default_socket() -> Path:
@@ -92,3 +96,37 @@ def read_secret(path: Path, what: str) -> str:
     if not secret:
         raise BadInput(f"{what} {path}: the file is empty")
     return secret
+
+
+def lock_journal(journal: Path, wait_s: float) -> int:
+    """An exclusive lock on ``<journal>.lock`` for this daemon's life (the open descriptor;
+    closing it, or the process ending in any way, releases it).
+
+    A daemon started while the previous one is still stopping (a restart right after SIGTERM,
+    with jobs finishing their grace period) would otherwise resume the journalled jobs the
+    previous one still runs, and find its socket still taken: it waits up to ``wait_s``
+    seconds for the previous one to finish, then refuses with BadInput."""
+    path = journal.with_name(journal.name + ".lock")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_CREAT | os.O_RDWR | os.O_CLOEXEC, 0o600)
+    deadline = time.monotonic() + wait_s
+    told = False
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return fd
+        except BlockingIOError:
+            pass
+        except OSError as e:
+            os.close(fd)
+            raise BadInput(f"cannot lock {path}: {e.strerror}") from e
+        if time.monotonic() >= deadline:
+            os.close(fd)
+            raise BadInput(
+                f"another cuzk daemon still uses the journal {journal} (it holds {path}); "
+                f"waited {wait_s:g} s for it to stop"
+            )
+        if not told:
+            log.info("waiting for the daemon that uses %s to stop (up to %g s)", journal, wait_s)
+            told = True
+        time.sleep(0.1)

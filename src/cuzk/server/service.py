@@ -46,6 +46,7 @@ import grpc
 
 from cuzk.engine import Engine, Priority, ProofRequest
 from cuzk.engine.request import (
+    CANCELLED_BY_CLIENT,
     EngineStatus,
     JobOutcome,
     JobState,
@@ -180,6 +181,7 @@ class ProvingService:
         *,
         max_message_bytes: int,
         max_inflight_bytes: int | None = None,
+        max_waiting_calls: int = 10_000,
         metrics: Any = None,
         status_doc: Callable[[EngineStatus], dict] | None = None,
         redact: Sequence[tuple[str, str]] = (),
@@ -203,6 +205,8 @@ class ProvingService:
         self._last_purge = time.monotonic()
         self._pools: dict[str, ThreadPoolExecutor] = {}
         self.waiting = 0  # AwaitProof/Prove calls waiting for a job's end now
+        self.max_waiting_calls = max_waiting_calls
+        self._waiting_calls = 0  # AwaitProof/Prove calls admitted (being read, or waiting)
         self.results = ResultWriter(journal)
         engine.on_complete(self.job_ended)
 
@@ -332,7 +336,7 @@ class ProvingService:
                 )
             except Exception as e:  # noqa: BLE001 - disk full, I/O error: refuse, report
                 self._forget(job_id)
-                self.engine.cancel(job_id)
+                self.engine.cancel(job_id, "not accepted: the journal could not record it")
                 self.results.failed(e, "journalling a request")
                 raise _Abort(
                     grpc.StatusCode.UNAVAILABLE,
@@ -385,13 +389,15 @@ class ProvingService:
                 return
             # Decided under the lock that attaches callers: a retry arriving from now on sees
             # a job being cancelled and runs anew instead of joining it.
-            live.cancel_reason = ("the Prove call ended before the proof (client deadline, "
-                                  "cancellation or disconnect)")  # fmt: skip
+            live.cancel_reason = reason = (
+                "the Prove call ended before the proof (client deadline, cancellation or "
+                "disconnect)"
+            )
         log.warning(
             "%s (request_id %s): the Prove caller gave up (deadline or disconnect); cancelling",
             job_id, _rid(live.request_id),
         )  # fmt: skip
-        self._engine_cancel(job_id)
+        self._engine_cancel(job_id, reason)
 
     def _cancel_live(self, job_id: str, reason: str) -> bool:
         """Cancel a job the engine runs, recording ``reason`` as its error."""
@@ -400,11 +406,12 @@ class ProvingService:
             if live is None or live.cancel_reason is not None:
                 return False
             live.cancel_reason = reason
-        return self._engine_cancel(job_id)
+        return self._engine_cancel(job_id, reason)
 
-    def _engine_cancel(self, job_id: str) -> bool:
+    def _engine_cancel(self, job_id: str, reason: str) -> bool:
+        """Cancel in the engine, with the reason its status shows (GetStatus, /status)."""
         try:
-            return self.engine.cancel(job_id)
+            return self.engine.cancel(job_id, reason)
         except BadInput:
             return False  # the engine already forgot it (it finished)
         except Exception:  # noqa: BLE001 - (a stopping engine) the caller is not to blame
@@ -540,7 +547,7 @@ class ProvingService:
         entry = self._entry(job_id)
         if entry.terminal:
             return False
-        return self._cancel_live(job_id, "cancelled by the client")
+        return self._cancel_live(job_id, CANCELLED_BY_CLIENT)
 
     def status(self) -> pb.GetStatusResponse:
         st = self.engine.status()
@@ -722,8 +729,14 @@ class ProvingService:
         limit = self.max_message_bytes
         admission = self.admission
 
+        waits = name in _WAITING_RPCS
+
         async def handle(_requests: Any, context: grpc.aio.ServicerContext) -> Any:
+            admitted = False
             try:
+                if waits:
+                    self._admit_waiter(name)  # (before anything is read or submitted)
+                    admitted = True
                 raw = await admission.read(context, name, gated=name in _LARGE_RPCS)
                 size = len(raw)
                 if size > limit:
@@ -750,6 +763,9 @@ class ProvingService:
             except Exception as e:  # noqa: BLE001 - one bad call never takes the daemon down
                 log.exception("%s failed", name)
                 code, message = grpc.StatusCode.INTERNAL, f"internal error: {e}"
+            finally:
+                if admitted:
+                    self._waiting_calls -= 1
             message = self.redacted(message)
             context.set_code(code)
             context.set_details(
@@ -759,8 +775,22 @@ class ProvingService:
 
         return handle
 
+    def _admit_waiter(self, name: str) -> None:
+        """Count an AwaitProof or Prove call (on the loop thread, no lock), or refuse it when
+        ``max_waiting_calls`` wait already: a refusal the client can act on, where gRPC's own
+        limits would cancel calls whose jobs nobody cancelled."""
+        if self._waiting_calls >= self.max_waiting_calls:
+            raise ResourceExhausted(
+                f"{name}: {self._waiting_calls:,} calls are waiting for proofs already, this "
+                f"daemon's limit (server.max_waiting_calls); nothing was submitted or waited "
+                "for. Retry later, or wait with fewer calls (one AwaitProof per job; AwaitProof "
+                "with timeout_ms returns TIMEOUT to poll again)"
+            )
+        self._waiting_calls += 1
+
 
 _LARGE_RPCS = frozenset({"SubmitProof", "Prove"})  # the requests that carry vanilla proofs
+_WAITING_RPCS = frozenset({"AwaitProof", "Prove"})  # the calls that wait for a job's end
 
 
 def _rid(request_id: str | None) -> str:

@@ -8,6 +8,7 @@ import logging
 import os
 import random
 import socket
+import threading
 import time
 
 import pytest
@@ -73,21 +74,59 @@ def test_a_slow_head_is_cut_off(server):
         silent.close()
 
 
-def test_connections_beyond_the_cap_are_refused_and_honest_clients_served_after(server):
-    held = [_connect(server.port) for _ in range(8)]
+def test_half_open_connections_never_keep_a_health_check_out(server):
+    """Peers holding every place with half-open or silent connections, renewed as they are
+    closed: each new connection takes the place of the oldest idle one, so /healthz and
+    /status answer 200 on every poll (they answered 503 before)."""
+    held = []
     try:
-        time.sleep(0.1)
-        extra = _connect(server.port)
-        extra.settimeout(5)
-        assert extra.recv(100).startswith(b"HTTP/1.1 503")
-        extra.close()
+        for round_ in range(3):
+            for i in range(8):  # the cap, again each round
+                sock = _connect(server.port)
+                if i % 2:
+                    sock.sendall(b"GET /status HTTP/1.1\r\nHost: x\r\n")  # never finished
+                held.append(sock)
+            time.sleep(0.05)
+            assert get(f"http://127.0.0.1:{server.port}/healthz")[0] == 200, round_
+            assert get(f"http://127.0.0.1:{server.port}/status", token=TOKEN)[0] == 200, round_
+        assert sum(_closed_within(s, 0.2) for s in held[:8]) == 8  # the oldest made room
     finally:
         for s in held:
             s.close()
-    deadline = time.monotonic() + 5
-    while get(f"http://127.0.0.1:{server.port}/healthz")[0] != 200:
-        assert time.monotonic() < deadline
-        time.sleep(0.05)
+
+
+def test_connections_beyond_the_cap_are_refused_while_every_one_is_answered():
+    """Only when every place is answering a request does a new connection get a 503; those
+    clients are served once the answers are out."""
+    release = threading.Event()
+
+    def slow_status() -> dict:
+        release.wait(10)
+        return {"ok": True}
+
+    s = StatusServer("127.0.0.1", 0, slow_status, Metrics(dict), max_connections=4)  # type: ignore[arg-type]
+    s.start()
+    held = []
+    try:
+        for _ in range(4):
+            sock = _connect(s.port)
+            sock.sendall(b"GET /status HTTP/1.1\r\nHost: x\r\n\r\n")
+            held.append(sock)
+        time.sleep(0.2)
+        extra = _connect(s.port)
+        extra.settimeout(5)
+        assert extra.recv(100).startswith(b"HTTP/1.1 503")
+        extra.close()
+        release.set()
+        for sock in held:
+            sock.settimeout(5)
+            assert sock.recv(100).startswith(b"HTTP/1.1 200")
+        assert get(f"http://127.0.0.1:{s.port}/healthz")[0] == 200
+    finally:
+        release.set()
+        for sock in held:
+            sock.close()
+        s.stop()
 
 
 def test_a_request_with_a_body_is_refused_unread_and_auth_comes_first(server):
