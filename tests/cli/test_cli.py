@@ -135,24 +135,20 @@ def test_unknown_circuit_is_a_clear_error(keys, capsys):
     assert code == 2 and "unknown circuit" in capsys.readouterr().err
 
 
-def test_params_for_another_circuit_are_refused(keys, capsys):
+def test_params_for_another_circuit_are_refused(keys, capsys, tmp_path):
+    """A key file under another circuit's name is refused by its name; one renamed to this
+    circuit's name, by its contents, before any work."""
+    import shutil
+
     d, cache = keys
-    code = main(
-        [
-            "prove",
-            "--circuit",
-            "synthetic:600",
-            "--params",
-            str(d / "synthetic-300.params"),
-            "--out",
-            str(d / "p"),
-            "--workers",
-            "2",
-            "--shape-cache",
-            str(cache),
-        ]
-    )
-    assert code == 2 and "not made for circuit" in capsys.readouterr().err
+    prove = ["prove", "--circuit", "synthetic:600", "--out", str(d / "p"), "--workers", "2",
+             "--shape-cache", str(cache), "--params"]  # fmt: skip
+    assert main([*prove, str(d / "synthetic-300.params")]) == 2
+    assert "synthetic-600.params" in capsys.readouterr().err
+    renamed = tmp_path / "synthetic-600.params"
+    shutil.copy(d / "synthetic-300.params", renamed)
+    assert main([*prove, str(renamed)]) == 2
+    assert "not made for circuit" in capsys.readouterr().err
 
 
 def test_prove_from_vanilla_request(tmp_path, capsys):

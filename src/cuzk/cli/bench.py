@@ -57,7 +57,7 @@ def _cap_and_peak(m: dict[str, int]) -> str:
     return f"{cap} / {peak}"
 
 
-def _size(text: str) -> int:
+def size_arg(text: str) -> int:
     """A size argument ("24GiB" or bytes), refused by argparse with the accepted forms."""
     from cuzk.server.config import parse_size
 
@@ -118,14 +118,14 @@ def add_parser(sub: Any, common: Callable[[argparse.ArgumentParser], None]) -> N
     s.add_argument("--memory-budget", type=int, help="bytes (default: available memory)")
     s.add_argument(
         "--cpu-device-memory",
-        type=_size,
+        type=size_arg,
         metavar="SIZE",
         help="CPU virtual devices report this much memory, so each gets a key budget (half of "
         "it) and its own keys as a GPU does: residency benchmarks without a GPU",
     )
     s.add_argument(
         "--device-memory-limit",
-        type=_size,
+        type=size_arg,
         metavar="SIZE",
         help='keep each device\'s use under SIZE ("24GiB"): one large GPU stands in for a '
         "smaller card; keys that do not fit stream from host memory",

@@ -17,7 +17,7 @@ from pathlib import Path
 from cuzk import safejson
 from cuzk.cli import client_cmd, filecoin_cmd, params_cmd, serve_cmd, snarkjs_cmd
 from cuzk.cli.bench import add_parser as _add_bench_parser
-from cuzk.cli.bench import cmd_bench
+from cuzk.cli.bench import cmd_bench, size_arg
 from cuzk.cli.inputs import read_input
 from cuzk.errors import BadInput, CuzkError
 from cuzk.openmp import configure_openmp
@@ -55,6 +55,11 @@ def _build_parser() -> argparse.ArgumentParser:
     s.add_argument("--seed", type=int, default=0, help="selects the witness, not the shape")
     s.add_argument(
         "--vanilla", type=Path, help="witness from a vanilla-proof request file (cuzk gen-vanilla)"
+    )
+    s.add_argument(
+        "--device-memory-limit",
+        type=size_arg,
+        help="keep the GPU's use under SIZE (e.g. 24GiB): the key streams what does not fit",
     )
     _common(s)
 
@@ -138,41 +143,41 @@ def cmd_setup(args: argparse.Namespace) -> int:
 
 
 def cmd_prove(args: argparse.Namespace) -> int:
-    """Prove one circuit (seeded) or every partition a ``--vanilla`` request describes; the
-    proof file holds 192 bytes per partition and ``--inputs-out`` one list per partition when
-    there are several."""
-    from cuzk.circuits import open_statement
-    from cuzk.cli.tasks import run_prove
+    """Prove one request through the in-process engine — the daemon's synthesis pool, device
+    witness, staging and prover — so a one-shot proof costs the key load plus what
+    `cuzk bench` measures: every partition a ``--vanilla`` request describes, or one seeded
+    partition. The proof file holds 192 bytes per partition and ``--inputs-out`` one list per
+    partition when there are several."""
+    from cuzk.cli.tasks import engine_config, run_prove
+    from cuzk.engine import Engine, ProofRequest
 
+    expected: list = []
     if args.vanilla is None:
-        circuits: list = [None]
-        expected: list = [None]
+        request = ProofRequest.of(args.circuit, seed=args.seed)
     else:
-        statement = open_statement(args.circuit, payload=read_input(args.vanilla))
-        circuits = [statement.circuit(i) for i in range(statement.partitions)]
+        from cuzk.circuits import open_statement
+
+        payload = read_input(args.vanilla)
+        statement = open_statement(args.circuit, payload=payload)
         expected = [statement.expected(i) for i in range(statement.partitions)]
-    results = []
-    for i, (circuit, want) in enumerate(zip(circuits, expected, strict=True)):
-        result = run_prove(
-            args.circuit,
-            args.params,
-            circuit=circuit,
-            seed=args.seed,
-            backend_name=args.backend,
-            device=args.device,
-            workers=args.workers,
-            shape_cache=args.shape_cache,
-        )
-        if want is not None and tuple(result.public_inputs) != tuple(want):
+        request = ProofRequest(args.circuit, payload=payload)
+    config = engine_config(args.circuit, args.params, backend_name=args.backend,
+                           device=args.device, workers=args.workers,
+                           shape_cache=args.shape_cache,
+                           device_memory_limit=args.device_memory_limit)  # fmt: skip
+    with Engine(config) as engine:
+        result = run_prove(engine, request)
+    for i, (want, got) in enumerate(zip(expected, result.public_inputs, strict=False)):
+        if want is not None and tuple(got) != tuple(want):
             raise BadInput(f"{args.vanilla}: partition {i}'s witness proves other public "
                            "inputs than the request states")  # fmt: skip
-        results.append(result)
-    args.out.write_bytes(b"".join(r.proof.to_bytes() for r in results))
+    args.out.write_bytes(result.proof)
     if args.inputs_out is not None:
-        lists = [[str(x) for x in r.public_inputs] for r in results]
+        lists = [[str(x) for x in inputs] for inputs in result.public_inputs]
         args.inputs_out.write_text(json.dumps(lists[0] if len(lists) == 1 else lists) + "\n")
-    total = sum(r.total for r in results)
-    print(f"{len(results)} partition proof(s) verified; wrote {args.out} ({total:.2f} s)")
+    parts = len(result.public_inputs)
+    print(f"{parts} partition proof(s) verified; wrote {args.out} (key {result.load_s:.2f} s, "
+          f"proving {result.prove_s:.2f} s)")  # fmt: skip
     return 0
 
 

@@ -12,13 +12,22 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rich.console import Console
-from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.progress import (
+    BarColumn,
+    Progress,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
 from rich.table import Table
 
-from cuzk.backend import Backend, get_backend
+from cuzk.backend import get_backend
 from cuzk.circuits import get_circuit, key_file_stem
-from cuzk.groth16 import Proof, Timings, prove, read_params, verify
-from cuzk.r1cs import Circuit, R1CSShape
+from cuzk.engine import Engine, EngineConfig, ProofRequest
+from cuzk.errors import BadInput
+from cuzk.groth16 import Proof, read_vk, verify
+from cuzk.r1cs import R1CSShape
 from cuzk.r1cs.cache import ShapeCache, default_cache_dir
 
 err = Console(stderr=True)
@@ -93,51 +102,90 @@ def run_setup(
 
 @dataclass(frozen=True)
 class ProveResult:
-    proof: Proof
-    public_inputs: tuple[int, ...]
-    timings: Timings
-    total: float
+    """One job proved by the in-process engine: every partition's proof, verified."""
+
+    proof: bytes  # 192 bytes per partition, in partition order
+    public_inputs: tuple[tuple[int, ...], ...]  # per partition, without ONE
+    load_s: float  # reading the key (and shape) onto the device
+    prove_s: float  # from submission to the verified result
+    stages: dict[str, float]  # per stage, summed over the partitions (engine and prover)
 
 
-def run_prove(
+def engine_config(
     circuit_id: str,
-    params_path: Path,
+    params: Path,
     *,
-    seed: int,
     backend_name: str,
+    device: int,
     workers: int | None,
     shape_cache: Path | None,
-    device: int = 0,
-    backend: Backend | None = None,  # reuse an open backend (demo)
-    circuit: Circuit | None = None,
-) -> ProveResult:
-    """Prove ``circuit`` (default: the registry's ``circuit_id`` with witness ``seed``)."""
-    shape = load_shape(circuit_id, shape_cache)
-    params = read_params(params_path)
-    circuit = circuit if circuit is not None else get_circuit(circuit_id, seed)
-    own = backend is None
-    if backend is None:
-        backend = get_backend(backend_name, workers=workers, device=device)
-    try:
-        t0 = time.perf_counter()
-        timings = Timings()
-        with _status(f"proving {circuit_id} (seed {seed}) on {backend.name}…"):
-            proof, inputs = prove(circuit, shape, params, backend, timings)
-        return ProveResult(proof, inputs, timings, time.perf_counter() - t0)
-    finally:
-        if own:
-            backend.close()
+    device_memory_limit: int | None = None,
+) -> EngineConfig:
+    """The engine a one-shot command proves with: the daemon's own pipeline (synthesis pool,
+    device witness, staging, prover and self-check) on one device. ``params`` is the key file
+    as `cuzk setup` names it, or its directory: the engine finds keys by circuit id."""
+    param_dir = params if params.is_dir() else params.parent
+    config = EngineConfig(param_dir=param_dir, backend=backend_name, msm_workers=workers,
+                          shape_cache=shape_cache, device_memory_limit=device_memory_limit,
+                          backend_factory=lambda _: get_backend(
+                              backend_name, workers=workers, device=device,
+                              memory_limit=device_memory_limit))  # fmt: skip
+    where = config.params_path(circuit_id)
+    if not params.is_dir() and where.resolve() != params.resolve():
+        raise BadInput(
+            f"{params} is not where {circuit_id}'s key is looked for ({where.name} in its "
+            "directory): pass the file `cuzk setup` wrote for this circuit, or its directory"
+        )
+    return config
 
 
-def timings_table(title: str, results: list[ProveResult]) -> Table:
+def run_prove(engine: Engine, request: ProofRequest) -> ProveResult:
+    """Prove ``request`` through ``engine`` (loading its key first, if not resident) with a
+    line per partition showing its stage, and return the verified result."""
+    t0 = time.perf_counter()
+    with _status(f"loading the key of {request.circuit_id}…"):
+        engine.preload(request.circuit_id)
+    t1 = time.perf_counter()
+    job_id = engine.submit(request)
+    with Progress(
+        TextColumn("partition {task.description}"),
+        TextColumn("{task.fields[state]}"),
+        TimeElapsedColumn(),
+        console=err,
+        transient=True,
+    ) as bar:
+        tasks: dict[int, TaskID] = {}
+        while True:
+            try:
+                result = engine.result(job_id, timeout=0.2)
+                break
+            except TimeoutError:
+                _show_partitions(engine, job_id, bar, tasks)
+    t2 = time.perf_counter()
+    stages: dict[str, float] = {}
+    for t in result.timelines:
+        for name, seconds in (*t.durations().items(), *t.stages.items()):
+            stages[name] = stages.get(name, 0.0) + seconds
+    return ProveResult(result.proof, result.public_inputs, t1 - t0, t2 - t1, stages)
+
+
+def _show_partitions(engine: Engine, job_id: str, bar: Progress, tasks: dict[int, TaskID]) -> None:
+    job = next((j for j in engine.status().jobs if j.job_id == job_id), None)
+    for p in job.partitions if job is not None else ():
+        if p.index not in tasks:
+            tasks[p.index] = bar.add_task(str(p.index), total=1, state=p.state.value)
+        bar.update(tasks[p.index], state=p.state.value, completed=int(p.state.terminal))
+
+
+def stages_table(title: str, results: list[ProveResult]) -> Table:
     table = Table(title=title)
-    table.add_column("stage")
+    table.add_column("stage (s, summed over partitions)")
     for i in range(len(results)):
-        table.add_column(f"proof {i + 1} (s)", justify="right")
-    stages = list(dict.fromkeys(k for r in results for k in r.timings.stages))
-    for stage in stages:
-        table.add_row(stage, *(f"{r.timings.stages.get(stage, 0.0):.3f}" for r in results))
-    table.add_row("[bold]total[/bold]", *(f"[bold]{r.total:.3f}[/bold]" for r in results))
+        table.add_column(f"proof {i + 1}", justify="right")
+    names = list(dict.fromkeys(k for r in results for k in r.stages))
+    for name in names:
+        table.add_row(name, *(f"{r.stages.get(name, 0.0):.3f}" for r in results))
+    table.add_row("[bold]proving[/bold]", *(f"[bold]{r.prove_s:.3f}[/bold]" for r in results))
     return table
 
 
@@ -159,21 +207,16 @@ def run_demo(
             circuit_id, key_dir, seed=None, workers=workers, shape_cache=shape_cache
         )
         err.print(f"[dim]setup — {seconds:.1f} s[/dim]")
-    params = read_params(params_path)
-    results = []
-    with closing(get_backend("cpu", workers=workers)) as backend:
-        for i in range(max(1, proofs)):
-            result = run_prove(
-                circuit_id,
-                params_path,
-                seed=i + 1,
-                backend_name="cpu",
-                workers=workers,
-                shape_cache=shape_cache,
-                backend=backend,
-            )
-            if not verify(params.vk, result.public_inputs, result.proof):
-                raise AssertionError("unreachable: prove() returned an invalid proof")
-            results.append(result)
-    out.print(timings_table(f"{circuit_id} on cpu — every proof verified", results))
-    out.print(f"proof: {results[-1].proof.to_bytes().hex()}")
+    config = engine_config(circuit_id, params_path, backend_name="cpu", device=0,
+                           workers=workers, shape_cache=shape_cache)  # fmt: skip
+    vk = read_vk(params_path.with_suffix(".vk"))
+    with Engine(config) as engine:
+        results = [
+            run_prove(engine, ProofRequest.of(circuit_id, seed=i + 1))
+            for i in range(max(1, proofs))
+        ]
+    for r in results:  # the engine verified them; a second, independent check here
+        if not verify(vk, r.public_inputs[0], Proof.from_bytes(r.proof)):
+            raise AssertionError("unreachable: the engine returned an invalid proof")
+    out.print(stages_table(f"{circuit_id} on cpu — every proof verified", results))
+    out.print(f"proof: {results[-1].proof.hex()}")
