@@ -14,7 +14,8 @@ from cuzk.backend.base import MemoryInfo
 from cuzk.circuits import get_circuit
 from cuzk.engine import EngineConfig, FaultInjection, JobState, Priority, ProofRequest
 from cuzk.engine.budget import DEVICE_MARGIN, device_key_budget
-from cuzk.engine.srs import AUTO_COPIES, circuit_info, device_bytes
+from cuzk.engine.family import circuit_info
+from cuzk.engine.srs import AUTO_COPIES, device_bytes
 from cuzk.errors import BadInput, ResourceExhausted
 from cuzk.r1cs import synthesize_shape
 from cuzk.server.http import status_json

@@ -8,7 +8,8 @@ import pytest
 
 from cuzk.circuits import get_circuit
 from cuzk.engine import FaultInjection, Priority, ProofRequest
-from cuzk.engine.srs import circuit_info, shape_nbytes
+from cuzk.engine.family import circuit_info
+from cuzk.engine.srs import shape_nbytes
 from cuzk.errors import ResourceExhausted
 from cuzk.r1cs import synthesize_shape
 from cuzk.r1cs.cache import ShapeCache

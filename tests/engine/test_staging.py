@@ -12,7 +12,7 @@ import pytest
 
 from cuzk.backend import get_backend
 from cuzk.engine import FaultInjection, ProofRequest
-from cuzk.engine.srs import circuit_info
+from cuzk.engine.family import circuit_info
 from cuzk.engine.staging import SECOND_STAGE_HEADROOM, PinnedPool, StagingArea
 from cuzk.engine.workers import staged_bytes_for, staging_need
 from cuzk.errors import ResourceExhausted

@@ -21,7 +21,7 @@ from cuzk.engine import (
     Priority,
     ProofRequest,
 )
-from cuzk.engine.srs import circuit_info
+from cuzk.engine.family import circuit_info
 from cuzk.engine.workers import staged_bytes_for
 from cuzk.errors import CuzkError
 

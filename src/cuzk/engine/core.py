@@ -50,8 +50,6 @@ from cuzk.engine.job import ACTIVE, Job, Partition
 from cuzk.engine.opener import PayloadOpener
 from cuzk.engine.request import (
     CANCELLED_BY_CLIENT,
-    BudgetStatus,
-    DeviceStatus,
     EngineStatus,
     JobCancelled,
     JobOutcome,
@@ -60,8 +58,6 @@ from cuzk.engine.request import (
     PartitionState,
     Priority,
     ProofRequest,
-    SrsStatus,
-    WorkerStatus,
 )
 from cuzk.engine.scheduler import Scheduler, WorkKey
 from cuzk.engine.srs import (
@@ -72,6 +68,12 @@ from cuzk.engine.srs import (
     Placement,
     Resident,
     SrsManager,
+)
+from cuzk.engine.status_view import (
+    budget_status,
+    device_statuses,
+    srs_statuses,
+    worker_statuses,
 )
 from cuzk.engine.synth_pool import SynthesisPool
 from cuzk.engine.timeline import Clock
@@ -282,42 +284,12 @@ class EngineCore:
                 counts={k: {s.value: c[s.value] for s in JobState} for k, c in counts.items()},
                 partitions={s.value: parts[s.value] for s in PartitionState},
                 jobs=tuple(j.snapshot() for j in self._jobs.values()),
-                budget=_budget_status(self._budget),
-                srs=tuple(
-                    SrsStatus(
-                        e.info.circuit_id,
-                        e.state,
-                        e.held,
-                        e.users,
-                        e.last_used,
-                        e.device_held,
-                        e.msm_copies,
-                        e.devices,
-                        e.streamed,
-                    )
-                    for e in self._srs.entries()
-                ),
+                budget=budget_status(self._budget),
+                srs=srs_statuses(self._srs.entries()),
                 evictions=self._srs.evictions,
-                workers=tuple(
-                    WorkerStatus(w.name, w.kind, w.device.index if w.device else None, w.busy_with)
-                    for w in workers
-                ),
-                devices=tuple(
-                    DeviceStatus(
-                        d.index,
-                        d.backend.name,
-                        d.kernel_seconds,
-                        d.staging.held if d.staging is not None else 0,
-                        d.pinned.lent,
-                        d.pinned.idle_bytes,
-                        d.memory_total or 0,
-                        budgets[d.index].reserved if budgets else 0,
-                        *_measured(d),
-                        d.staging.total if d.staging is not None else 0,
-                    )
-                    for d in devices
-                ),
-                device_budgets=tuple(_budget_status(b) for b in budgets or ()),
+                workers=worker_statuses(workers),
+                devices=device_statuses(devices, budgets),
+                device_budgets=tuple(budget_status(b) for b in budgets or ()),
             )
 
     def stop(self, graceful: bool, timeout: float | None) -> bool:
@@ -767,10 +739,6 @@ def _srs_wait(job: Job) -> float:
     return min(started, key=lambda p: p.marks["synth_start"]).srs_wait if started else 0.0
 
 
-def _budget_status(budget: MemoryBudget) -> BudgetStatus:
-    return BudgetStatus(budget.total, budget.reserved, budget.by_kind())
-
-
 def _key_budgets(devices: Sequence[Device]) -> list[MemoryBudget] | None:
     """Each device's key budget, or None when a device reports no memory (CPU virtual
     devices: their points are host memory, in the memory budget). A device without staging
@@ -784,17 +752,6 @@ def _key_budgets(devices: Sequence[Device]) -> list[MemoryBudget] | None:
         )
         budgets.append(MemoryBudget(device_key_budget(d.memory_total, staging, d.memory_margin)))
     return budgets or None
-
-
-def _measured(device: Device) -> tuple[int, int]:
-    """(its memory cap, its measured peak use), 0 for what the backend does not know."""
-    try:
-        info = device.backend.memory()
-    except Exception:  # noqa: BLE001 - a failing device still has a status
-        return 0, 0
-    if info is None:
-        return 0, 0
-    return info.limit or 0, info.peak or 0
 
 
 def _runs_on(device: int, part: Partition) -> bool:

@@ -31,17 +31,26 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
-from cuzk.circuits import Statement, open_statement
+from cuzk.circuits import Statement, get_circuit, open_statement
 from cuzk.circuits.catalogue import prover_of, snarkjs_name
 from cuzk.circuits.statement import payload_digest
-from cuzk.engine.budget import SHAPE_DERIVED_BYTES_PER_VARIABLE, SRS_RESIDENT_FACTOR
-from cuzk.engine.srs import CircuitInfo, circuit_info
+from cuzk.engine.budget import (
+    SHAPE_DERIVED_BYTES_PER_VARIABLE,
+    SRS_RESIDENT_FACTOR,
+    shape_bytes_estimate,
+)
+from cuzk.engine.key_plan import VECTORS
+from cuzk.engine.srs import CircuitInfo
 from cuzk.errors import BadInput, InternalError
 from cuzk.field import fr
 from cuzk.groth16 import prover
 from cuzk.groth16.keys import Parameters
+from cuzk.groth16.params_io import G1_SIZE, G2_SIZE, read_header, read_params
+from cuzk.groth16.prover import check_compatible
 from cuzk.r1cs import DEFAULT_OPTIONS, BulkWitness, Circuit, R1CSShape, SynthesisOptions
 from cuzk.r1cs.blocks import BlockCircuit
+from cuzk.r1cs.cache import ShapeCache
+from cuzk.r1cs.shape import SHAPE_FORMAT_VERSION, matrix_files, shape_format
 
 if TYPE_CHECKING:
     from cuzk.engine.config import EngineConfig
@@ -91,6 +100,58 @@ class ProverFamily:
         )
 
 
+def circuit_info(
+    circuit_id: str,
+    params_path: Path,
+    backend: str,
+    devices: int,
+    shape_cache: Path | None = None,
+) -> CircuitInfo:
+    """Validate a circuit id and its key file; raises BadInput naming a missing file."""
+    get_circuit(circuit_id)  # unknown or malformed ids fail here, before any work
+    if not params_path.is_file():
+        raise BadInput(
+            f"no proving key for {circuit_id!r}: {params_path} does not exist "
+            f"(make one with `cuzk setup --circuit {circuit_id} --out {params_path.parent}`)"
+        )
+    header = read_header(params_path)
+    if header.kind != "params" or header.domain_size is None:
+        raise BadInput(f"{params_path} is a verifying key, not a proving key")
+    c = header.counts
+    sizes = {v: c[v] * (G2_SIZE if v == "b_g2" else G1_SIZE) for v in VECTORS}
+    point_bytes = sum(sizes.values())
+    n = header.num_ic + c["l"]
+    m = header.domain_size
+    return CircuitInfo(
+        circuit_id,
+        params_path,
+        n,
+        m,
+        int(point_bytes * SRS_RESIDENT_FACTOR[backend]) * devices,
+        _cached_shape_bytes(circuit_id, shape_cache, n) or shape_bytes_estimate(n, m),
+        backend=backend,
+        point_bytes=point_bytes,
+        vector_bytes=tuple(sizes.items()),
+    )
+
+
+def _cached_shape_bytes(
+    circuit_id: str, shape_cache: Path | None, num_variables: int
+) -> int | None:
+    """The size of a shape already in the cache (its matrix files, plus what the prover derives
+    from them), else None."""
+    if shape_cache is None:
+        return None
+    d = ShapeCache(shape_cache).path_for(circuit_id)
+    if shape_format(d) != SHAPE_FORMAT_VERSION:  # absent, or stale: the cache rebuilds it
+        return None
+    try:
+        files = sum(f.stat().st_size for f in matrix_files(d))
+        return files + SHAPE_DERIVED_BYTES_PER_VARIABLE * num_variables
+    except OSError:
+        return None
+
+
 class BellpersonFamily(ProverFamily):
     """bellperson ``.params`` keys; circuits synthesized in-process (:mod:`cuzk.groth16`)."""
 
@@ -108,7 +169,12 @@ class BellpersonFamily(ProverFamily):
     def load(
         self, srs: SrsManager, info: CircuitInfo, devices: Sequence[int]
     ) -> tuple[Parameters, R1CSShape]:
-        return srs.load(info, devices)
+        """Read the key, get the shape, check they match and preload ``devices``."""
+        params = read_params(info.params_path)
+        shape = srs.shape_for(info.circuit_id, get_circuit(info.circuit_id))
+        check_compatible(params, shape)
+        srs.preload(params.vectors, devices, info.circuit_id)
+        return params, shape
 
     def synthesize(
         self,

@@ -42,25 +42,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from cuzk.backend.base import Backend, PointSet
-from cuzk.circuits import get_circuit
 from cuzk.engine.budget import (
     SHAPE_DERIVED_BYTES_PER_VARIABLE,
-    SRS_RESIDENT_FACTOR,
     MemoryBudget,
     Reservation,
     fmt_bytes,
     partition_bytes,
-    shape_bytes_estimate,
 )
 from cuzk.engine.key_plan import VECTORS, WHOLE, KeyPlan, min_device_bytes, plan_key
 from cuzk.engine.staging import StagingArea
 from cuzk.errors import BadInput, InternalError, ResourceExhausted
 from cuzk.groth16.keys import Parameters
-from cuzk.groth16.params_io import G1_SIZE, G2_SIZE, read_header, read_params
-from cuzk.groth16.prover import check_compatible
-from cuzk.r1cs import R1CSShape, synthesize_shape
+from cuzk.r1cs import Circuit, R1CSShape, synthesize_shape
 from cuzk.r1cs.cache import ShapeCache
-from cuzk.r1cs.shape import SHAPE_FORMAT_VERSION, matrix_files, shape_format
 
 log = logging.getLogger(__name__)
 
@@ -102,58 +96,6 @@ class CircuitInfo:
         """The file results point clients to: ``.vk`` beside bellperson params; the
         ``.zkey`` itself for snarkjs keys (it carries the verifying key)."""
         return self.vk_file if self.vk_file is not None else self.params_path.with_suffix(".vk")
-
-
-def circuit_info(
-    circuit_id: str,
-    params_path: Path,
-    backend: str,
-    devices: int,
-    shape_cache: Path | None = None,
-) -> CircuitInfo:
-    """Validate a circuit id and its key file; raises BadInput naming a missing file."""
-    get_circuit(circuit_id)  # unknown or malformed ids fail here, before any work
-    if not params_path.is_file():
-        raise BadInput(
-            f"no proving key for {circuit_id!r}: {params_path} does not exist "
-            f"(make one with `cuzk setup --circuit {circuit_id} --out {params_path.parent}`)"
-        )
-    header = read_header(params_path)
-    if header.kind != "params" or header.domain_size is None:
-        raise BadInput(f"{params_path} is a verifying key, not a proving key")
-    c = header.counts
-    sizes = {v: c[v] * (G2_SIZE if v == "b_g2" else G1_SIZE) for v in VECTORS}
-    point_bytes = sum(sizes.values())
-    n = header.num_ic + c["l"]
-    m = header.domain_size
-    return CircuitInfo(
-        circuit_id,
-        params_path,
-        n,
-        m,
-        int(point_bytes * SRS_RESIDENT_FACTOR[backend]) * devices,
-        _cached_shape_bytes(circuit_id, shape_cache, n) or shape_bytes_estimate(n, m),
-        backend=backend,
-        point_bytes=point_bytes,
-        vector_bytes=tuple(sizes.items()),
-    )
-
-
-def _cached_shape_bytes(
-    circuit_id: str, shape_cache: Path | None, num_variables: int
-) -> int | None:
-    """The size of a shape already in the cache (its matrix files, plus what the prover derives
-    from them), else None."""
-    if shape_cache is None:
-        return None
-    d = ShapeCache(shape_cache).path_for(circuit_id)
-    if shape_format(d) != SHAPE_FORMAT_VERSION:  # absent, or stale: the cache rebuilds it
-        return None
-    try:
-        files = sum(f.stat().st_size for f in matrix_files(d))
-        return files + SHAPE_DERIVED_BYTES_PER_VARIABLE * num_variables
-    except OSError:
-        return None
 
 
 @dataclass(eq=False)
@@ -636,17 +578,11 @@ class SrsManager:
         return self.device_budgets[device] if self.device_budgets is not None else None
 
     # -- the slow part (outside the lock) ------------------------------------------------------
-    def load(self, info: CircuitInfo, devices: Sequence[int]) -> tuple[Parameters, R1CSShape]:
-        """Read the key, get the shape, check they match and preload ``devices``."""
-        params = read_params(info.params_path)
-        circuit = get_circuit(info.circuit_id)
+    def shape_for(self, circuit_id: str, circuit: Circuit) -> R1CSShape:
+        """``circuit``'s shape: from the shape cache (synthesized into it once) or made now."""
         if self._shape_cache is not None:
-            shape = self._shape_cache.get(info.circuit_id, circuit)
-        else:
-            shape = synthesize_shape(circuit, info.circuit_id)
-        check_compatible(params, shape)
-        self.preload(params.vectors, devices, info.circuit_id)
-        return params, shape
+            return self._shape_cache.get(circuit_id, circuit)
+        return synthesize_shape(circuit, circuit_id)
 
     @property
     def shape_cache_dir(self) -> Path | None:
