@@ -23,11 +23,10 @@ import math
 import re
 import tomllib
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import MISSING, dataclass, field, fields
 from pathlib import Path
 from typing import Any, ClassVar
 
-from cuzk.engine.budget import DEFAULT_MARGIN
 from cuzk.engine.config import EngineConfig, FaultInjection
 from cuzk.errors import BadInput, shown
 from cuzk.server.runtime import default_socket, read_secret
@@ -389,6 +388,15 @@ def _faults(v: Any) -> FaultsSection:
     return FaultsSection(**v)
 
 
+_ENGINE_DEFAULTS = {f.name: f.default for f in fields(EngineConfig) if f.default is not MISSING}
+
+
+def _engine(name: str, conv: Converter, doc: str) -> Any:
+    """An engine setting: its default is :class:`EngineConfig`'s own (one source), its
+    converter and bounds are the daemon's."""
+    return _setting(_ENGINE_DEFAULTS[name], conv, doc)
+
+
 @dataclass(frozen=True)
 class EngineSection(_Section):
     """Every field of :class:`cuzk.engine.EngineConfig` except ``backend_factory`` and
@@ -396,40 +404,60 @@ class EngineSection(_Section):
 
     SECTION: ClassVar[str] = "engine"
     param_dir: Path = _setting(Path("~/.cache/cuzk/params"), _path(), "keys directory")
-    backend: str = _setting("cpu", _choice("cpu", "cuda"), "cpu or cuda")
-    devices: int = _setting(1, _integer(1, 64), "K devices")
-    workers_per_device: int = _setting(2, _integer(1, 16), "device workers per device")
-    urgent_lane: bool = _setting(True, _boolean, "one more device worker for CRITICAL/HIGH only")
-    synthesis_workers: int = _setting(1, _integer(1, 256), "synthesis threads")
-    synthesis_processes: int | None = _setting(
-        None,
+    backend: str = _engine("backend", _choice("cpu", "cuda"), "cpu or cuda")
+    devices: int = _engine("devices", _integer(1, 64), "K devices")
+    workers_per_device: int = _engine(
+        "workers_per_device", _integer(1, 16), "device workers per device"
+    )
+    urgent_lane: bool = _engine(
+        "urgent_lane", _boolean, "one more device worker for CRITICAL/HIGH only"
+    )
+    synthesis_workers: int = _engine("synthesis_workers", _integer(1, 256), "synthesis threads")
+    synthesis_processes: int | None = _engine(
+        "synthesis_processes",
         _integer(0, 256, auto=True, zero_is_auto=False),
         "None: half the cores (≤ 8) on 4+ cores",
     )
-    synthesis_lookahead: int | None = _setting(None, _integer(1, 4096, auto=True), "None: K·N")
-    msm_workers: int | None = _setting(None, _integer(1, 1024, auto=True), "None: cores / K")
-    memory_budget: int | None = _setting(None, _size(auto=True), "None: MemAvailable − margin")
-    memory_margin: int = _setting(DEFAULT_MARGIN, _size(), "kept free when the budget is auto")
-    shape_cache: Path | None = _setting(None, _path(optional=True), "None: shapes in memory")
-    staging: bool = _setting(True, _boolean, "second per-device lock for uploads")
-    defer_witness: bool = _setting(True, _boolean, "SHA-256 witness bits made by the backend")
-    defer_poseidon: str = _setting(
-        "all", _choice("cpu", "all", "off"), "Poseidon witness values made by the backend"
+    synthesis_lookahead: int | None = _engine(
+        "synthesis_lookahead", _integer(1, 4096, auto=True), "None: K·N"
     )
-    staging_budget: int | None = _setting(
-        None, _size(auto=True), "None: half the GPU memory, grown to one partition"
+    msm_workers: int | None = _engine(
+        "msm_workers", _integer(1, 1024, auto=True), "None: cores / K"
     )
-    device_memory_limit: int | None = _setting(
-        None, _size(auto=True), "None: the whole device; a cap on every device's use"
+    memory_budget: int | None = _engine(
+        "memory_budget", _size(auto=True), "None: MemAvailable − margin"
     )
-    msm_copies: int | None = _setting(
-        None, _integer(1, 64, auto=True), "None: 13 when they fit half the free key budget"
+    memory_margin: int = _engine("memory_margin", _size(), "kept free when the budget is auto")
+    shape_cache: Path | None = _engine(
+        "shape_cache", _path(optional=True), "None: shapes in memory"
     )
-    pinned_pool_bytes: int = _setting(2 << 30, _size(), "idle pinned buffers kept per device")
-    max_partitions: int = _setting(64, _integer(1, 4096), "per request")
-    retain_jobs: int = _setting(10_000, _integer(1, 1_000_000), "finished jobs remembered")
-    join_timeout_s: float = _setting(
-        30.0, _number(0.0, 3600.0, strict=True), "per thread at shutdown"
+    staging: bool = _engine("staging", _boolean, "second per-device lock for uploads")
+    defer_witness: bool = _engine(
+        "defer_witness", _boolean, "SHA-256 witness bits made by the backend"
+    )
+    defer_poseidon: str = _engine(
+        "defer_poseidon",
+        _choice("cpu", "all", "off"),
+        "Poseidon witness values made by the backend",
+    )
+    staging_budget: int | None = _engine(
+        "staging_budget", _size(auto=True), "None: half the GPU memory, grown to one partition"
+    )
+    device_memory_limit: int | None = _engine(
+        "device_memory_limit",
+        _size(auto=True),
+        "None: the whole device; a cap on every device's use",
+    )
+    msm_copies: int | None = _engine(
+        "msm_copies", _integer(1, 64, auto=True), "None: 13 when they fit half the free key budget"
+    )
+    pinned_pool_bytes: int = _engine(
+        "pinned_pool_bytes", _size(), "idle pinned buffers kept per device"
+    )
+    max_partitions: int = _engine("max_partitions", _integer(1, 4096), "per request")
+    retain_jobs: int = _engine("retain_jobs", _integer(1, 1_000_000), "finished jobs remembered")
+    join_timeout_s: float = _engine(
+        "join_timeout_s", _number(0.0, 3600.0, strict=True), "per thread at shutdown"
     )
     faults: FaultsSection = _setting(FaultsSection(), _faults, "[engine.faults]")
 
