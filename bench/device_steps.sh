@@ -10,9 +10,6 @@
 #   wtests the device-witness GPU tests (snap-8m's included), then the interop and groth16 ones
 #   mtests the MSM GPU tests alone
 #   msmred G1 2^16–2^24 and G2 2^14–2^24, the bucket reduction's plan vs the fixed 32-bucket one
-#   fp64   the FP64-pipe Fp product (fp64.cuh): the probes' GPU test, the MSM variant tests, the
-#          probes' rates beside the integer product's, G1 2^20–2^24 with ACC_FP64=1, G2 2^20–2^22
-#          with FP2_FP64=1
 #   copies precomputed bases (GpuMsm.precompute): their GPU tests, then plain vs K copies on
 #          distinct bases, G1 2^20/24/26 and G2 2^20/22 (results cross-checked, making time),
 #          at choose_window's window and at narrower ones (K@C)
@@ -67,11 +64,6 @@ for s in "$@"; do
       tests/backend/test_cuda_msm.py" ;;
     msmred) step msmred "python3 bench/gpu_msm.py --g1 16:24 --g2 14:24 --no-fp --no-save \
       --runs 5 --reduce-threads 0 --profile 14,16,20" ;;
-    fp64) step fp64 "python3 -m pytest -q -m gpu -p no:cacheprovider tests/backend/test_cuda_fp64.py; \
-      python3 -m pytest -q -m gpu -p no:cacheprovider tests/backend/test_cuda_msm.py -k 'variant'; \
-      python3 bench/gpu_msm.py --g1 20:24 --g2 20:22 --no-save --runs 5 --profile 24 \
-      --variant g1:20,22,24:ACC_FP64=1,ACC_MIN_BLOCKS=2 --variant g1:24:ACC_MIN_BLOCKS=2 \
-      --variant g2:20,22:FP2_FP64=1" ;;
     copies) step copies "python3 -m pytest -q -m gpu -p no:cacheprovider tests/backend/test_cuda_msm.py \
       -k precomputed; python3 bench/gpu_msm.py --g1 '' --g2 '' --no-fp --no-save --runs 5 \
       --copies g1:20,24,26:2,4,13,13@20,6@20 --copies g2:20,22:2,4,16,16@18" ;;

@@ -72,7 +72,6 @@ class Bench:
         self.rng = np.random.default_rng(args.seed)
         self.tmp = Path(tempfile.mkdtemp(prefix="gpu_msm_"))
         self.points: dict[str, tuple[PointSet, list]] = {}
-        self.fp_probe_rates: dict[str, float] = {}
 
     def prepare(self, group: str, max_log: int):
         """Distinct points in a file, preloaded, tiled on the device to 2^max_log."""
@@ -278,8 +277,7 @@ class Bench:
 
     def fp_rate(self) -> float:
         """Fp Montgomery multiplications per second (msm_fp_bench, median of --runs), for each
-        product in --fp-impls, and the FP64-pipe probes (fp64.cuh); returns the default
-        product's rate."""
+        product in --fp-impls; returns the default product's rate."""
         nthreads, iters = 1 << 18, 512
         data = self.rng.integers(0, 2**32, (nthreads, 24), dtype=np.uint64).astype(np.uint32)
         data[:, 11] %= 0x1A0111EA  # top limb below p's: every value < p
@@ -291,10 +289,6 @@ class Bench:
             rates[impl] = rate
             name = "default" if impl is None else f"FP_MUL_IMPL={impl}"
             print(f"Fp mul ({name}): {rate / 1e9:.1f}e9/s (floor to beat 13e9/s)", flush=True)
-        for kernel in ("msm_fp64_bench", "msm_fp_mixed_bench"):
-            rate = self._probe_rate(kernel, data, nthreads, iters // 2)
-            self.fp_probe_rates[kernel] = rate
-            print(f"Fp mul ({kernel}): {rate / 1e9:.1f}e9/s", flush=True)
         return rates[None]
 
     def _probe_rate(
@@ -497,10 +491,6 @@ def main() -> None:
         shutil.rmtree(bench.tmp, ignore_errors=True)
     if rate:
         new["fp_mul"] = {"per_s": float(f"{rate:.4g}")}
-        for kernel, r in bench.fp_probe_rates.items():  # the FP64-pipe experiment (fp64.cuh)
-            new["fp_mul"][kernel.removeprefix("msm_").removesuffix("_bench") + "_per_s"] = float(
-                f"{r:.4g}"
-            )
     if args.save:
         merge_results(new)
     print("\nsummary (device ms):", json.dumps(new), flush=True)

@@ -23,15 +23,11 @@ ARCH = "sm_90"
     [
         ("msm_ba.cu", {"MSM_G2": 0}, ["msm_ba_round", "msm_ba_to_dense"]),
         ("msm_ba.cu", {"MSM_G2": 1}, ["msm_ba_round", "msm_ba_to_dense"]),
-        ("fp_bench.cu", {}, ["msm_fp_bench", "msm_fp64_bench", "msm_fp_mixed_bench"]),
+        ("fp_bench.cu", {}, ["msm_fp_bench"]),
+        ("msm.cu", {"MSM_G2": 0}, ["msm_accumulate", "msm_digits", "msm_shift_copy"]),
         (
             "msm.cu",
-            {"MSM_G2": 0, "ACC_FP64": 1, "ACC_MIN_BLOCKS": 2},
-            ["msm_accumulate", "msm_digits", "msm_shift_copy"],
-        ),
-        (
-            "msm.cu",
-            {"MSM_G2": 1, "FP2_FP64": 1},
+            {"MSM_G2": 1},
             ["msm_accumulate", "msm_reduce_level", "msm_digits", "msm_shift_copy"],
         ),
     ],

@@ -253,29 +253,16 @@ FP_FN fp2_t fp_dbl(const fp2_t& a) { return a + a; }
 #else
 #define FP2_ARG const fp2_t&
 #endif
-// FP2_FP64=1: one of each Fp2 product's three Fp products (and one of a square's two) runs on
-// the FP64 pipe (fp64.cuh), beside the others on the integer pipe; an experiment for issue 19,
-// off by default (bench/gpu_msm.py --variant g2:LOGS:FP2_FP64=1). fp64.cuh needs only what is
-// above (its include of this file is a no-op here).
-#ifndef FP2_FP64
-#define FP2_FP64 0
-#endif
-#if FP2_FP64
-#include "fp64.cuh"
-#define FP2_MUL_B(x, y) fp_mul_fp64(fp24_from_fp(x), fp24_from_fp(y))
-#else
-#define FP2_MUL_B(x, y) ((x) * (y))
-#endif
 // Karatsuba: (a0 + a1 u)(b0 + b1 u) = (a0 b0 - a1 b1) + ((a0 + a1)(b0 + b1) - a0 b0 - a1 b1) u
 FP2_FN fp2_t operator*(FP2_ARG a, FP2_ARG b) {
     fp_t v0 = a.c0 * b.c0;
-    fp_t v1 = FP2_MUL_B(a.c1, b.c1);
+    fp_t v1 = a.c1 * b.c1;
     fp_t s = (a.c0 + a.c1) * (b.c0 + b.c1);
     return {v0 - v1, s - v0 - v1};
 }
 // (a0 + a1 u)^2 = (a0 + a1)(a0 - a1) + 2 a0 a1 u
 FP2_FN fp2_t sqr(FP2_ARG a) {
     fp_t m = a.c0 * a.c1;
-    return {FP2_MUL_B(a.c0 + a.c1, a.c0 - a.c1), m + m};
+    return {(a.c0 + a.c1) * (a.c0 - a.c1), m + m};
 }
 FP_FN bool is_zero(const fp2_t& a) { return a.is_zero(); }

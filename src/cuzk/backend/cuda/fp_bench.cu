@@ -1,7 +1,6 @@
 // Fp product-rate microbenchmark (bench/gpu_msm.py): the MSM never launches it, so it stays out
 // of msm.cu.
 #include "curve.cuh"
-#include "fp64.cuh"
 
 __device__ __forceinline__ u64 bench_thread() { return (u64)blockIdx.x * blockDim.x + threadIdx.x; }
 
@@ -34,35 +33,4 @@ extern "C" __global__ void msm_fp_bench(u32* __restrict__ data, u32 nthreads, u3
         z = z * w;
     }
     bench_store(data, t, x + z, y);
-}
-
-// The FP64-pipe product (fp64.cuh, an experiment): the same two chains as msm_fp_bench, both
-// as fp24_t products. Output: both chains' ends as fp_t words (below 2p, not reduced), x then z.
-extern "C" __global__ void msm_fp64_bench(u32* __restrict__ data, u32 nthreads, u32 iters) {
-    u64 t = bench_thread();
-    if (t >= nthreads) return;
-    fp_t x, y;
-    bench_load(data, t, x, y);
-    fp24_t a = fp24_from_fp(x), b = fp24_from_fp(y), c = b, d = a;
-    for (u32 i = 0; i < iters; i++) {
-        a = fp24_mul(a, b);
-        c = fp24_mul(c, d);
-    }
-    bench_store(data, t, fp24_to_fp_words(a), fp24_to_fp_words(c));
-}
-
-// One chain of each kind in the same thread (x·y on the integer pipe, z·w as fp24_t on the
-// FP64 pipe), so the two products can overlap; 2·iters products like the probes above. Output:
-// x (< p) then z (below 2p), as fp_t words.
-extern "C" __global__ void msm_fp_mixed_bench(u32* __restrict__ data, u32 nthreads, u32 iters) {
-    u64 t = bench_thread();
-    if (t >= nthreads) return;
-    fp_t x, y;
-    bench_load(data, t, x, y);
-    fp24_t z = fp24_from_fp(y), w = fp24_from_fp(x);
-    for (u32 i = 0; i < iters; i++) {
-        x = x * y;
-        z = fp24_mul(z, w);
-    }
-    bench_store(data, t, x, fp24_to_fp_words(z));
 }

@@ -47,19 +47,6 @@
 #define ACC_PREFETCH 0
 #endif
 
-// ACC_FP64=1 (G1 only): the accumulation's mixed additions run five of their ten products on
-// the FP64 pipe (curve_fp64.cuh), an experiment for issue 19 timed with bench/gpu_msm.py
-// --variant g1:LOGS:ACC_FP64=1,ACC_MIN_BLOCKS=2 (its fp24 temporaries need the registers).
-#ifndef ACC_FP64
-#define ACC_FP64 0
-#endif
-#if ACC_FP64 && !MSM_G2
-#include "curve_fp64.cuh"
-#define ACC_ADD add_affine_fp64
-#else
-#define ACC_ADD add_affine
-#endif
-
 __device__ __forceinline__ u64 global_thread() { return (u64)blockIdx.x * blockDim.x + threadIdx.x; }
 
 // Field elements stored canonically -> Montgomery form, in place (count Fp elements).
@@ -196,7 +183,7 @@ extern "C" __global__ void __launch_bounds__(128, ACC_MIN_BLOCKS) msm_accumulate
 #endif
         if (q.is_inf()) continue;
         if (v & SIGN_BIT) q = neg(q);
-        acc = ACC_ADD(acc, q);
+        acc = add_affine(acc, q);
     }
     const u32 slot = seg_base[k] + (u32)t - offsets[k] / L;
     partials[slot] = acc;
