@@ -23,7 +23,7 @@ from cuzk.gadgets.boolean import FALSE, TRUE, Boolean
 from cuzk.gadgets.multieq import MultiEq
 from cuzk.gadgets.sha256_constants import IV, ROUND_CONSTANTS
 from cuzk.gadgets.uint32 import UInt32
-from cuzk.r1cs import ConstraintSystem, ShapeCS, WitnessCS
+from cuzk.r1cs import ConstraintSystem, shape_mode, witness_mode
 
 
 def iv() -> list[UInt32]:
@@ -58,11 +58,11 @@ def compression(
     call's variables (:mod:`~cuzk.gadgets.sha256_shape_tape`): the same rows and names.
     """
     assert len(block) == 512 and len(state) == 8
-    if type(cs) is WitnessCS:
+    if witness_mode(cs):
         return sha256_tape.compress_witness(
             cs, block, state, lambda: _compression(cs, block, state, ns)
         )
-    if type(cs) is ShapeCS:
+    if shape_mode(cs):
         return sha256_shape_tape.compress_shape(cs, block, state, ns, _compression)
     return _compression(cs, block, state, ns)
 

@@ -33,7 +33,7 @@ from cuzk.gadgets.multipack import FR_CAPACITY
 from cuzk.gadgets.num import AllocatedNum
 from cuzk.gadgets.sha256 import _compression, iv
 from cuzk.gadgets.uint32 import UInt32
-from cuzk.r1cs import ConstraintSystem, Variable, WitnessCS
+from cuzk.r1cs import ConstraintSystem, Variable, WitnessCS, witness_mode
 
 #: Slot j of a decomposed field element (255 bits + a zero pad, bytes bit-reversed) holds bit
 #: _REVERSED[j] of the element (bit 255: the pad).
@@ -57,7 +57,7 @@ def field_bits(cs: WitnessCS, num: AllocatedNum) -> FieldBits:
 def fast_path(cs: ConstraintSystem) -> TypeGuard[WitnessCS]:
     """Whether ``cs`` takes hashes through :class:`Message`: witness mode with tapes on (with
     them off, the gadgets are the reference and run as written)."""
-    return type(cs) is WitnessCS and cs.options.sha256_tapes
+    return witness_mode(cs) and cs.options.sha256_tapes
 
 
 class Message:

@@ -499,16 +499,15 @@ def compress_witness(
         words = _native_words(pattern, vals)
         cs.defer(tape.program, bytes(vals))
         return _outputs(tape, words, base, block, state)
-    aux = cs.aux
     appended, replayed = _replay(tape, np.frombuffer(vals, dtype=np.uint8))
     if not verify:
-        aux.extend(appended.tolist())
+        cs.push_all(appended.tolist())
         return _outputs(tape, replayed.tolist(), base, block, state)
-    local = len(aux)
+    local = len(cs.aux)
     ref = python()
     words = replayed.tolist()
     ok = (
-        aux[local:] == appended.tolist()
+        cs.aux[local:] == appended.tolist()
         and _native_words(pattern, vals) == words
         and _same_words(ref, _outputs(tape, words, base, block, state))
     )

@@ -11,12 +11,15 @@ from cuzk.r1cs.system import (
     CheckCS,
     Circuit,
     ConstraintSystem,
+    Mode,
     ShapeCS,
     SynthesisOptions,
     WitnessCS,
     check_circuit,
+    shape_mode,
     synthesize_shape,
     synthesize_witness,
+    witness_mode,
 )
 
 __all__ = [
@@ -31,6 +34,7 @@ __all__ = [
     "CsrMatrix",
     "LcSpec",
     "LinearCombination",
+    "Mode",
     "PrefixedNames",
     "R1CSShape",
     "ShapeCS",
@@ -39,6 +43,8 @@ __all__ = [
     "WitnessCS",
     "check_circuit",
     "repeat",
+    "shape_mode",
     "synthesize_shape",
     "synthesize_witness",
+    "witness_mode",
 ]

@@ -9,6 +9,9 @@ A circuit is written once against :class:`ConstraintSystem` and run in one of th
 * :class:`CheckCS` evaluates every constraint as it is enforced and remembers the first one that
   fails, with its full namespaced name.
 
+Gadgets ask a system its :class:`Mode` (:func:`witness_mode`, :func:`shape_mode`), never its
+class: the mode says which fast paths it takes, and so stays true of systems written elsewhere.
+
 Conventions follow bellperson: input 0 is ONE, allocated before the circuit runs, and after
 synthesis the shape gets one ``input_i · 0 = 0`` row per input (added by :meth:`ShapeCS.finish`).
 """
@@ -18,10 +21,11 @@ from __future__ import annotations
 import gc
 import threading
 from abc import ABC, abstractmethod
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from enum import Enum
+from typing import Any, ClassVar, Protocol, TypeGuard, runtime_checkable
 
 import numpy as np
 
@@ -119,11 +123,35 @@ PYTHON_GADGETS = SynthesisOptions(sha256_tapes=False, poseidon_kernel=False, rep
 NO_NAMESPACE: AbstractContextManager[None] = nullcontext()
 
 
+class Mode(Enum):
+    """Which fast paths a constraint system takes besides ``alloc`` and ``enforce``."""
+
+    #: Values only (:class:`WitnessCS`): gadgets may push values straight
+    #: (:meth:`WitnessCS.push`), defer them, and leave out constraints and names.
+    WITNESS = "witness"
+    #: Rows only (:class:`ShapeCS`): gadgets may append recorded rows whole
+    #: (:meth:`ShapeCS.append_rows`) and replay repeated blocks.
+    SHAPE = "shape"
+    #: Every variable and constraint through ``alloc`` and ``enforce`` (checking, counting).
+    GENERAL = "general"
+
+
 class ConstraintSystem(ABC):
     """The builder every circuit and gadget writes against."""
 
+    #: The fast paths this class takes. A subclass that does not state its own is
+    #: :attr:`Mode.GENERAL`: it may change what ``alloc`` or ``enforce`` do, which the fast
+    #: paths bypass (a counting ShapeCS must see every row).
+    mode: ClassVar[Mode] = Mode.GENERAL
     #: False in shape mode: gadgets may skip computing values nobody reads.
-    needs_values: bool = True
+    needs_values: ClassVar[bool] = True
+    #: False in witness mode: gadgets may skip building linear combinations nobody reads.
+    needs_constraints: ClassVar[bool] = True
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "mode" not in cls.__dict__:
+            cls.mode = Mode.GENERAL
 
     def __init__(self, options: SynthesisOptions = DEFAULT_OPTIONS) -> None:
         self._path: list[str] = []
@@ -167,6 +195,21 @@ def _value(name: NameSpec, value: ValueSpec) -> int:
     return v % R
 
 
+# Bound once: an Enum member lookup costs more than the rest of a bit gadget's witness path.
+_WITNESS = Mode.WITNESS
+_SHAPE = Mode.SHAPE
+
+
+def witness_mode(cs: ConstraintSystem) -> TypeGuard[WitnessCS]:
+    """Whether ``cs`` takes :attr:`Mode.WITNESS`'s fast paths."""
+    return cs.mode is _WITNESS
+
+
+def shape_mode(cs: ConstraintSystem) -> TypeGuard[ShapeCS]:
+    """Whether ``cs`` takes :attr:`Mode.SHAPE`'s fast paths."""
+    return cs.mode is _SHAPE
+
+
 class WitnessCS(ConstraintSystem):
     """Values only: the proving-time mode.
 
@@ -178,6 +221,9 @@ class WitnessCS(ConstraintSystem):
     ``gap`` counts the values of either kind before it; :attr:`num_aux` is the next index and
     :meth:`aux_vector` the result either way.
     """
+
+    mode = Mode.WITNESS
+    needs_constraints = False
 
     def __init__(self, options: SynthesisOptions = DEFAULT_OPTIONS) -> None:
         super().__init__(options)
@@ -196,6 +242,20 @@ class WitnessCS(ConstraintSystem):
     def alloc(self, name: NameSpec, value: ValueSpec) -> Variable:
         self.aux.append(_value(name, value))
         return Variable(len(self.aux) - 1 + self.gap)
+
+    def push(self, value: int) -> Variable:
+        """:meth:`alloc` of a canonical value (0 ≤ value < R) with no name: a gadget's hot path
+        (a bit costs one append)."""
+        aux = self.aux
+        aux.append(value)
+        return Variable(len(aux) - 1 + self.gap)
+
+    def push_all(self, values: Iterable[int]) -> int:
+        """:meth:`push` of each canonical value in turn, in one extend; returns the first
+        one's variable key."""
+        start = len(self.aux) + self.gap
+        self.aux.extend(values)
+        return start
 
     def defer(self, program: Program, inputs: bytes | np.ndarray) -> int:
         """Reserve ``program.n_aux`` variables whose values the program makes from ``inputs``
@@ -349,6 +409,7 @@ class ShapeCS(ConstraintSystem):
     (prefix, leaf) ids (:mod:`cuzk.r1cs.names`), so memory stays ~50 bytes per constraint at
     any size. ``names`` reads as a sequence of strings."""
 
+    mode = Mode.SHAPE
     needs_values = False
 
     def __init__(self, options: SynthesisOptions = DEFAULT_OPTIONS) -> None:

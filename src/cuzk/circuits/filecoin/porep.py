@@ -495,7 +495,6 @@ class CountingCS(ConstraintSystem):
     """
 
     needs_values = False
-    needs_constraints = True
 
     def __init__(self, shortcuts: bool = False) -> None:
         super().__init__()

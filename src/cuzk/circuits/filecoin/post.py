@@ -26,7 +26,7 @@ from cuzk.circuits.filecoin.post_sector import SectorProof, synthesize_sector
 from cuzk.errors import BadInput
 from cuzk.gadgets.merkle import PathBatch, TreeShape
 from cuzk.gadgets.poseidon import constraint_count
-from cuzk.r1cs import Circuit, ConstraintSystem, R1CSShape, ShapeCS, WitnessCS, repeat
+from cuzk.r1cs import Circuit, ConstraintSystem, R1CSShape, ShapeCS, repeat, witness_mode
 
 NODE_SIZE = 32  # bytes per tree leaf
 
@@ -173,7 +173,7 @@ class FallbackPoStCircuit:
     def synthesize(self, cs: ConstraintSystem) -> None:
         count = self.params.sector_count if self.sectors is None else len(self.sectors)
         sectors = self.sectors
-        if sectors is not None and isinstance(cs, WitnessCS):
+        if sectors is not None and witness_mode(cs):
             from cuzk.circuits.filecoin.post_witness import sectors_witness
 
             bulk = sectors_witness(self.params, sectors, cs.options)

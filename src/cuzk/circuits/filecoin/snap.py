@@ -53,7 +53,7 @@ from cuzk.gadgets.por import por_no_challenge_input
 from cuzk.gadgets.poseidon.circuit import poseidon_hash
 from cuzk.gadgets.poseidon.constants import custom_tag
 from cuzk.gadgets.sha256_node import sha256_hash2, sha256_node
-from cuzk.r1cs import ONE, ConstraintSystem, LinearCombination, Variable, WitnessCS
+from cuzk.r1cs import ONE, ConstraintSystem, LinearCombination, Variable, witness_mode
 from cuzk.r1cs.lc import LcSpec, resolve
 from cuzk.r1cs.system import NameSpec, ValueSpec, WitnessPrefix
 
@@ -413,7 +413,7 @@ _last_header: list[tuple[tuple, WitnessPrefix, _Header]] = []
 def _witness_header(cs: ConstraintSystem, p: SnapParams, w: PartitionWitness | None) -> _Header:
     """:func:`_header`, replayed from the last one when a fresh witness system asks for the
     same partition's header again (same parameters, header values and options)."""
-    if type(cs) is not WitnessCS or w is None or cs.num_aux or len(cs.inputs) != 1:
+    if not witness_mode(cs) or w is None or cs.num_aux or len(cs.inputs) != 1:
         return _header(cs, p, w)
     top = p.challenge_bit_len - p.partition_bit_len
     path = tuple(w.challenges[0].path_d_new[top:])
