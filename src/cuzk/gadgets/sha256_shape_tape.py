@@ -241,12 +241,9 @@ def same_words(xs: Sequence[UInt32], ys: Sequence[UInt32]) -> bool:
     )
 
 
-_templates: dict[bytes, Template | None] = {}  # None: disagreed with the gadget; never replay
-
-
-def clear_cache() -> None:
-    """Forget every recorded template (tests use it to exercise recording)."""
-    _templates.clear()
+class Templates(dict[bytes, Template | None]):
+    """Each input pattern's template, in a :class:`~cuzk.r1cs.memo.SynthesisCache` (None: it
+    disagreed with the gadget; never replayed)."""
 
 
 def compress_shape(
@@ -264,21 +261,22 @@ def compress_shape(
     if got is None:
         return gadget(cs, block, state, ns)
     pattern, keys, bits = got
-    t = _templates.get(pattern, False)
+    templates = cs.cache.memo(Templates)
+    t = templates.get(pattern, False)
     if t is None:
         return gadget(cs, block, state, ns)
     verify = t is False
     if verify:
-        if len(_templates) >= MAX_TEMPLATES:
+        if len(templates) >= MAX_TEMPLATES:
             return gadget(cs, block, state, ns)
         try:
             t = record(pattern, gadget)
         except Exception:  # noqa: BLE001 - any surprise in recording: never replay the pattern
             log.exception("SHA-256 shape template could not be recorded; not replayed")
-            _templates[pattern] = None
+            templates[pattern] = None
             return gadget(cs, block, state, ns)
         if not options.verify_first_use:
-            _templates[pattern] = t
+            templates[pattern] = t
             verify = False
     assert isinstance(t, Template)
     base = cs.num_aux
@@ -299,7 +297,7 @@ def compress_shape(
         )
         and same_words(ref, _outputs(t, base, bits))
     )
-    _templates[pattern] = t if ok else None
+    templates[pattern] = t if ok else None
     if not ok:
         log.warning("SHA-256 shape template disagrees with the gadget for a pattern; not replayed")
     return ref

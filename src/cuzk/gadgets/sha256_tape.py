@@ -303,12 +303,9 @@ def _replay(tape: Tape, inputs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return v[1 + _N_IN :], _words_of(v, tape.out)
 
 
-_tapes: dict[bytes, Tape | None] = {}  # None: the tape disagreed with the gadget; never replay
-
-
-def clear_cache() -> None:
-    """Forget every recorded tape (tests use it to exercise recording)."""
-    _tapes.clear()
+class Tapes(dict[bytes, Tape | None]):
+    """Each input pattern's tape, in a :class:`~cuzk.r1cs.memo.SynthesisCache` (None: the tape
+    disagreed with the gadget; never replayed)."""
 
 
 _UINT32_BITS = UInt32.__dict__["bits"]  # UInt32's slot, read and filled by _TapeWord.bits
@@ -481,16 +478,17 @@ def compress_witness(
     if got is None:
         return python()
     pattern, vals = got
-    tape = _tapes.get(pattern, False)
+    tapes = cs.cache.memo(Tapes)
+    tape = tapes.get(pattern, False)
     if tape is None:
         return python()
     verify = tape is False
     if verify:
-        if len(_tapes) >= MAX_TAPES:
+        if len(tapes) >= MAX_TAPES:
             return python()
         tape = record(pattern)
         if not options.verify_first_use:
-            _tapes[pattern] = tape
+            tapes[pattern] = tape
             verify = False
     assert isinstance(tape, Tape)
     base = cs.num_aux
@@ -512,9 +510,9 @@ def compress_witness(
         and _same_words(ref, _outputs(tape, words, base, block, state))
     )
     if ok:
-        _tapes[pattern] = tape
+        tapes[pattern] = tape
     else:
-        _tapes[pattern] = None
+        tapes[pattern] = None
         log.warning("SHA-256 tape disagrees with the gadget for one input pattern; not replayed")
     return ref
 

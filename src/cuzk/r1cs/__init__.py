@@ -1,6 +1,7 @@
 """Rank-1 constraint systems: the builder API, its three modes and the pre-compiled shape."""
 
 from cuzk.r1cs.lc import ONE, LcSpec, LinearCombination, Variable
+from cuzk.r1cs.memo import PROCESS_CACHE, SynthesisCache
 from cuzk.r1cs.names import ConstraintNames, PrefixedNames
 from cuzk.r1cs.repeat import repeat
 from cuzk.r1cs.shape import CsrMatrix, R1CSShape
@@ -25,6 +26,7 @@ from cuzk.r1cs.system import (
 __all__ = [
     "DEFAULT_OPTIONS",
     "ONE",
+    "PROCESS_CACHE",
     "PYTHON_GADGETS",
     "BulkWitness",
     "CheckCS",
@@ -38,6 +40,7 @@ __all__ = [
     "PrefixedNames",
     "R1CSShape",
     "ShapeCS",
+    "SynthesisCache",
     "SynthesisOptions",
     "Variable",
     "WitnessCS",

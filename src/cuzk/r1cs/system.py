@@ -34,6 +34,7 @@ from cuzk.field import fr
 from cuzk.field.constants import R
 from cuzk.r1cs.deferred import DeferredAux, Program, RunGroup, group_runs, merge_groups
 from cuzk.r1cs.lc import LcSpec, LinearCombination, Variable, resolve
+from cuzk.r1cs.memo import PROCESS_CACHE, SynthesisCache
 from cuzk.r1cs.names import NameBuilder, PrefixedNames
 from cuzk.r1cs.rows import MatrixBuilder, Rows
 from cuzk.r1cs.shape import R1CSShape
@@ -97,7 +98,8 @@ class SynthesisOptions:
     against, and the baseline of measurements. ``verify_first_use`` compares each recording
     (a SHA-256 pattern, a Poseidon arity) with the Python gadget on its first use in the
     process and never uses one that disagrees; tests that check the native path on its own turn
-    it off. Recordings are kept per process (a cache), including those accepted unverified.
+    it off. Recordings are kept in the system's :class:`~cuzk.r1cs.memo.SynthesisCache`,
+    including those accepted unverified.
     """
 
     sha256_tapes: bool = True
@@ -153,9 +155,13 @@ class ConstraintSystem(ABC):
         if "mode" not in cls.__dict__:
             cls.mode = Mode.GENERAL
 
-    def __init__(self, options: SynthesisOptions = DEFAULT_OPTIONS) -> None:
+    def __init__(
+        self, options: SynthesisOptions = DEFAULT_OPTIONS, cache: SynthesisCache = PROCESS_CACHE
+    ) -> None:
         self._path: list[str] = []
         self.options = options
+        #: What the native paths learned: they record into it and replay from it.
+        self.cache = cache
 
     @abstractmethod
     def alloc(self, name: NameSpec, value: ValueSpec) -> Variable:
@@ -225,8 +231,10 @@ class WitnessCS(ConstraintSystem):
     mode = Mode.WITNESS
     needs_constraints = False
 
-    def __init__(self, options: SynthesisOptions = DEFAULT_OPTIONS) -> None:
-        super().__init__(options)
+    def __init__(
+        self, options: SynthesisOptions = DEFAULT_OPTIONS, cache: SynthesisCache = PROCESS_CACHE
+    ) -> None:
+        super().__init__(options, cache)
         self.inputs: list[int] = [1]
         self.aux: list[int] = []
         self.gap = 0
@@ -370,8 +378,10 @@ class WitnessPrefix:
 class CheckCS(ConstraintSystem):
     """Evaluates each constraint on the spot; names the first unsatisfied one."""
 
-    def __init__(self, options: SynthesisOptions = DEFAULT_OPTIONS) -> None:
-        super().__init__(options)
+    def __init__(
+        self, options: SynthesisOptions = DEFAULT_OPTIONS, cache: SynthesisCache = PROCESS_CACHE
+    ) -> None:
+        super().__init__(options, cache)
         self.inputs: list[int] = [1]
         self.aux: list[int] = []
         self.num_constraints = 0
@@ -412,8 +422,10 @@ class ShapeCS(ConstraintSystem):
     mode = Mode.SHAPE
     needs_values = False
 
-    def __init__(self, options: SynthesisOptions = DEFAULT_OPTIONS) -> None:
-        super().__init__(options)
+    def __init__(
+        self, options: SynthesisOptions = DEFAULT_OPTIONS, cache: SynthesisCache = PROCESS_CACHE
+    ) -> None:
+        super().__init__(options, cache)
         self.num_inputs = 1
         self.num_aux = 0
         self._rows = MatrixBuilder()
@@ -482,10 +494,13 @@ class ShapeCS(ConstraintSystem):
 
 
 def synthesize_shape(
-    circuit: Circuit, circuit_id: str = "", options: SynthesisOptions = DEFAULT_OPTIONS
+    circuit: Circuit,
+    circuit_id: str = "",
+    options: SynthesisOptions = DEFAULT_OPTIONS,
+    cache: SynthesisCache = PROCESS_CACHE,
 ) -> R1CSShape:
     """Run ``circuit`` in shape mode and return its pre-compiled constraint system."""
-    cs = ShapeCS(options)
+    cs = ShapeCS(options, cache)
     circuit.synthesize(cs)
     return cs.finish(circuit_id)
 
@@ -537,9 +552,13 @@ def gc_paused() -> Iterator[None]:
             gc.collect()
 
 
-def synthesize_witness(circuit: Circuit, options: SynthesisOptions = DEFAULT_OPTIONS) -> WitnessCS:
+def synthesize_witness(
+    circuit: Circuit,
+    options: SynthesisOptions = DEFAULT_OPTIONS,
+    cache: SynthesisCache = PROCESS_CACHE,
+) -> WitnessCS:
     """Run ``circuit`` in witness mode; the result holds ``inputs`` (ONE first) and ``aux``."""
-    cs = WitnessCS(options)
+    cs = WitnessCS(options, cache)
     with gc_paused():
         circuit.synthesize(cs)
     return cs

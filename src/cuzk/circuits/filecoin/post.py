@@ -176,7 +176,7 @@ class FallbackPoStCircuit:
         if sectors is not None and witness_mode(cs):
             from cuzk.circuits.filecoin.post_witness import sectors_witness
 
-            bulk = sectors_witness(self.params, sectors, cs.options)
+            bulk = sectors_witness(self.params, sectors, cs.options, cs.cache)
             if bulk is not None:  # every sector's values at once, as the gadgets would give
                 inputs, aux = bulk
                 cs.inputs.extend(inputs)

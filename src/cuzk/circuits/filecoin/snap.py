@@ -403,11 +403,15 @@ def _header(cs: ConstraintSystem, p: SnapParams, w: PartitionWitness | None) -> 
                    generated)  # fmt: skip
 
 
-#: The last header synthesized in witness mode in this process: (key, prefix, header). A
-#: synthesis process gets several views of one partition (:mod:`cuzk.engine.synth_pool`), and
-#: each view starts with the header — at 32 GiB its 127-hash apex tree and challenge digests,
-#: 5.9M values, twice the cost of the view's own challenges.
-_last_header: list[tuple[tuple, WitnessPrefix, _Header]] = []
+@dataclass
+class LastHeader:
+    """The last header synthesized in witness mode with a
+    :class:`~cuzk.r1cs.memo.SynthesisCache`: (key, prefix, header). A synthesis process gets
+    several views of one partition (:mod:`cuzk.engine.synth_pool`), and each view starts with
+    the header — at 32 GiB its 127-hash apex tree and challenge digests, 5.9M values, twice the
+    cost of the view's own challenges."""
+
+    last: tuple[tuple, WitnessPrefix, _Header] | None = None
 
 
 def _witness_header(cs: ConstraintSystem, p: SnapParams, w: PartitionWitness | None) -> _Header:
@@ -419,12 +423,13 @@ def _witness_header(cs: ConstraintSystem, p: SnapParams, w: PartitionWitness | N
     path = tuple(w.challenges[0].path_d_new[top:])
     key = (p, w.k, w.h, w.comm_r_old, w.comm_d_new, w.comm_r_new, w.comm_c, w.root_r_old,
            w.root_r_new, w.apex_leafs, path, cs.options)  # fmt: skip
-    if _last_header and _last_header[0][0] == key:
-        _, prefix, header = _last_header[0]
+    memo = cs.cache.memo(LastHeader)
+    if memo.last is not None and memo.last[0] == key:
+        _, prefix, header = memo.last
         cs.replay_prefix(prefix)
         return header
     header = _header(cs, p, w)
-    _last_header[:] = [(key, cs.prefix(), header)]
+    memo.last = (key, cs.prefix(), header)
     return header
 
 
