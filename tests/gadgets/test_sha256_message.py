@@ -1,4 +1,4 @@
-"""SHA-256 of a message handed over in bulk (:mod:`cuzk.gadgets.sha256_message`): the witness
+"""SHA-256 of a message handed over in bulk (:mod:`cuzk.gadgets.sha256.message`): the witness
 (every aux value, deferred or not), the packed digest and, where asked for, the Booleans equal
 what the Boolean gadgets give, on random messages of constants, bits, negated bits and field
 elements, with first-use verification on and off."""
@@ -13,13 +13,13 @@ import pytest
 from cuzk.errors import BadInput
 from cuzk.field import fr
 from cuzk.field.constants import R
-from cuzk.gadgets import sha256_tape
 from cuzk.gadgets.boolean import AllocatedBit, Boolean
 from cuzk.gadgets.multipack import pack_bits
 from cuzk.gadgets.num import AllocatedNum
 from cuzk.gadgets.sha256 import sha256
-from cuzk.gadgets.sha256_message import Message, fast_path, field_bits, sha256_packed
-from cuzk.gadgets.sha256_node import node_hash, sha256_hash2, sha256_node
+from cuzk.gadgets.sha256 import tape as sha256_tape
+from cuzk.gadgets.sha256.message import Message, fast_path, field_bits, sha256_packed
+from cuzk.gadgets.sha256.node import node_hash, sha256_hash2, sha256_node
 from cuzk.r1cs import PROCESS_CACHE, PYTHON_GADGETS, SynthesisOptions, Variable, WitnessCS
 from cuzk.r1cs.deferred import DeferredAux
 from tests.gadgets.helpers import bit_key

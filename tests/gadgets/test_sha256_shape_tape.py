@@ -15,9 +15,9 @@ from collections.abc import Callable
 import numpy as np
 import pytest
 
-from cuzk.gadgets import sha256_shape_tape
 from cuzk.gadgets.boolean import FALSE, TRUE, AllocatedBit, Boolean
 from cuzk.gadgets.sha256 import IV, compression, iv, sha256
+from cuzk.gadgets.sha256 import template as sha256_shape_tape
 from cuzk.gadgets.uint32 import UInt32
 from cuzk.r1cs import (
     DEFAULT_OPTIONS,

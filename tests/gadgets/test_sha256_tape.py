@@ -16,11 +16,11 @@ import pytest
 
 from cuzk.errors import BadInput
 from cuzk.field import fr
-from cuzk.gadgets import sha256_tape
 from cuzk.gadgets.boolean import FALSE, TRUE, AllocatedBit, Boolean
 from cuzk.gadgets.multipack import bytes_to_bits
 from cuzk.gadgets.sha256 import IV, compress_native, compression, iv, sha256
-from cuzk.gadgets.sha256_native import compress_slots
+from cuzk.gadgets.sha256 import tape as sha256_tape
+from cuzk.gadgets.sha256.native import compress_slots
 from cuzk.gadgets.uint32 import UInt32
 from cuzk.r1cs import (
     DEFAULT_OPTIONS,
@@ -31,6 +31,7 @@ from cuzk.r1cs import (
     Variable,
     WitnessCS,
 )
+from cuzk.r1cs.bitprog import AND, XOR
 from cuzk.r1cs.deferred import DeferredAux
 from tests.gadgets.helpers import bit_key, synthesize_all
 
@@ -231,7 +232,7 @@ def test_first_use_verification_rejects_a_wrong_tape(
     def broken(pattern: bytes) -> sha256_tape.Tape:
         tape = real(pattern)
         ops = tape.program.ops
-        ops[ops[:, 0] == sha256_tape._XOR, 0] = sha256_tape._AND
+        ops[ops[:, 0] == XOR, 0] = AND
         return tape
 
     monkeypatch.setattr(sha256_tape, "record", broken)

@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 
 from cuzk.field import fr
-from cuzk.gadgets import sha256_shape_tape
 from cuzk.gadgets.boolean import AllocatedBit, Boolean
 from cuzk.gadgets.sha256 import sha256
+from cuzk.gadgets.sha256 import template as sha256_shape_tape
 from cuzk.r1cs import PROCESS_CACHE, ConstraintSystem, R1CSShape, synthesize_shape
 from tests.r1cs.circuits import CubeCircuit, RandomCircuit
 from tests.r1cs.reference import assert_same_rows, plain_evaluate, reference

@@ -3,7 +3,7 @@
 A SHA-256 compression appends ~26,000 witness values, every one a bit computed from earlier
 bits by xor / and / ch / maj or taken from a sum of 32-bit words. Which operation makes which
 value depends only on which of the inputs are constant or negated (the *pattern*), never on
-the values, so :mod:`cuzk.gadgets.sha256_tape` records one program per pattern. This module is
+the values, so :mod:`cuzk.gadgets.sha256.tape` records one program per pattern. This module is
 the program's format and its reference executor; the CUDA backend runs the same programs on
 the device (``backend/cuda/witness.cu``), one thread per instance, and is checked against
 :func:`execute`.

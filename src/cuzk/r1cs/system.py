@@ -89,8 +89,8 @@ class SynthesisOptions:
 
     Some gadgets can append exactly what their per-constraint Python would, computed natively:
     SHA-256 compressions replayed from recorded tapes (witness mode,
-    :mod:`cuzk.gadgets.sha256_tape`) and templates (shape mode,
-    :mod:`cuzk.gadgets.sha256_shape_tape`), Poseidon hashes from a numba kernel (witness mode,
+    :mod:`cuzk.gadgets.sha256.tape`) and templates (shape mode,
+    :mod:`cuzk.gadgets.sha256.template`), Poseidon hashes from a numba kernel (witness mode,
     :mod:`cuzk.gadgets.poseidon.witness`). The choice travels with the system, so each
     synthesis states it and none depends on a module-level switch flipped elsewhere.
 
@@ -477,7 +477,7 @@ class ShapeCS(ConstraintSystem):
     ) -> None:
         """Append whole rows at once (what ``enforce`` would have appended one at a time, in
         :meth:`rows_from`'s layout, keys as an array or list) and ``num_aux`` new variables:
-        replayed gadgets (:mod:`cuzk.gadgets.sha256_shape_tape`) skip the per-constraint
+        replayed gadgets (:mod:`cuzk.gadgets.sha256.template`) skip the per-constraint
         Python."""
         self._rows.extend(rows)
         self.names.extend(names)

@@ -56,8 +56,8 @@ from cuzk.gadgets.num import AllocatedNum
 from cuzk.gadgets.por import PathLevel, por
 from cuzk.gadgets.poseidon.circuit import poseidon_hash
 from cuzk.gadgets.sha256 import sha256
-from cuzk.gadgets.sha256_message import Message, fast_path, field_bits, sha256_packed
-from cuzk.gadgets.sha256_node import sha256_node
+from cuzk.gadgets.sha256.message import Message, fast_path, field_bits, sha256_packed
+from cuzk.gadgets.sha256.node import sha256_node
 from cuzk.gadgets.uint32 import UInt32
 from cuzk.r1cs import ONE, ConstraintSystem, Variable, repeat
 from cuzk.r1cs.lc import LcSpec, resolve
@@ -454,7 +454,7 @@ def _label_layer(
     """One layer's label of the challenged node: the parents' bits, then ``create_label``.
 
     In witness mode the same values in the same order, the parents' bits handed to SHA-256 in
-    bulk (:mod:`cuzk.gadgets.sha256_message`), never made as objects."""
+    bulk (:mod:`cuzk.gadgets.sha256.message`), never made as objects."""
     if fast_path(cs):
         fields = [field_bits(cs, col[layer - 1]) for col in drg]
         if layer > 1:

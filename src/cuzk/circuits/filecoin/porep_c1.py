@@ -79,7 +79,7 @@ from cuzk.field import fr
 from cuzk.field.constants import R
 from cuzk.gadgets.merkle import MerklePath
 from cuzk.gadgets.poseidon.native import hash_many, hash_one
-from cuzk.gadgets.sha256_node import node_hash
+from cuzk.gadgets.sha256.node import node_hash
 
 #: Largest sector (in nodes) whose whole parent table is built to check parent indices (14 u32
 #: per node); larger sectors compute the challenged nodes' rows only.

@@ -52,7 +52,7 @@ from cuzk.gadgets.num import POW2, AllocatedNum
 from cuzk.gadgets.por import por_no_challenge_input
 from cuzk.gadgets.poseidon.circuit import poseidon_hash
 from cuzk.gadgets.poseidon.constants import custom_tag
-from cuzk.gadgets.sha256_node import sha256_hash2, sha256_node
+from cuzk.gadgets.sha256.node import sha256_hash2, sha256_node
 from cuzk.r1cs import ONE, ConstraintSystem, LinearCombination, Variable, witness_mode
 from cuzk.r1cs.lc import LcSpec, resolve
 from cuzk.r1cs.system import NameSpec, ValueSpec, WitnessPrefix
