@@ -12,12 +12,12 @@ import pytest
 from cuzk.circuits.filecoin import post_witness
 from cuzk.circuits.filecoin.post import (
     FallbackPoStCircuit,
-    PoStParams,
     SectorProof,
     pad_sectors,
     post_params,
     synthesize_sector,
 )
+from cuzk.circuits.filecoin.post_params import PoStParams
 from cuzk.field import fr
 from cuzk.gadgets.merkle import MerklePath, PathBatch
 from cuzk.r1cs import SynthesisCache, SynthesisOptions, WitnessCS, synthesize_witness

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from cuzk.circuits.filecoin.merkle_json import leaf_index, path_root, read_merkle_proof
-from cuzk.circuits.filecoin.post import PoStParams
+from cuzk.circuits.filecoin.post_params import PoStParams
 from cuzk.circuits.filecoin.seal import (
     by_name,
     c1_json,

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from cuzk.circuits.filecoin.post import GIB, KIB, MIB
+from cuzk.circuits.filecoin.post_params import GIB, KIB, MIB
 from cuzk.circuits.filecoin.snap import (
     GEN_RANDOMNESS_TAG,
     SnapCircuit,

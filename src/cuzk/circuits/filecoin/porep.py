@@ -38,15 +38,8 @@ from dataclasses import dataclass, field
 from typing import TypeVar
 
 from cuzk.circuits.filecoin.merkle_json import leaf_index
-from cuzk.circuits.filecoin.post import (
-    GIB,
-    KIB,
-    MIB,
-    NODE_SIZE,
-    SIZE_NAMES,
-    CircuitCounts,
-    counts_of,
-)
+from cuzk.circuits.filecoin.post import CircuitCounts, counts_of
+from cuzk.circuits.filecoin.post_params import GIB, KIB, MIB, NODE_SIZE, SIZE_NAMES
 from cuzk.errors import BadInput
 from cuzk.field.constants import R
 from cuzk.gadgets.boolean import FALSE, AllocatedBit, Boolean

@@ -73,7 +73,7 @@ from cuzk.circuits.filecoin.porep import (
     porep_params_for_size,
     public_inputs,
 )
-from cuzk.circuits.filecoin.post import GIB, KIB, MIB, SIZE_NAMES
+from cuzk.circuits.filecoin.post_params import GIB, KIB, MIB, SIZE_NAMES
 from cuzk.errors import BadInput
 from cuzk.field import fr
 from cuzk.field.constants import R

@@ -23,10 +23,10 @@ import dataclasses
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 import numpy as np
 
+from cuzk.circuits.filecoin.post_params import PoStParams
 from cuzk.circuits.filecoin.post_sector import SectorProof, synthesize_sector
 from cuzk.errors import BadInput
 from cuzk.field import fr
@@ -34,9 +34,6 @@ from cuzk.gadgets.merkle import MerklePath, PathBatch
 from cuzk.gadgets.poseidon.native import hash_many
 from cuzk.r1cs import SynthesisCache, SynthesisOptions, WitnessCS
 from cuzk.r1cs.deferred import DeferredAux, Program, RunGroup, merge_groups
-
-if TYPE_CHECKING:
-    from cuzk.circuits.filecoin.post import PoStParams
 
 log = logging.getLogger(__name__)
 
@@ -62,7 +59,7 @@ class _Template:
     runs: tuple[_Piece, ...]
 
 
-_Key = tuple["PoStParams", SynthesisOptions]  # one sector's parameters, the options
+_Key = tuple[PoStParams, SynthesisOptions]  # one sector's parameters, the options
 
 
 @dataclass

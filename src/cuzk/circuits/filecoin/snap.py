@@ -31,17 +31,8 @@ from dataclasses import dataclass, field
 from operator import attrgetter
 from typing import NamedTuple, TypeVar
 
-from cuzk.circuits.filecoin.post import (
-    GIB,
-    KIB,
-    MIB,
-    NODE_SIZE,
-    PARAMS_VERSION,
-    SIZE_NAMES,
-    CircuitCounts,
-    counts_of,
-    tree_shape,
-)
+from cuzk.circuits.filecoin.post import PARAMS_VERSION, CircuitCounts, counts_of
+from cuzk.circuits.filecoin.post_params import GIB, KIB, MIB, NODE_SIZE, SIZE_NAMES, tree_shape
 from cuzk.errors import BadInput
 from cuzk.field.constants import R
 from cuzk.gadgets.boolean import AllocatedBit, Boolean, field_into_allocated_bits_le
