@@ -8,8 +8,8 @@ cycle check, since two modules of one layer naming each other's types cannot fai
 
 Rules, checked on every edge importer → imported module:
 
-* a module imports its own layer or a lower one (the table below), never a higher one, and
-  never a different layer of the same rank (``field`` and ``curve`` are independent);
+* a module imports its own layer or one its layer stands on (the graph below, :data:`STANDS_ON`,
+  read transitively), never another: not a higher one, not one of the other branch;
 * the graph of runtime imports has no cycle. Importing ``a.b.c`` also runs the packages
   ``a.b`` and ``a`` (their ``__init__``), so an import of a module in another package counts
   as an import of that package's ``__init__`` too;
@@ -28,29 +28,56 @@ import pytest
 
 SRC = Path(__file__).resolve().parent.parent / "src"
 
-#: Layers, lowest first; a layer may import itself and the layers of lower rank. Names are the
-#: first component under ``cuzk``; ``""`` is the ``cuzk`` package itself (only ``__version__``),
-#: ``errors`` the exception types and ``openmp`` the process's OpenMP setting, which any layer
-#: may use and which import nothing of cuzk.
-#: ``backend`` sits under ``groth16`` and ``interop``: they are written against its ``Backend``
-#: protocol, while the backends know nothing of Groth16. ``interop`` (circom/snarkjs formats and
-#: prover) builds on ``groth16``'s keys, proofs and verifier, and the engine runs both.
-LAYERS: tuple[tuple[str, ...], ...] = (
-    ("", "errors", "openmp"),
-    ("safejson",),  # untrusted JSON reading; raises the errors of the layer below
-    ("field", "curve"),
-    ("poly",),
-    ("r1cs",),
-    ("gadgets",),
-    ("circuits",),
-    ("backend",),
-    ("groth16",),
-    ("interop",),
-    ("engine",),
-    ("server",),
-    ("cli",),
-)
-RANK = {name: rank for rank, names in enumerate(LAYERS) for name in names}
+#: Layers any layer may import, which import nothing of cuzk above them: ``""`` is the ``cuzk``
+#: package itself (only ``__version__``), ``errors`` the exception types, ``openmp`` the
+#: process's OpenMP setting and ``safejson`` untrusted JSON reading (raising ``errors``' types).
+BASE = ("", "errors", "openmp", "safejson")
+
+#: The layers each layer stands on: it may import them and, transitively, whatever they stand
+#: on (names are the first component under ``cuzk``). Two branches rise side by side: the
+#: circuits (``r1cs`` → ``gadgets`` → ``circuits``, on ``field``) and the proving
+#: (``backend`` → ``groth16`` → ``interop``, on ``curve``, ``poly`` and ``r1cs``: a backend
+#: runs a shape's MSMs and NTTs, and knows no circuit and nothing of Groth16, which is written
+#: against its ``Backend`` protocol). ``field`` and ``curve`` are independent (Fr and Fq). The
+#: ``engine`` joins the branches, ``server`` and ``cli`` stand on top.
+STANDS_ON: dict[str, tuple[str, ...]] = {
+    "": (),
+    "errors": (),
+    "openmp": (),
+    "safejson": ("errors",),
+    "field": BASE,
+    "curve": BASE,
+    "poly": ("field",),
+    "r1cs": ("field",),
+    "gadgets": ("r1cs",),
+    "circuits": ("gadgets",),
+    "backend": ("curve", "poly", "r1cs"),
+    "groth16": ("backend",),
+    "interop": ("groth16",),
+    "engine": ("circuits", "interop"),
+    "server": ("engine",),
+    "cli": ("server",),
+}
+
+#: Imports against the graph that stay for now, each with why: (importing module, layer).
+PENDING = {
+    # Maps Filecoin circuit ids to their official key files; that join belongs to the layer
+    # above both branches (the ``params`` command, src/cuzk/cli/params_cmd.py), which issue 32
+    # leaves to another change.
+    ("cuzk.groth16.official", "circuits"),
+}
+
+
+def below(name: str) -> set[str]:
+    """Every layer ``name`` may import: what it stands on, transitively, and :data:`BASE`."""
+    seen: set[str] = set()
+    todo = list(STANDS_ON[name]) + ([] if name in BASE else list(BASE))
+    while todo:
+        layer_ = todo.pop()
+        if layer_ not in seen:
+            seen.add(layer_)
+            todo += STANDS_ON[layer_]
+    return seen
 
 
 @dataclass(frozen=True)
@@ -182,8 +209,15 @@ def collect() -> tuple[list[Edge], list[str]]:
 
 
 def test_every_package_has_a_layer() -> None:
-    missing = sorted({layer(m) for m in modules()} - set(RANK))
+    missing = sorted({layer(m) for m in modules()} - set(STANDS_ON))
     assert not missing, f"give these packages a layer in tests/test_layering.py: {missing}"
+
+
+def test_the_graph_is_a_graph_of_layers_without_a_circle() -> None:
+    named = {b for bs in STANDS_ON.values() for b in bs} | {b for _, b in PENDING}
+    assert named <= set(STANDS_ON), f"unknown layers: {sorted(named - set(STANDS_ON))}"
+    circle = sorted(name for name in STANDS_ON if name in below(name))
+    assert not circle, f"layers that stand on themselves: {circle}"
 
 
 def test_imports_resolve_and_are_static() -> None:
@@ -192,17 +226,20 @@ def test_imports_resolve_and_are_static() -> None:
 
 
 def against_layering(edges: list[Edge]) -> list[str]:
-    """One line per import of a higher or sibling layer (TYPE_CHECKING ones included)."""
+    """One line per import of a layer the importer's layer does not stand on (TYPE_CHECKING
+    ones included), :data:`PENDING` ones aside."""
     bad = []
     for e in edges:
         a, b = layer(e.importer), layer(e.imported)
-        if a != b and RANK[b] >= RANK[a]:
-            kind = "a higher layer" if RANK[b] > RANK[a] else "a sibling layer"
-            bad.append(f"{e.where()}: {e.importer} ({a!r}) imports {e.imported} ({kind}, {b!r})")
+        if a != b and b not in below(a) and (e.importer, b) not in PENDING:
+            bad.append(
+                f"{e.where()}: {e.importer} ({a!r}) imports {e.imported} ({b!r}, which {a!r} "
+                "does not stand on)"
+            )
     return sorted(bad)
 
 
-def test_no_upward_import() -> None:
+def test_imports_follow_the_graph() -> None:
     bad = against_layering(collect()[0])
     assert not bad, "imports against the layering:\n" + "\n".join(bad)
 
@@ -329,16 +366,22 @@ def _edge(importer: str, imported: str, line: int, lazy: bool = False, typing: b
 
 
 def test_checks_see_what_they_must() -> None:
-    """Upward and sibling imports are reported with file:line (TYPE_CHECKING ones too); a cycle
-    closed by a lazy import is reported edge by edge; one closed only by TYPE_CHECKING is not."""
+    """Upward, sideways and cross-branch imports are reported with file:line (TYPE_CHECKING
+    ones too), pending ones are not; a cycle closed by a lazy import is reported edge by edge;
+    one closed only by TYPE_CHECKING is not."""
     up = [_edge("cuzk.r1cs.system", "cuzk.gadgets.num", 7, lazy=True)]
     side = [_edge("cuzk.curve.points", "cuzk.field.fr", 3, typing=True)]
-    down = [_edge("cuzk.gadgets.num", "cuzk.r1cs.system", 5)]
+    across = [_edge("cuzk.backend.cpu", "cuzk.gadgets.num", 4),
+              _edge("cuzk.groth16.prover", "cuzk.circuits.catalogue", 6)]  # fmt: skip
+    down = [_edge("cuzk.gadgets.num", "cuzk.r1cs.system", 5),
+            _edge("cuzk.interop.prover", "cuzk.r1cs.shape", 2),
+            _edge("cuzk.groth16.official", "cuzk.circuits.catalogue", 8)]  # fmt: skip
     assert against_layering(up) == [
         "src/cuzk/r1cs/system.py:7 (lazy): cuzk.r1cs.system ('r1cs') imports cuzk.gadgets.num "
-        "(a higher layer, 'gadgets')"
+        "('gadgets', which 'r1cs' does not stand on)"
     ]
-    assert "a sibling layer" in against_layering(side)[0]
+    assert "which 'curve' does not stand on" in against_layering(side)[0]
+    assert len(against_layering(across)) == 2
     assert against_layering(down) == []
     lazy_cycle = [_edge("cuzk.a.x", "cuzk.a.y", 1), _edge("cuzk.a.y", "cuzk.a.x", 9, lazy=True)]
     (report,) = cycles([*lazy_cycle, _edge("cuzk.a.z", "cuzk.a.x", 2)])

@@ -1,5 +1,5 @@
 """The host side of the CUDA deferred witness (:mod:`cuzk.backend.cuda.witness`) without a
-GPU: which kernel each program kind goes to, the launch arguments in the kernels' order, the
+GPU: which kernel each program names, the launch arguments in the kernels' order, the
 per-key tables, launch chunking, the first-use check and the host fallback — through a
 stand-in device that runs each launch with the kernel's CPU model reading the same arguments.
 The kernels themselves are compared on the GPU in ``test_cuda_witness.py`` and, for Poseidon,
@@ -12,9 +12,10 @@ import pytest
 
 from cuzk.backend.cuda import witness as gw
 from cuzk.field import fr
-from cuzk.gadgets.poseidon import _kernels
+from cuzk.gadgets.poseidon import Strength, _kernels
+from cuzk.gadgets.poseidon.program import PoseidonProgram, poseidon_program
 from cuzk.r1cs.bitprog import expand_runs
-from cuzk.r1cs.deferred import DeferredAux
+from cuzk.r1cs.deferred import DeferredAux, RunGroup
 from tests.r1cs.test_deferred import BOTH, _circuit
 
 _ONE = fr.ones(1)[0]
@@ -97,7 +98,7 @@ def test_each_kind_runs_its_kernel(deferred, cid, monkeypatch):
     assert w._checked == keys and not w._refused
     assert "poseidon_witness" in gpu.launches
     assert ("witness_bitprog" in gpu.launches) == (cid == "porep-2k")
-    poseidon_groups = [g for g in aux.groups if isinstance(g.program, gw.PoseidonProgram)]
+    poseidon_groups = [g for g in aux.groups if isinstance(g.program, PoseidonProgram)]
     launches = sum(-(-len(g.starts) // 3) for g in poseidon_groups)
     assert gpu.launches.count("poseidon_witness") == launches
     uploads = gpu.uploads
@@ -117,10 +118,12 @@ def test_a_disagreeing_kernel_is_refused_and_made_on_the_host(deferred):
     assert gpu.launches.count("poseidon_witness") == before  # never launched again
 
 
-def test_refused_keys_and_wide_states_never_launch(deferred):
-    from cuzk.gadgets.poseidon import Strength
-    from cuzk.gadgets.poseidon.program import poseidon_program
+def _hashes(program: PoseidonProgram) -> RunGroup:
+    """One run of ``program`` (zero preimage)."""
+    return RunGroup(program, np.zeros(1, np.int64), np.zeros((1, program.arity, 4), np.uint64))
 
+
+def test_refused_keys_and_wide_states_never_launch(deferred):
     inputs, aux = deferred["porep-2k"]
     gpu = FakeGpu()
     w = gw.GpuWitness(gpu)
@@ -128,6 +131,6 @@ def test_refused_keys_and_wide_states_never_launch(deferred):
         w.refuse(g.program.key)
     assert np.array_equal(w.assemble(inputs, aux), _want(inputs, aux))
     assert set(gpu.launches) == {"witness_place"}
-    assert gw._has_kernel(poseidon_program(16, Strength.STANDARD, 1))
-    wide = gw.PoseidonProgram(b"poseidon:wide", 17, Strength.STANDARD, 1, 1)
-    assert not gw._has_kernel(wide)
+    assert gw._has_kernel(_hashes(poseidon_program(16, Strength.STANDARD, 1)))
+    wide = PoseidonProgram(b"poseidon:wide", 17, Strength.STANDARD, 1, 1)
+    assert not gw._has_kernel(_hashes(wide))

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from cuzk.circuits.filecoin.post import API_V1_0, window_params
+from cuzk.circuits.filecoin.post_params import API_V1_0, window_params
 from cuzk.circuits.filecoin.vanilla_bincode import sector_proof_from_bincode
 from cuzk.circuits.filecoin.vanilla_json import loads, partition_circuit
 from cuzk.errors import BadInput

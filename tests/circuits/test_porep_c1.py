@@ -42,7 +42,7 @@ from cuzk.field import fr
 from cuzk.field.constants import R
 from cuzk.gadgets.merkle import MerklePath
 from cuzk.gadgets.poseidon.native import hash_many, hash_one
-from cuzk.gadgets.sha256_node import node_hash
+from cuzk.gadgets.sha256.node import node_hash
 
 
 def _fe254(rng: np.random.Generator) -> int:

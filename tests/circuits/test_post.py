@@ -18,7 +18,6 @@ import pytest
 from cuzk.circuits import circuit_ids, get_circuit
 from cuzk.circuits.filecoin.post import (
     FallbackPoStCircuit,
-    PoStParams,
     SectorProof,
     pad_sectors,
     param_file_stem,
@@ -28,6 +27,7 @@ from cuzk.circuits.filecoin.post import (
     shape_counts,
     structural_counts,
 )
+from cuzk.circuits.filecoin.post_params import PoStParams
 from cuzk.circuits.filecoin.vanilla import (
     leaf_challenge,
     public_inputs,

@@ -8,8 +8,9 @@ import json
 
 import pytest
 
-from cuzk.circuits.filecoin.post import PoStParams, post_params
+from cuzk.circuits.filecoin.post import post_params
 from cuzk.circuits.filecoin.post_bincode import layout, read_sector_proofs
+from cuzk.circuits.filecoin.post_params import PoStParams
 from cuzk.circuits.filecoin.vanilla import random_sector
 from cuzk.circuits.filecoin.vanilla_bincode import read_sector_proof
 from cuzk.circuits.filecoin.vanilla_json import generate, read_sectors, sector_vanilla_json

@@ -12,15 +12,15 @@ import pytest
 from cuzk.circuits.filecoin import post_witness
 from cuzk.circuits.filecoin.post import (
     FallbackPoStCircuit,
-    PoStParams,
     SectorProof,
     pad_sectors,
     post_params,
     synthesize_sector,
 )
+from cuzk.circuits.filecoin.post_params import PoStParams
 from cuzk.field import fr
 from cuzk.gadgets.merkle import MerklePath, PathBatch
-from cuzk.r1cs import SynthesisOptions, WitnessCS, synthesize_witness
+from cuzk.r1cs import SynthesisCache, SynthesisOptions, WitnessCS, synthesize_witness
 from cuzk.r1cs.deferred import DeferredAux
 
 DEFERRED = SynthesisOptions(defer_poseidon=True)
@@ -56,10 +56,9 @@ def _gadgets(params: PoStParams, sectors, options=DEFERRED):
 
 @pytest.mark.parametrize("cid", ["wpost-2k", "winning-2k", "wpost-8m", "wpost-32g", "winning-32g"])
 def test_bulk_witness_equals_the_gadgets(cid, rng):
-    post_witness.clear_templates()
     params = post_params(cid)
     sectors = [_sector(params, rng, batch=i % 2 == 0) for i in range(3)]
-    made = post_witness.sectors_witness(params, sectors, DEFERRED)
+    made = post_witness.sectors_witness(params, sectors, DEFERRED, SynthesisCache())
     assert made is not None
     inputs, aux = made
     want_inputs, want_aux = _gadgets(params, sectors)
@@ -72,20 +71,19 @@ def test_a_circuit_takes_the_bulk_witness_through_its_system(rng):
     deferred runs where the gadgets would have recorded them."""
     params = post_params("wpost-2k")
     circuit = FallbackPoStCircuit(params, pad_sectors([_sector(params, rng, True)], params))
-    bulk = synthesize_witness(circuit, DEFERRED)
+    bulk = synthesize_witness(circuit, DEFERRED, SynthesisCache())
     assert bulk._groups  # noqa: SLF001 - the bulk path ran
-    post_witness.clear_templates()
     key = (dataclasses.replace(params, sector_count=1), DEFERRED)
-    post_witness._templates[key] = None  # noqa: SLF001 - the gadgets, for the reference
-    slow = synthesize_witness(circuit, DEFERRED)
+    gadgets = SynthesisCache()
+    gadgets.memo(post_witness.Templates).learned[key] = None  # the gadgets, for the reference
+    slow = synthesize_witness(circuit, DEFERRED, gadgets)
     assert not slow._groups  # noqa: SLF001
     assert bulk.inputs == slow.inputs
     assert np.array_equal(bulk.aux_vector().expand(), slow.aux_vector().expand())
-    post_witness.clear_templates()
 
 
 def test_a_template_that_disagrees_is_never_used(rng, monkeypatch, caplog):
-    post_witness.clear_templates()
+    cache = SynthesisCache()
     params = post_params("wpost-2k")
     sectors = [_sector(params, rng, True)]
     real = post_witness._apply  # noqa: SLF001
@@ -96,25 +94,25 @@ def test_a_template_that_disagrees_is_never_used(rng, monkeypatch, caplog):
         return inputs, aux
 
     monkeypatch.setattr(post_witness, "_apply", wrong)
-    assert post_witness.sectors_witness(params, sectors, DEFERRED) is None
+    assert post_witness.sectors_witness(params, sectors, DEFERRED, cache) is None
     assert "disagrees with the gadgets" in caplog.text
     monkeypatch.setattr(post_witness, "_apply", real)
-    assert post_witness.sectors_witness(params, sectors, DEFERRED) is None  # refused for good
-    post_witness.clear_templates()
+    assert post_witness.sectors_witness(params, sectors, DEFERRED, cache) is None  # for good
 
 
 def test_paths_of_the_wrong_shape_leave_the_fault_to_the_gadgets(rng):
     """No bulk witness for them, and the template stays in use for good data."""
-    post_witness.clear_templates()
+    cache = SynthesisCache()
     params = post_params("wpost-2k")
     good = _sector(params, rng, True)
     short = SectorProof(good.comm_r, good.comm_c, good.comm_r_last, good.inclusion_proofs[:-1])
-    assert post_witness.sectors_witness(params, [short], DEFERRED) is None
-    assert post_witness.sectors_witness(params, [good], DEFERRED) is not None
-    post_witness.clear_templates()
+    assert post_witness.sectors_witness(params, [short], DEFERRED, cache) is None
+    assert post_witness.sectors_witness(params, [good], DEFERRED, cache) is not None
 
 
 def test_without_deferred_poseidon_the_gadgets_run(rng):
     params = post_params("wpost-2k")
-    assert post_witness.sectors_witness(params, [_sector(params, rng, True)],
-                                        SynthesisOptions()) is None  # fmt: skip
+    sectors = [_sector(params, rng, True)]
+    assert (
+        post_witness.sectors_witness(params, sectors, SynthesisOptions(), SynthesisCache()) is None
+    )

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from cuzk.circuits.filecoin.merkle_json import leaf_index, path_root, read_merkle_proof
-from cuzk.circuits.filecoin.post import PoStParams
+from cuzk.circuits.filecoin.post_params import PoStParams
 from cuzk.circuits.filecoin.seal import (
     by_name,
     c1_json,
@@ -28,7 +28,7 @@ from cuzk.errors import BadInput
 from cuzk.field.constants import R
 from cuzk.gadgets.merkle import TreeShape
 from cuzk.gadgets.poseidon.native import hash_reference
-from cuzk.gadgets.sha256_node import node_hash
+from cuzk.gadgets.sha256.node import node_hash
 
 KIB, MIB = 1 << 10, 1 << 20
 

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from cuzk.circuits.filecoin.post import GIB, KIB, MIB
+from cuzk.circuits.filecoin.post_params import GIB, KIB, MIB
 from cuzk.circuits.filecoin.snap import (
     GEN_RANDOMNESS_TAG,
     SnapCircuit,
@@ -384,14 +384,13 @@ def test_views_replay_the_header_of_their_partition(monkeypatch, seed):
     from cuzk.circuits import open_statement
     from cuzk.circuits.filecoin import snap
     from cuzk.circuits.filecoin.snap_vanilla import generate_update
-    from cuzk.r1cs import SynthesisOptions, WitnessCS
+    from cuzk.r1cs import PROCESS_CACHE, SynthesisOptions, WitnessCS
     from cuzk.r1cs.blocks import view_witness
     from cuzk.r1cs.deferred import DeferredAux
 
     calls = []
     real = snap._header
     monkeypatch.setattr(snap, "_header", lambda *a: (calls.append(1), real(*a))[1])
-    monkeypatch.setattr(snap, "_last_header", [])
     one, two = (
         open_statement("snap-2k", payload=generate_update(2048, s).encode()).circuit(0)
         for s in (seed % 2**32, (seed + 1) % 2**32)
@@ -399,12 +398,12 @@ def test_views_replay_the_header_of_their_partition(monkeypatch, seed):
     deferred = SynthesisOptions(defer_bit_programs=True)
 
     def fresh(circuit, blocks, options):  # the reference: nothing cached
-        snap._last_header.clear()
+        PROCESS_CACHE.clear()
         return view_witness(circuit, blocks, options)
 
     for options in (SynthesisOptions(), deferred):
         for circuit in (one, two):
-            snap._last_header.clear()
+            PROCESS_CACHE.clear()
             calls.clear()
             view_witness(circuit, (0,), options)
             again = view_witness(circuit, (1, 0), options)
@@ -415,7 +414,7 @@ def test_views_replay_the_header_of_their_partition(monkeypatch, seed):
                 assert np.array_equal(again[1].expand(), ref[1].expand())
             else:
                 assert np.array_equal(again[1], ref[1])
-    snap._last_header.clear()
+    PROCESS_CACHE.clear()
     calls.clear()
     view_witness(one, (0,))
     view_witness(two, (0,))  # another partition's header
@@ -424,7 +423,9 @@ def test_views_replay_the_header_of_their_partition(monkeypatch, seed):
     with pytest.raises(ValueError, match="fresh"):
         cs = WitnessCS()
         cs.alloc("x", 1)
-        cs.replay_prefix(snap._last_header[0][1])
+        last = PROCESS_CACHE.memo(snap.LastHeader).last
+        assert last is not None
+        cs.replay_prefix(last[1])
 
 
 def _byte_arrays(node: Any, out: list[list[int]]) -> list[list[int]]:

@@ -12,7 +12,7 @@ import pytest
 
 from cuzk.circuits.catalogue import payload_from_parts
 from cuzk.circuits.filecoin.bincode_write import snap_partition_proof
-from cuzk.circuits.filecoin.post import KIB
+from cuzk.circuits.filecoin.post_params import KIB
 from cuzk.circuits.filecoin.snap_vanilla import generate_update, open_statement
 from cuzk.circuits.filecoin.vanilla_bincode import (
     partition_proof_from_bincode,

@@ -9,7 +9,8 @@ import json
 
 import pytest
 
-from cuzk.circuits.filecoin.post import PoStParams, post_params
+from cuzk.circuits.filecoin.post import post_params
+from cuzk.circuits.filecoin.post_params import PoStParams
 from cuzk.circuits.filecoin.vanilla import random_sector
 from cuzk.circuits.filecoin.vanilla_bincode import read_sector_proof, sector_proof_from_bincode
 from cuzk.circuits.filecoin.vanilla_json import generate, loads, sector_vanilla_json

@@ -8,7 +8,8 @@ import json
 import numpy as np
 import pytest
 
-from cuzk.circuits.filecoin.post import PoStParams, post_params
+from cuzk.circuits.filecoin.post import post_params
+from cuzk.circuits.filecoin.post_params import PoStParams
 from cuzk.circuits.filecoin.vanilla import random_sector
 from cuzk.circuits.filecoin.vanilla_json import dumps, generate, loads, partition_circuit
 from cuzk.errors import BadInput

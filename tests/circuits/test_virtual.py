@@ -65,7 +65,7 @@ from cuzk.field import fr
 from cuzk.field.constants import R
 from cuzk.gadgets.merkle import TreeShape, build_tree, prove
 from cuzk.gadgets.poseidon.native import hash_one
-from cuzk.gadgets.sha256_node import node_hash
+from cuzk.gadgets.sha256.node import node_hash
 
 KIB, MIB, GIB = 1 << 10, 1 << 20, 1 << 30
 

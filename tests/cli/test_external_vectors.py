@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from cuzk.circuits.filecoin.porep_c1 import interactive_challenges
-from cuzk.circuits.filecoin.post import window_params
+from cuzk.circuits.filecoin.post_params import window_params
 from cuzk.circuits.filecoin.seal.graph import build_graph
 from cuzk.circuits.filecoin.seal.sdr import replica_id
 from cuzk.circuits.filecoin.vanilla import PublicSector, public_inputs

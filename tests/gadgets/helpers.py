@@ -89,9 +89,9 @@ def plus_one(v: int) -> int:
 
 
 class CountCS(ShapeCS):
-    """Counts constraints without building them: ``needs_constraints = False`` tells gadgets
-    (through ``builds_constraints``) to skip linear combinations, as a future counting mode for
-    the 100M-constraint circuits would."""
+    """Counts constraints without building them: ``needs_constraints = False`` tells gadgets to
+    skip linear combinations, as a future counting mode for the 100M-constraint circuits
+    would."""
 
     needs_constraints = False
 

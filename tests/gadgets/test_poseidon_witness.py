@@ -15,7 +15,7 @@ from cuzk.field.constants import R
 from cuzk.gadgets.num import AllocatedNum
 from cuzk.gadgets.poseidon import Strength, custom_tag, poseidon_hash, witness
 from cuzk.gadgets.poseidon import circuit as poseidon_circuit
-from cuzk.r1cs import DEFAULT_OPTIONS, CheckCS, SynthesisOptions, WitnessCS
+from cuzk.r1cs import DEFAULT_OPTIONS, PROCESS_CACHE, CheckCS, SynthesisOptions, WitnessCS
 
 #: The kernel, used from the first hash on (its values are compared here instead).
 UNCHECKED = SynthesisOptions(verify_first_use=False)
@@ -25,9 +25,9 @@ GADGET = SynthesisOptions(poseidon_kernel=False)
 
 @pytest.fixture(autouse=True)
 def fresh_checks():
-    witness.clear_checks()
+    PROCESS_CACHE.clear()
     yield
-    witness.clear_checks()
+    PROCESS_CACHE.clear()
 
 
 def _run(
@@ -70,7 +70,7 @@ def test_first_use_is_checked_then_the_kernel_runs(monkeypatch: pytest.MonkeyPat
     for _ in range(3):
         _run([1, 2], True, DEFAULT_OPTIONS)
     assert calls.count("gadget") == 1 and len(calls) == 4  # three hashes, one gadget run
-    assert (2, Strength.STANDARD) in witness._checked
+    assert (2, Strength.STANDARD) in PROCESS_CACHE.memo(witness.Checks).checked
 
 
 def test_a_wrong_kernel_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -78,7 +78,7 @@ def test_a_wrong_kernel_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(witness, "_values", lambda *a: real_values(*a) ^ np.uint64(1))
     ref = _run([3, 4], False)[0]
     assert _run([3, 4], True, DEFAULT_OPTIONS)[0] == ref  # checked: the gadget's values are kept
-    assert (2, Strength.STANDARD) in witness._refused
+    assert (2, Strength.STANDARD) in PROCESS_CACHE.memo(witness.Checks).refused
     assert _run([3, 4], True, DEFAULT_OPTIONS)[0] == ref  # refused: the gadget runs from then on
 
 
@@ -87,7 +87,7 @@ def test_missing_values_and_other_modes_run_the_gadget() -> None:
     pre = [AllocatedNum.alloc(cs, v) for v in (5, 6)]
     digest = poseidon_hash(cs, pre)
     assert cs.is_satisfied() and digest.value is not None
-    assert not witness._checked  # check mode never asks the kernel
+    assert not PROCESS_CACHE.memo(witness.Checks).checked  # check mode never asks the kernel
     with pytest.raises(BadInput):  # the gadget's report of a value missing in witness mode
         poseidon_hash(WitnessCS(UNCHECKED), [AllocatedNum(v.variable, None) for v in pre])
 
@@ -99,7 +99,7 @@ def test_snapdeals_2k_witness_equals_the_gadget_path(seed: int) -> None:
 
     circuit = open_statement("snap-2k", payload=generate_update(2048, seed).encode()).circuit(0)
     fast = synthesize_witness(circuit, DEFAULT_OPTIONS)  # as in production: first uses checked
-    assert witness._checked, "the circuit hashed nothing with Poseidon"
+    assert PROCESS_CACHE.memo(witness.Checks).checked, "the circuit hashed nothing with Poseidon"
     ref = synthesize_witness(circuit, GADGET)
     fast_aux, ref_aux = fast.aux_vector(), ref.aux_vector()
     assert fast.inputs == ref.inputs and np.array_equal(fast_aux, ref_aux)
@@ -142,5 +142,5 @@ def test_unchecked_or_refused_arities_are_never_deferred(monkeypatch: pytest.Mon
     real_values = witness._values
     monkeypatch.setattr(witness, "_values", lambda *a: real_values(*a) ^ np.uint64(1))
     refused = _hashes(DEFERRED, [[1, 2], [3, 4]]).aux_vector()  # first check fails
-    assert (2, Strength.STANDARD) in witness._refused
+    assert (2, Strength.STANDARD) in PROCESS_CACHE.memo(witness.Checks).refused
     assert isinstance(refused, np.ndarray) and np.array_equal(refused, fr.from_ints(ref))

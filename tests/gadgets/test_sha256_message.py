@@ -1,4 +1,4 @@
-"""SHA-256 of a message handed over in bulk (:mod:`cuzk.gadgets.sha256_message`): the witness
+"""SHA-256 of a message handed over in bulk (:mod:`cuzk.gadgets.sha256.message`): the witness
 (every aux value, deferred or not), the packed digest and, where asked for, the Booleans equal
 what the Boolean gadgets give, on random messages of constants, bits, negated bits and field
 elements, with first-use verification on and off."""
@@ -13,14 +13,14 @@ import pytest
 from cuzk.errors import BadInput
 from cuzk.field import fr
 from cuzk.field.constants import R
-from cuzk.gadgets import sha256_tape
 from cuzk.gadgets.boolean import AllocatedBit, Boolean
 from cuzk.gadgets.multipack import pack_bits
 from cuzk.gadgets.num import AllocatedNum
 from cuzk.gadgets.sha256 import sha256
-from cuzk.gadgets.sha256_message import Message, fast_path, field_bits, sha256_packed
-from cuzk.gadgets.sha256_node import node_hash, sha256_hash2, sha256_node
-from cuzk.r1cs import PYTHON_GADGETS, SynthesisOptions, Variable, WitnessCS
+from cuzk.gadgets.sha256 import tape as sha256_tape
+from cuzk.gadgets.sha256.message import Message, fast_path, field_bits, sha256_packed
+from cuzk.gadgets.sha256.node import node_hash, sha256_hash2, sha256_node
+from cuzk.r1cs import PROCESS_CACHE, PYTHON_GADGETS, SynthesisOptions, Variable, WitnessCS
 from cuzk.r1cs.deferred import DeferredAux
 from tests.gadgets.helpers import bit_key
 
@@ -33,9 +33,14 @@ OPTIONS = {
 
 @pytest.fixture(autouse=True)
 def fresh_tapes():
-    sha256_tape.clear_cache()
+    PROCESS_CACHE.clear()
     yield
-    sha256_tape.clear_cache()
+    PROCESS_CACHE.clear()
+
+
+def _tapes() -> sha256_tape.Tapes:
+    """The process cache's tapes (where the systems here record)."""
+    return PROCESS_CACHE.memo(sha256_tape.Tapes)
 
 
 def _reversed_bytes(bits: list[Boolean]) -> list[Boolean]:
@@ -133,7 +138,7 @@ def test_message_booleans_are_the_gadgets_bits(rng: np.random.Generator) -> None
 def test_node_hashes_equal_the_gadgets(rng: np.random.Generator) -> None:
     children = [int(x) * int(y) % R for x, y in rng.integers(0, 2**62, size=(3, 2))]
     for mode in ("deferred", "verified+deferred"):
-        sha256_tape.clear_cache()
+        PROCESS_CACHE.clear()
         cs, ref = WitnessCS(OPTIONS[mode]), WitnessCS(PYTHON_GADGETS)
         out = []
         for c in (cs, ref):
@@ -162,7 +167,7 @@ def test_all_constant_message_takes_the_aliasing_path(rng: np.random.Generator) 
     msg, _ = _bits(cs, plan, bulk=True)
     assert msg is not None
     got = sha256_packed(cs, msg)
-    assert any(t is not None and t.plain_out is None for t in sha256_tape._tapes.values())
+    assert any(t is not None and t.plain_out is None for t in _tapes().values())
     _, bits = _bits(ref, plan, bulk=False)
     want = pack_bits(ref, _reversed_bytes(sha256(ref, bits))[:254])
     assert got.value == want.value and cs.aux == ref.aux == [want.value]

@@ -12,7 +12,7 @@ from cuzk.field.constants import R
 from cuzk.gadgets.merkle import TreeShape
 from cuzk.gadgets.num import AllocatedNum
 from cuzk.gadgets.por import PathLevel, por
-from cuzk.gadgets.sha256_node import node_hash, sha256_hash2, sha256_node, trim_to_fr32
+from cuzk.gadgets.sha256.node import node_hash, sha256_hash2, sha256_node, trim_to_fr32
 from cuzk.r1cs import CheckCS
 from tests.gadgets.helpers import plus_one, synthesize_all, tampered
 

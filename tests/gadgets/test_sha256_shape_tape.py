@@ -15,11 +15,18 @@ from collections.abc import Callable
 import numpy as np
 import pytest
 
-from cuzk.gadgets import sha256_shape_tape
 from cuzk.gadgets.boolean import FALSE, TRUE, AllocatedBit, Boolean
 from cuzk.gadgets.sha256 import IV, compression, iv, sha256
+from cuzk.gadgets.sha256 import template as sha256_shape_tape
 from cuzk.gadgets.uint32 import UInt32
-from cuzk.r1cs import DEFAULT_OPTIONS, PYTHON_GADGETS, ShapeCS, SynthesisOptions, Variable
+from cuzk.r1cs import (
+    DEFAULT_OPTIONS,
+    PROCESS_CACHE,
+    PYTHON_GADGETS,
+    ShapeCS,
+    SynthesisOptions,
+    Variable,
+)
 from tests.gadgets.helpers import bit_key
 
 Build = Callable[[ShapeCS], list[UInt32]]
@@ -31,9 +38,14 @@ UNCHECKED = SynthesisOptions(verify_first_use=False)
 
 @pytest.fixture(autouse=True)
 def fresh_templates():
-    sha256_shape_tape.clear_cache()
+    PROCESS_CACHE.clear()
     yield
-    sha256_shape_tape.clear_cache()
+    PROCESS_CACHE.clear()
+
+
+def _templates() -> sha256_shape_tape.Templates:
+    """The process cache's templates (where the systems here record)."""
+    return PROCESS_CACHE.memo(sha256_shape_tape.Templates)
 
 
 def _content(cs: ShapeCS) -> tuple:
@@ -169,7 +181,7 @@ def test_xor_of_a_bit_with_itself_is_replayed_exactly() -> None:
         return out
 
     _both(build)
-    assert len(sha256_shape_tape._templates) == 1
+    assert len(_templates()) == 1
 
 
 def test_all_constant_compression_appends_nothing() -> None:
@@ -188,7 +200,7 @@ def test_repeated_pattern_reuses_one_template(rng: np.random.Generator) -> None:
         return out
 
     _both(build)
-    assert len(sha256_shape_tape._templates) == 2  # the first (flipped) pattern and the other
+    assert len(_templates()) == 2  # the first (flipped) pattern and the other
 
 
 def test_values_in_shape_mode_run_the_gadget() -> None:
@@ -201,7 +213,7 @@ def test_values_in_shape_mode_run_the_gadget() -> None:
         return compression(cs, bits, iv())
 
     _both(build)
-    assert sha256_shape_tape._templates == {}
+    assert _templates() == {}
 
 
 def test_constant_state_word_disagreeing_with_its_value_runs_the_gadget() -> None:
@@ -211,7 +223,7 @@ def test_constant_state_word_disagreeing_with_its_value_runs_the_gadget() -> Non
         return compression(cs, [Boolean(AllocatedBit.alloc(cs, None)) for _ in range(512)], state)
 
     _both(build)
-    assert sha256_shape_tape._templates == {}
+    assert _templates() == {}
 
 
 def test_a_slot_holding_one_runs_the_gadget() -> None:
@@ -221,7 +233,7 @@ def test_a_slot_holding_one_runs_the_gadget() -> None:
         return compression(cs, bits, iv())
 
     _both(build)
-    assert sha256_shape_tape._templates == {}
+    assert _templates() == {}
 
 
 def test_first_use_verification_accepts_the_real_template(rng: np.random.Generator) -> None:
@@ -233,8 +245,8 @@ def test_first_use_verification_accepts_the_real_template(rng: np.random.Generat
         return [UInt32.from_bits_be(digests[i : i + 32]) for i in range(0, 512, 32)]
 
     _both(build, DEFAULT_OPTIONS)
-    assert sha256_shape_tape._templates
-    assert all(t is not None for t in sha256_shape_tape._templates.values())
+    assert _templates()
+    assert all(t is not None for t in _templates().values())
 
 
 @pytest.mark.parametrize("corrupt", ["coefficient", "name", "output"])
@@ -266,7 +278,7 @@ def test_first_use_verification_rejects_a_wrong_template(
         return out
 
     _both(build, DEFAULT_OPTIONS)
-    assert list(sha256_shape_tape._templates.values()) == [None]
+    assert list(_templates().values()) == [None]
 
 
 def test_patterns_beyond_the_cap_run_the_gadget(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -277,7 +289,7 @@ def test_patterns_beyond_the_cap_run_the_gadget(monkeypatch: pytest.MonkeyPatch)
         return [UInt32.from_bits_be(digest[i : i + 32]) for i in range(0, 256, 32)]
 
     _both(build)  # two patterns: the message block, then the padding block
-    assert len(sha256_shape_tape._templates) == 1
+    assert len(_templates()) == 1
 
 
 def _circuit_equality(cid: str) -> None:
@@ -285,8 +297,8 @@ def _circuit_equality(cid: str) -> None:
     from cuzk.r1cs import synthesize_shape
 
     tape = synthesize_shape(get_circuit(cid), cid)
-    assert sha256_shape_tape._templates, "the circuit ran no SHA-256 compression from a template"
-    assert all(t is not None for t in sha256_shape_tape._templates.values())
+    assert _templates(), "the circuit ran no SHA-256 compression from a template"
+    assert all(t is not None for t in _templates().values())
     ref = synthesize_shape(get_circuit(cid), cid, SynthesisOptions(sha256_tapes=False))
     assert (tape.num_inputs, tape.num_aux) == (ref.num_inputs, ref.num_aux)
     for label in "abc":

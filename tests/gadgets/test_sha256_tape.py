@@ -16,20 +16,22 @@ import pytest
 
 from cuzk.errors import BadInput
 from cuzk.field import fr
-from cuzk.gadgets import sha256_tape
 from cuzk.gadgets.boolean import FALSE, TRUE, AllocatedBit, Boolean
 from cuzk.gadgets.multipack import bytes_to_bits
 from cuzk.gadgets.sha256 import IV, compress_native, compression, iv, sha256
-from cuzk.gadgets.sha256_native import compress_slots
+from cuzk.gadgets.sha256 import tape as sha256_tape
+from cuzk.gadgets.sha256.native import compress_slots
 from cuzk.gadgets.uint32 import UInt32
 from cuzk.r1cs import (
     DEFAULT_OPTIONS,
+    PROCESS_CACHE,
     PYTHON_GADGETS,
     ConstraintSystem,
     SynthesisOptions,
     Variable,
     WitnessCS,
 )
+from cuzk.r1cs.bitprog import AND, XOR
 from cuzk.r1cs.deferred import DeferredAux
 from tests.gadgets.helpers import bit_key, synthesize_all
 
@@ -41,9 +43,14 @@ DEFERRED = SynthesisOptions(verify_first_use=False, defer_bit_programs=True)
 
 @pytest.fixture(autouse=True)
 def fresh_tapes():
-    sha256_tape.clear_cache()
+    PROCESS_CACHE.clear()
     yield
-    sha256_tape.clear_cache()
+    PROCESS_CACHE.clear()
+
+
+def _tapes() -> sha256_tape.Tapes:
+    """The process cache's tapes (where the systems here record)."""
+    return PROCESS_CACHE.memo(sha256_tape.Tapes)
 
 
 def _both(
@@ -211,7 +218,7 @@ def test_repeated_pattern_reuses_one_tape(rng: np.random.Generator) -> None:
     for _ in range(3):
         bits = [Boolean(AllocatedBit.alloc(cs, bool(b))) for b in rng.integers(0, 2, size=512)]
         compression(cs, bits, iv())
-    assert len(sha256_tape._tapes) == 1
+    assert len(_tapes()) == 1
 
 
 def test_first_use_verification_rejects_a_wrong_tape(
@@ -225,7 +232,7 @@ def test_first_use_verification_rejects_a_wrong_tape(
     def broken(pattern: bytes) -> sha256_tape.Tape:
         tape = real(pattern)
         ops = tape.program.ops
-        ops[ops[:, 0] == sha256_tape._XOR, 0] = sha256_tape._AND
+        ops[ops[:, 0] == XOR, 0] = AND
         return tape
 
     monkeypatch.setattr(sha256_tape, "record", broken)
@@ -239,7 +246,7 @@ def test_first_use_verification_rejects_a_wrong_tape(
 
     _both(build, DEFAULT_OPTIONS)
     # Two patterns (an allocated block on the IV; the constant padding block): never replayed.
-    assert list(sha256_tape._tapes.values()) == [None, None]
+    assert list(_tapes().values()) == [None, None]
 
 
 @pytest.mark.parametrize("defer", [False, True])
@@ -254,7 +261,7 @@ def test_first_use_verification_accepts_the_real_tape(
         return sha256(cs, bits) + sha256(cs, bits)
 
     _both(build, SynthesisOptions(defer_bit_programs=defer))
-    assert sha256_tape._tapes and all(t is not None for t in sha256_tape._tapes.values())
+    assert _tapes() and all(t is not None for t in _tapes().values())
 
 
 def test_missing_value_raises_as_before() -> None:
@@ -278,7 +285,7 @@ def test_state_value_disagreeing_with_bits_follows_the_gadget(rng: np.random.Gen
         return [b for w in compression(cs, bits, state) for b in w.bits]
 
     _both(build)
-    assert sha256_tape._tapes == {}
+    assert _tapes() == {}
 
 
 def test_patterns_beyond_the_cap_run_the_gadget(
@@ -291,7 +298,7 @@ def test_patterns_beyond_the_cap_run_the_gadget(
         return sha256(cs, [Boolean(AllocatedBit.alloc(cs, b)) for b in bytes_to_bits(data)])
 
     _, bits = _both(build)
-    assert len(sha256_tape._tapes) == 1
+    assert len(_tapes()) == 1
     assert _digest(bits) == hashlib.sha256(data).digest()
 
 
@@ -301,7 +308,7 @@ def _circuit_equality(cid: str, doc: str) -> None:
 
     circuit = open_statement(cid, payload=doc.encode()).circuit(0)
     tape = synthesize_witness(circuit, UNCHECKED)
-    assert sha256_tape._tapes, "the circuit ran no SHA-256 compression through a tape"
+    assert _tapes(), "the circuit ran no SHA-256 compression through a tape"
     ref = synthesize_witness(circuit, SynthesisOptions(sha256_tapes=False))
     assert tape.inputs == ref.inputs
     tape_aux, ref_aux = tape.aux_ints(), ref.aux_ints()

@@ -12,10 +12,10 @@ import numpy as np
 import pytest
 
 from cuzk.field import fr
-from cuzk.gadgets import sha256_shape_tape
 from cuzk.gadgets.boolean import AllocatedBit, Boolean
 from cuzk.gadgets.sha256 import sha256
-from cuzk.r1cs import ConstraintSystem, R1CSShape, synthesize_shape
+from cuzk.gadgets.sha256 import template as sha256_shape_tape
+from cuzk.r1cs import PROCESS_CACHE, ConstraintSystem, R1CSShape, synthesize_shape
 from tests.r1cs.circuits import CubeCircuit, RandomCircuit
 from tests.r1cs.reference import assert_same_rows, plain_evaluate, reference
 
@@ -67,13 +67,13 @@ def test_cube_circuit(rng):
 
 
 def test_sha256_templates(rng, seed, monkeypatch):
-    sha256_shape_tape.clear_cache()
+    PROCESS_CACHE.clear()
     try:
         _check(Sha256Circuit(seed), "test:sha256", rng)
-        assert sha256_shape_tape._templates, "no template was replayed"
-        assert all(t is not None for t in sha256_shape_tape._templates.values())
+        assert PROCESS_CACHE.memo(sha256_shape_tape.Templates), "no template was replayed"
+        assert all(t is not None for t in PROCESS_CACHE.memo(sha256_shape_tape.Templates).values())
     finally:
-        sha256_shape_tape.clear_cache()
+        PROCESS_CACHE.clear()
 
 
 @pytest.mark.heavy

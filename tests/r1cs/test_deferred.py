@@ -12,9 +12,9 @@ import pytest
 from cuzk.backend.cpu import CpuBackend
 from cuzk.circuits import open_statement
 from cuzk.field import fr
-from cuzk.gadgets import sha256_tape
 from cuzk.gadgets.poseidon import Strength, custom_tag
 from cuzk.gadgets.poseidon.program import PoseidonProgram, poseidon_program
+from cuzk.gadgets.sha256 import tape as sha256_tape
 from cuzk.groth16.prover import Assignment, stage
 from cuzk.r1cs import SynthesisOptions, synthesize_shape, synthesize_witness
 from cuzk.r1cs.bitprog import BitProgram

@@ -11,10 +11,16 @@ import numpy as np
 import pytest
 
 from cuzk.field import fr
-from cuzk.gadgets import sha256_shape_tape
 from cuzk.gadgets.boolean import AllocatedBit, Boolean
 from cuzk.gadgets.sha256 import compression, iv
-from cuzk.r1cs import ONE, ConstraintSystem, repeat, synthesize_shape, synthesize_witness
+from cuzk.r1cs import (
+    ONE,
+    PROCESS_CACHE,
+    ConstraintSystem,
+    repeat,
+    synthesize_shape,
+    synthesize_witness,
+)
 from cuzk.r1cs.system import DEFAULT_OPTIONS, SynthesisOptions
 from tests.r1cs.reference import assert_same_rows, plain_evaluate, reference
 
@@ -69,9 +75,9 @@ class BlocksCircuit:
 
 @pytest.fixture(autouse=True)
 def templates():
-    sha256_shape_tape.clear_cache()
+    PROCESS_CACHE.clear()
     yield
-    sha256_shape_tape.clear_cache()
+    PROCESS_CACHE.clear()
 
 
 def _compare(circuit: BlocksCircuit, rng, options: SynthesisOptions = DEFAULT_OPTIONS) -> None:  # noqa: ANN001

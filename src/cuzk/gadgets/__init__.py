@@ -8,8 +8,7 @@ PoR) including constant folding and the order of allocations. Layer: imports ``c
 ``cuzk.r1cs`` only.
 
 Modules: :mod:`boolean`, :mod:`num`, :mod:`multipack`, :mod:`multieq`, :mod:`uint32`,
-:mod:`sha256` (constants in :mod:`sha256_constants`, native replays in :mod:`sha256_tape` and
-:mod:`sha256_shape_tape`), :mod:`sha256_node` (Filecoin's node hash), :mod:`poseidon`
+:mod:`sha256` (circuit, constants, Filecoin's node hash, native replays), :mod:`poseidon`
 (constants, native, bulk kernel, circuit), :mod:`insertion`, :mod:`merkle` (native trees),
 :mod:`por`.
 

@@ -1,4 +1,4 @@
-"""Small helpers every gadget module shares: lazy names and "does this mode read constraints?".
+"""Lazy names, which every gadget module shares.
 
 Names never reach the R1CS, but CheckCS reports them and ShapeCS keeps them, so gadgets keep
 bellperson's names. Hot loops build them lazily (a closure instead of an f-string) so witness
@@ -7,7 +7,6 @@ mode, which reads no names, never formats one.
 
 from __future__ import annotations
 
-from cuzk.r1cs import ConstraintSystem, WitnessCS
 from cuzk.r1cs.system import NameFn, NameSpec
 
 Name = str | NameFn | None
@@ -21,17 +20,3 @@ def leaf(prefix: Name, name: str) -> NameSpec:
     if isinstance(prefix, str):
         return f"{prefix}/{name}"
     return lambda: f"{prefix()}/{name}"
-
-
-def builds_constraints(cs: ConstraintSystem) -> bool:
-    """Whether ``cs`` reads the linear combinations passed to ``enforce``.
-
-    Witness mode does not, so gadgets that would otherwise build large combinations eagerly
-    (Poseidon's MDS products, MultiEq's batches) skip that work there. A constraint system may
-    say so itself with a ``needs_constraints`` attribute; otherwise only :class:`WitnessCS` is
-    known to ignore them.
-    """
-    flag = getattr(cs, "needs_constraints", None)
-    if flag is not None:
-        return bool(flag)
-    return not isinstance(cs, WitnessCS)

@@ -16,7 +16,7 @@ from __future__ import annotations
 from cuzk.errors import BadInput
 from cuzk.field.constants import R
 from cuzk.gadgets._names import Name, leaf
-from cuzk.r1cs import ONE, ConstraintSystem, LinearCombination, Variable, WitnessCS
+from cuzk.r1cs import ONE, ConstraintSystem, LinearCombination, Variable, WitnessCS, witness_mode
 
 _ONE_KEY = ONE.key
 _NEG1 = R - 1
@@ -31,18 +31,6 @@ def _and_values(a: bool | None, b: bool | None) -> bool | None:
 
 def _fr(value: bool | None) -> int | None:
     return None if value is None else int(value)
-
-
-def _witness_only(cs: ConstraintSystem, value: bool | None) -> bool:
-    """Witness mode with a known value: the gadget only appends its bit (no names, no linear
-    combinations). SHA-256-heavy witnesses spend most of their time in these few gadgets."""
-    return value is not None and type(cs) is WitnessCS
-
-
-def _push_bit(cs: ConstraintSystem, value: bool) -> Variable:
-    aux = cs.aux  # type: ignore[attr-defined]
-    aux.append(1 if value else 0)
-    return Variable(len(aux) - 1 + cs.gap)  # type: ignore[attr-defined]
 
 
 class AllocatedBit:
@@ -60,8 +48,8 @@ class AllocatedBit:
     @staticmethod
     def alloc(cs: ConstraintSystem, value: bool | None, ns: Name = None) -> AllocatedBit:
         """A new bit with booleanity ``(1 − a) · a = 0``: one variable, one constraint."""
-        if _witness_only(cs, value):
-            return AllocatedBit(_push_bit(cs, value), value)  # type: ignore[arg-type]
+        if value is not None and witness_mode(cs):
+            return AllocatedBit(cs.push(1 if value else 0), value)
         var = cs.alloc(leaf(ns, "boolean"), _fr(value))
         cs.enforce(
             leaf(ns, "boolean constraint"),
@@ -92,8 +80,8 @@ class AllocatedBit:
     ) -> AllocatedBit:
         """c = a ⊕ b with ``(a + a) · b = a + b − c`` (a in A, b in B: the order matters)."""
         value = None if a.value is None or b.value is None else (a.value != b.value)
-        if _witness_only(cs, value):
-            return AllocatedBit(_push_bit(cs, value), value)  # type: ignore[arg-type]
+        if value is not None and witness_mode(cs):
+            return AllocatedBit(cs.push(1 if value else 0), value)
         c = cs.alloc(leaf(ns, "xor result"), _fr(value))
         av, bv = a.variable, b.variable
         cs.enforce(
@@ -110,8 +98,8 @@ class AllocatedBit:
     ) -> AllocatedBit:
         """c = a ∧ b with ``a · b = c``."""
         value = _and_values(a.value, b.value)
-        if _witness_only(cs, value):
-            return AllocatedBit(_push_bit(cs, value), value)  # type: ignore[arg-type]
+        if value is not None and witness_mode(cs):
+            return AllocatedBit(cs.push(1 if value else 0), value)
         c = cs.alloc(leaf(ns, "and result"), _fr(value))
         cs.enforce(leaf(ns, "and constraint"), a.variable, b.variable, c)
         return AllocatedBit(c, value)
@@ -122,8 +110,8 @@ class AllocatedBit:
     ) -> AllocatedBit:
         """c = a ∧ ¬b with ``a · (1 − b) = c``."""
         value = None if a.value is None or b.value is None else (a.value and not b.value)
-        if _witness_only(cs, value):
-            return AllocatedBit(_push_bit(cs, value), value)  # type: ignore[arg-type]
+        if value is not None and witness_mode(cs):
+            return AllocatedBit(cs.push(1 if value else 0), value)
         c = cs.alloc(leaf(ns, "and not result"), _fr(value))
         bv = b.variable
         cs.enforce(
@@ -140,8 +128,8 @@ class AllocatedBit:
     ) -> AllocatedBit:
         """c = ¬a ∧ ¬b with ``(1 − a) · (1 − b) = c``."""
         value = None if a.value is None or b.value is None else (not a.value and not b.value)
-        if _witness_only(cs, value):
-            return AllocatedBit(_push_bit(cs, value), value)  # type: ignore[arg-type]
+        if value is not None and witness_mode(cs):
+            return AllocatedBit(cs.push(1 if value else 0), value)
         c = cs.alloc(leaf(ns, "nor result"), _fr(value))
         av, bv = a.variable, b.variable
         cs.enforce(
@@ -337,8 +325,8 @@ def sha256_ch(cs: ConstraintSystem, a: Boolean, b: Boolean, c: Boolean, ns: Name
     if _is_true(b):
         return and_(cs, a.not_(), c.not_(), ns).not_()
     # a is true or a variable; b and c are variables: a · (b − c) = ch − c.
-    if _witness_only(cs, value):
-        return Boolean(AllocatedBit(_push_bit(cs, value), value))  # type: ignore[arg-type]
+    if value is not None and witness_mode(cs):
+        return Boolean(AllocatedBit(cs.push(1 if value else 0), value))
     ch = cs.alloc(leaf(ns, "ch"), _fr(value))
     cs.enforce(
         leaf(ns, "ch computation"),
@@ -374,8 +362,8 @@ def sha256_maj(
         return and_(cs, a.not_(), c.not_(), ns).not_()
     if _is_true(a):
         return and_(cs, b.not_(), c.not_(), ns).not_()
-    if _witness_only(cs, value):
-        maj_var = _push_bit(cs, value)  # type: ignore[arg-type]
+    if value is not None and witness_mode(cs):
+        maj_var = cs.push(1 if value else 0)
         and_(cs, b, c)  # b ∧ c is the circuit's second variable
         return Boolean(AllocatedBit(maj_var, value))
     maj = cs.alloc(leaf(ns, "maj"), _fr(value))
@@ -404,7 +392,7 @@ def u64_into_boolean_vec_le(cs: ConstraintSystem, value: int | None) -> list[Boo
 
 def field_into_allocated_bits_le(cs: ConstraintSystem, value: int | None) -> list[AllocatedBit]:
     """The 255 bits of a field element, allocated least significant first (255 constraints)."""
-    if value is not None and type(cs) is WitnessCS:
+    if value is not None and witness_mode(cs):
         return _witness_bits_le(cs, value, FR_NUM_BITS)
     return [
         AllocatedBit.alloc(
@@ -432,10 +420,7 @@ def alloc_bit_values(cs: WitnessCS, value: int, n: int) -> tuple[int, bytes]:
     significant first) append in witness mode, in one aux extend: (the first bit's variable
     key, the bits as bytes 0/1). For callers that hand the bits on in bulk, not as objects."""
     raw = bits_le(value, n)
-    aux = cs.aux
-    start = len(aux) + cs.gap
-    aux.extend(raw)
-    return start, raw
+    return cs.push_all(raw), raw
 
 
 def _witness_bits_le(cs: WitnessCS, value: int, n: int) -> list[AllocatedBit]:

@@ -17,7 +17,7 @@ from cuzk.field.constants import R
 from cuzk.gadgets._names import Name, leaf
 from cuzk.gadgets.boolean import AllocatedBit, Boolean
 from cuzk.gadgets.num import AllocatedNum
-from cuzk.r1cs import ConstraintSystem, Variable, WitnessCS
+from cuzk.r1cs import ConstraintSystem, Variable, WitnessCS, witness_mode
 
 
 def pick(
@@ -111,7 +111,7 @@ def insert(
     if size == 8 and any(b.is_constant or b.is_negated for b in bits[:2]):
         raise BadInput("arity-8 insertion needs allocated, unnegated index bits")
     nums = dict(zip("abcdefgh", (element, *elements), strict=False))
-    if type(cs) is WitnessCS:
+    if witness_mode(cs):
         values = {k: n.value for k, n in nums.items()}
         conds = {f"b{i}": b.value for i, b in enumerate(bits)}
         if None not in values.values() and None not in conds.values():
@@ -140,17 +140,16 @@ def _insert_values(
 ) -> list[AllocatedNum]:
     """The table's values appended as witness mode would append them, without the gadgets'
     objects and names: a WindowPoSt partition runs 23,490 insertions of 22 picks."""
-    aux = cs.aux
+    pushed: list[int] = []
     if size == 8:
         b0, b1 = conds["b0"], conds["b1"]
         conds = {**conds, "nor": not b0 and not b1, "and": b0 and b1}
-        aux.append(int(conds["nor"]))
-        aux.append(int(conds["and"]))
-    at: dict[str, int] = {}
-    base = cs.gap
+        pushed += (int(conds["nor"]), int(conds["and"]))
+    at: dict[str, int] = {}  # each pick's place in pushed
     for name, cond, x, y in table:
         v = values[x] if conds[cond] else values[y]
         values[name] = v
-        at[name] = len(aux) + base
-        aux.append(v)
-    return [AllocatedNum(Variable(at[n]), values[n]) for n in _outputs(size)]
+        at[name] = len(pushed)
+        pushed.append(v)
+    start = cs.push_all(pushed)
+    return [AllocatedNum(Variable(start + at[n]), values[n]) for n in _outputs(size)]

@@ -11,7 +11,7 @@ from itertools import compress
 from operator import attrgetter
 
 from cuzk.field.constants import R
-from cuzk.gadgets._names import Name, builds_constraints, leaf
+from cuzk.gadgets._names import Name, leaf
 from cuzk.gadgets.boolean import Boolean
 from cuzk.gadgets.num import POW2, AllocatedNum, Num
 from cuzk.r1cs import ONE, ConstraintSystem
@@ -40,7 +40,7 @@ def _pack(bits: Sequence[Boolean], track: bool) -> Num:
 
 def pack_into_inputs(cs: ConstraintSystem, bits: Sequence[Boolean], ns: Name = None) -> None:
     """One public input per 254-bit chunk, each with ``Σ 2^i b_i · 1 = input``."""
-    track = builds_constraints(cs)
+    track = cs.needs_constraints
     for i in range(0, len(bits), FR_CAPACITY):
         chunk = i // FR_CAPACITY
         num = _pack(bits[i : i + FR_CAPACITY], track)
@@ -50,7 +50,7 @@ def pack_into_inputs(cs: ConstraintSystem, bits: Sequence[Boolean], ns: Name = N
 
 def pack_bits(cs: ConstraintSystem, bits: Sequence[Boolean], ns: Name = None) -> AllocatedNum:
     """The first 254 bits as one private number (one variable, one constraint)."""
-    num = _pack(bits[:FR_CAPACITY], builds_constraints(cs))
+    num = _pack(bits[:FR_CAPACITY], cs.needs_constraints)
     alloc = AllocatedNum.alloc(cs, num.value, leaf(ns, "input"))
     cs.enforce(leaf(ns, "packing constraint"), lambda lc: num.lc(), ONE, alloc.variable)
     return alloc

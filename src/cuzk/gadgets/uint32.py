@@ -14,7 +14,7 @@ from cuzk.field.constants import R
 from cuzk.gadgets._names import Name, leaf
 from cuzk.gadgets.boolean import FALSE, AllocatedBit, Boolean, sha256_ch, sha256_maj, xor
 from cuzk.gadgets.multieq import MultiEq
-from cuzk.r1cs import ConstraintSystem, WitnessCS
+from cuzk.r1cs import ConstraintSystem, witness_mode
 
 _MASK32 = 0xFFFFFFFF
 
@@ -85,7 +85,7 @@ class UInt32:
 
     def xor(self, cs: ConstraintSystem, other: UInt32, ns: Name = None) -> UInt32:
         """Bitwise xor: one constraint per bit position where both bits are variables."""
-        if type(cs) is WitnessCS:  # names are never read in witness mode
+        if witness_mode(cs):  # names are never read in witness mode
             bits = [xor(cs, a, b) for a, b in zip(self.bits, other.bits, strict=True)]
         else:
             bits = [
@@ -97,7 +97,7 @@ class UInt32:
 
     @staticmethod
     def sha256_ch(cs: ConstraintSystem, a: UInt32, b: UInt32, c: UInt32, ns: Name = None) -> UInt32:
-        witness = type(cs) is WitnessCS
+        witness = witness_mode(cs)
         bits = [
             sha256_ch(cs, x, y, z, None if witness else leaf(ns, f"ch {i}"))
             for i, (x, y, z) in enumerate(zip(a.bits, b.bits, c.bits, strict=True))
@@ -111,7 +111,7 @@ class UInt32:
     def sha256_maj(
         cs: ConstraintSystem, a: UInt32, b: UInt32, c: UInt32, ns: Name = None
     ) -> UInt32:
-        witness = type(cs) is WitnessCS
+        witness = witness_mode(cs)
         bits = [
             sha256_maj(cs, x, y, z, None if witness else leaf(ns, f"maj {i}"))
             for i, (x, y, z) in enumerate(zip(a.bits, b.bits, c.bits, strict=True))
@@ -138,7 +138,7 @@ class UInt32:
         if total is not None and all(b.bit is None for op in operands for b in op.bits):
             return UInt32.constant(total & _MASK32)
         num_bits = (n * _MASK32).bit_length()
-        witness = type(cs) is WitnessCS
+        witness = witness_mode(cs)
         result = [
             AllocatedBit.alloc(
                 cs,

@@ -3,7 +3,7 @@
 A SHA-256 compression appends ~26,000 witness values, every one a bit computed from earlier
 bits by xor / and / ch / maj or taken from a sum of 32-bit words. Which operation makes which
 value depends only on which of the inputs are constant or negated (the *pattern*), never on
-the values, so :mod:`cuzk.gadgets.sha256_tape` records one program per pattern. This module is
+the values, so :mod:`cuzk.gadgets.sha256.tape` records one program per pattern. This module is
 the program's format and its reference executor; the CUDA backend runs the same programs on
 the device (``backend/cuda/witness.cu``), one thread per instance, and is checked against
 :func:`execute`.
@@ -21,6 +21,7 @@ program's k-th appended value is node 1 + n_in + k. Operands are *literals*
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 from numba import njit
@@ -42,6 +43,9 @@ class BitProgram:
     n_in: int
     n_aux: int
 
+    #: The device kernel (``backend/cuda/witness.cu``).
+    kernel: ClassVar[str] = "witness_bitprog"
+
     def run(self, inputs: np.ndarray) -> np.ndarray:
         """All node values (uint8, 1 + n_in + n_aux) for one instance's input bits."""
         return execute(self.ops, self.words, self.n_aux, np.ascontiguousarray(inputs, np.uint8))
@@ -50,6 +54,14 @@ class BitProgram:
         """Runs' values (inputs: (m, n_in) bits) as Montgomery 0/1 at ``out[starts[i]…]``
         (:class:`~cuzk.r1cs.deferred.Program`)."""
         expand_runs(self.ops, self.words, self.n_aux, inputs, starts, _ONE, out)
+
+    def tables(self) -> tuple[np.ndarray | np.generic, ...]:
+        """(ops, their count, words, input bits): the kernel's arguments before the runs'
+        (a program without additions still hands over one word: a device array is never
+        empty)."""
+        words = self.words if len(self.words) else np.zeros(1, np.int32)
+        ops = np.asarray(self.ops, np.int32)
+        return ops, np.int32(len(ops)), np.asarray(words, np.int32), np.int32(self.n_in)
 
 
 @njit(cache=True, nogil=True)

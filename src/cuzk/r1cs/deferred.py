@@ -11,10 +11,12 @@ A backend turns it into the full vector where the kernels read it — the CUDA b
 device (the values never exist on the host), the CPU backend with :func:`expand` (the same
 numba executor the tapes use).
 
-A run's *program* is anything with a ``key``, an ``n_aux`` and a CPU model ``expand`` (the
-:class:`Program` protocol): a SHA-256 compression's :class:`~cuzk.r1cs.bitprog.BitProgram`
-(inputs: bits), or a Poseidon hash (:mod:`cuzk.gadgets.poseidon.program`; inputs: the
-preimage as field elements). Each group stores its instances' inputs as one array.
+A run's *program* is anything with a ``key``, an ``n_aux``, a CPU model ``expand`` and the
+device kernel that makes its runs with the tables that kernel reads (the :class:`Program`
+protocol): a SHA-256 compression's :class:`~cuzk.r1cs.bitprog.BitProgram` (inputs: bits), or a
+Poseidon hash (:mod:`cuzk.gadgets.poseidon.program`; inputs: the preimage as field elements).
+A backend runs a program by its kernel's name and never needs to know its class. Each group
+stores its instances' inputs as one array.
 """
 
 from __future__ import annotations
@@ -46,6 +48,17 @@ class Program(Protocol):
         """Instance i's values (from ``inputs[i]``) as Montgomery elements at
         ``out[starts[i]:starts[i] + n_aux]``: the CPU model every device kernel is checked
         against."""
+        ...
+
+    @property
+    def kernel(self) -> str:
+        """The name of the device kernel that makes the runs (a backend without it makes them
+        with :meth:`expand`)."""
+        ...
+
+    def tables(self) -> tuple[np.ndarray | np.generic, ...]:
+        """What :attr:`kernel` reads besides the runs, in its argument order: arrays (a device
+        uploads them once per key) and scalars."""
         ...
 
 

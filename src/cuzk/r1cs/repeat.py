@@ -37,7 +37,7 @@ from functools import partial
 
 import numpy as np
 
-from cuzk.r1cs.system import ConstraintSystem, ShapeCS
+from cuzk.r1cs.system import ConstraintSystem, ShapeCS, shape_mode
 
 log = logging.getLogger(__name__)
 
@@ -66,7 +66,7 @@ def repeat(
     cs: ConstraintSystem, count: int, name: Callable[[int], str], body: Callable[[int], None]
 ) -> None:
     """``body(i)`` under namespace ``name(i)`` for i < count (see the module docstring)."""
-    if type(cs) is not ShapeCS or not cs.options.replay_blocks or count < MIN_BLOCKS:
+    if not shape_mode(cs) or not cs.options.replay_blocks or count < MIN_BLOCKS:
         for i in range(count):
             with cs.namespace(partial(name, i)):
                 body(i)

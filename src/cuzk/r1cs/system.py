@@ -9,6 +9,9 @@ A circuit is written once against :class:`ConstraintSystem` and run in one of th
 * :class:`CheckCS` evaluates every constraint as it is enforced and remembers the first one that
   fails, with its full namespaced name.
 
+Gadgets ask a system its :class:`Mode` (:func:`witness_mode`, :func:`shape_mode`), never its
+class: the mode says which fast paths it takes, and so stays true of systems written elsewhere.
+
 Conventions follow bellperson: input 0 is ONE, allocated before the circuit runs, and after
 synthesis the shape gets one ``input_i · 0 = 0`` row per input (added by :meth:`ShapeCS.finish`).
 """
@@ -18,10 +21,11 @@ from __future__ import annotations
 import gc
 import threading
 from abc import ABC, abstractmethod
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from enum import Enum
+from typing import Any, ClassVar, Protocol, TypeGuard, runtime_checkable
 
 import numpy as np
 
@@ -30,6 +34,7 @@ from cuzk.field import fr
 from cuzk.field.constants import R
 from cuzk.r1cs.deferred import DeferredAux, Program, RunGroup, group_runs, merge_groups
 from cuzk.r1cs.lc import LcSpec, LinearCombination, Variable, resolve
+from cuzk.r1cs.memo import PROCESS_CACHE, SynthesisCache
 from cuzk.r1cs.names import NameBuilder, PrefixedNames
 from cuzk.r1cs.rows import MatrixBuilder, Rows
 from cuzk.r1cs.shape import R1CSShape
@@ -84,8 +89,8 @@ class SynthesisOptions:
 
     Some gadgets can append exactly what their per-constraint Python would, computed natively:
     SHA-256 compressions replayed from recorded tapes (witness mode,
-    :mod:`cuzk.gadgets.sha256_tape`) and templates (shape mode,
-    :mod:`cuzk.gadgets.sha256_shape_tape`), Poseidon hashes from a numba kernel (witness mode,
+    :mod:`cuzk.gadgets.sha256.tape`) and templates (shape mode,
+    :mod:`cuzk.gadgets.sha256.template`), Poseidon hashes from a numba kernel (witness mode,
     :mod:`cuzk.gadgets.poseidon.witness`). The choice travels with the system, so each
     synthesis states it and none depends on a module-level switch flipped elsewhere.
 
@@ -93,7 +98,8 @@ class SynthesisOptions:
     against, and the baseline of measurements. ``verify_first_use`` compares each recording
     (a SHA-256 pattern, a Poseidon arity) with the Python gadget on its first use in the
     process and never uses one that disagrees; tests that check the native path on its own turn
-    it off. Recordings are kept per process (a cache), including those accepted unverified.
+    it off. Recordings are kept in the system's :class:`~cuzk.r1cs.memo.SynthesisCache`,
+    including those accepted unverified.
     """
 
     sha256_tapes: bool = True
@@ -119,15 +125,43 @@ PYTHON_GADGETS = SynthesisOptions(sha256_tapes=False, poseidon_kernel=False, rep
 NO_NAMESPACE: AbstractContextManager[None] = nullcontext()
 
 
+class Mode(Enum):
+    """Which fast paths a constraint system takes besides ``alloc`` and ``enforce``."""
+
+    #: Values only (:class:`WitnessCS`): gadgets may push values straight
+    #: (:meth:`WitnessCS.push`), defer them, and leave out constraints and names.
+    WITNESS = "witness"
+    #: Rows only (:class:`ShapeCS`): gadgets may append recorded rows whole
+    #: (:meth:`ShapeCS.append_rows`) and replay repeated blocks.
+    SHAPE = "shape"
+    #: Every variable and constraint through ``alloc`` and ``enforce`` (checking, counting).
+    GENERAL = "general"
+
+
 class ConstraintSystem(ABC):
     """The builder every circuit and gadget writes against."""
 
+    #: The fast paths this class takes. A subclass that does not state its own is
+    #: :attr:`Mode.GENERAL`: it may change what ``alloc`` or ``enforce`` do, which the fast
+    #: paths bypass (a counting ShapeCS must see every row).
+    mode: ClassVar[Mode] = Mode.GENERAL
     #: False in shape mode: gadgets may skip computing values nobody reads.
-    needs_values: bool = True
+    needs_values: ClassVar[bool] = True
+    #: False in witness mode: gadgets may skip building linear combinations nobody reads.
+    needs_constraints: ClassVar[bool] = True
 
-    def __init__(self, options: SynthesisOptions = DEFAULT_OPTIONS) -> None:
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "mode" not in cls.__dict__:
+            cls.mode = Mode.GENERAL
+
+    def __init__(
+        self, options: SynthesisOptions = DEFAULT_OPTIONS, cache: SynthesisCache = PROCESS_CACHE
+    ) -> None:
         self._path: list[str] = []
         self.options = options
+        #: What the native paths learned: they record into it and replay from it.
+        self.cache = cache
 
     @abstractmethod
     def alloc(self, name: NameSpec, value: ValueSpec) -> Variable:
@@ -167,6 +201,21 @@ def _value(name: NameSpec, value: ValueSpec) -> int:
     return v % R
 
 
+# Bound once: an Enum member lookup costs more than the rest of a bit gadget's witness path.
+_WITNESS = Mode.WITNESS
+_SHAPE = Mode.SHAPE
+
+
+def witness_mode(cs: ConstraintSystem) -> TypeGuard[WitnessCS]:
+    """Whether ``cs`` takes :attr:`Mode.WITNESS`'s fast paths."""
+    return cs.mode is _WITNESS
+
+
+def shape_mode(cs: ConstraintSystem) -> TypeGuard[ShapeCS]:
+    """Whether ``cs`` takes :attr:`Mode.SHAPE`'s fast paths."""
+    return cs.mode is _SHAPE
+
+
 class WitnessCS(ConstraintSystem):
     """Values only: the proving-time mode.
 
@@ -179,8 +228,13 @@ class WitnessCS(ConstraintSystem):
     :meth:`aux_vector` the result either way.
     """
 
-    def __init__(self, options: SynthesisOptions = DEFAULT_OPTIONS) -> None:
-        super().__init__(options)
+    mode = Mode.WITNESS
+    needs_constraints = False
+
+    def __init__(
+        self, options: SynthesisOptions = DEFAULT_OPTIONS, cache: SynthesisCache = PROCESS_CACHE
+    ) -> None:
+        super().__init__(options, cache)
         self.inputs: list[int] = [1]
         self.aux: list[int] = []
         self.gap = 0
@@ -196,6 +250,20 @@ class WitnessCS(ConstraintSystem):
     def alloc(self, name: NameSpec, value: ValueSpec) -> Variable:
         self.aux.append(_value(name, value))
         return Variable(len(self.aux) - 1 + self.gap)
+
+    def push(self, value: int) -> Variable:
+        """:meth:`alloc` of a canonical value (0 ≤ value < R) with no name: a gadget's hot path
+        (a bit costs one append)."""
+        aux = self.aux
+        aux.append(value)
+        return Variable(len(aux) - 1 + self.gap)
+
+    def push_all(self, values: Iterable[int]) -> int:
+        """:meth:`push` of each canonical value in turn, in one extend; returns the first
+        one's variable key."""
+        start = len(self.aux) + self.gap
+        self.aux.extend(values)
+        return start
 
     def defer(self, program: Program, inputs: bytes | np.ndarray) -> int:
         """Reserve ``program.n_aux`` variables whose values the program makes from ``inputs``
@@ -310,8 +378,10 @@ class WitnessPrefix:
 class CheckCS(ConstraintSystem):
     """Evaluates each constraint on the spot; names the first unsatisfied one."""
 
-    def __init__(self, options: SynthesisOptions = DEFAULT_OPTIONS) -> None:
-        super().__init__(options)
+    def __init__(
+        self, options: SynthesisOptions = DEFAULT_OPTIONS, cache: SynthesisCache = PROCESS_CACHE
+    ) -> None:
+        super().__init__(options, cache)
         self.inputs: list[int] = [1]
         self.aux: list[int] = []
         self.num_constraints = 0
@@ -349,10 +419,13 @@ class ShapeCS(ConstraintSystem):
     (prefix, leaf) ids (:mod:`cuzk.r1cs.names`), so memory stays ~50 bytes per constraint at
     any size. ``names`` reads as a sequence of strings."""
 
+    mode = Mode.SHAPE
     needs_values = False
 
-    def __init__(self, options: SynthesisOptions = DEFAULT_OPTIONS) -> None:
-        super().__init__(options)
+    def __init__(
+        self, options: SynthesisOptions = DEFAULT_OPTIONS, cache: SynthesisCache = PROCESS_CACHE
+    ) -> None:
+        super().__init__(options, cache)
         self.num_inputs = 1
         self.num_aux = 0
         self._rows = MatrixBuilder()
@@ -404,7 +477,7 @@ class ShapeCS(ConstraintSystem):
     ) -> None:
         """Append whole rows at once (what ``enforce`` would have appended one at a time, in
         :meth:`rows_from`'s layout, keys as an array or list) and ``num_aux`` new variables:
-        replayed gadgets (:mod:`cuzk.gadgets.sha256_shape_tape`) skip the per-constraint
+        replayed gadgets (:mod:`cuzk.gadgets.sha256.template`) skip the per-constraint
         Python."""
         self._rows.extend(rows)
         self.names.extend(names)
@@ -421,10 +494,13 @@ class ShapeCS(ConstraintSystem):
 
 
 def synthesize_shape(
-    circuit: Circuit, circuit_id: str = "", options: SynthesisOptions = DEFAULT_OPTIONS
+    circuit: Circuit,
+    circuit_id: str = "",
+    options: SynthesisOptions = DEFAULT_OPTIONS,
+    cache: SynthesisCache = PROCESS_CACHE,
 ) -> R1CSShape:
     """Run ``circuit`` in shape mode and return its pre-compiled constraint system."""
-    cs = ShapeCS(options)
+    cs = ShapeCS(options, cache)
     circuit.synthesize(cs)
     return cs.finish(circuit_id)
 
@@ -476,9 +552,13 @@ def gc_paused() -> Iterator[None]:
             gc.collect()
 
 
-def synthesize_witness(circuit: Circuit, options: SynthesisOptions = DEFAULT_OPTIONS) -> WitnessCS:
+def synthesize_witness(
+    circuit: Circuit,
+    options: SynthesisOptions = DEFAULT_OPTIONS,
+    cache: SynthesisCache = PROCESS_CACHE,
+) -> WitnessCS:
     """Run ``circuit`` in witness mode; the result holds ``inputs`` (ONE first) and ``aux``."""
-    cs = WitnessCS(options)
+    cs = WitnessCS(options, cache)
     with gc_paused():
         circuit.synthesize(cs)
     return cs

@@ -1,13 +1,13 @@
 """Deferred witnesses made on one CUDA device.
 
 The host sends what it computed (≈ 5 % of a SHA-256-heavy witness) and, per recorded program,
-the runs' positions and inputs; the device writes z. Two program kinds run here: SHA-256 bit
-programs (``witness.cu``, 768 input bits per compression) and Poseidon hashes
-(``poseidon_witness.cu``, the preimage's field elements; constant tables uploaded once per
-arity, strength and tag). The first run of each program on a device is compared with its CPU
-model (``program.expand``); a program that disagrees — or a kind or size the device has no
-kernel for — is never run on that device: its values are made on the host and placed like the
-host's own.
+the runs' positions and inputs; the device writes z. Each program names the kernel that makes
+its runs and hands over the tables it reads (:class:`~cuzk.r1cs.deferred.Program`), uploaded
+once per program. Two kernels run here: SHA-256 bit programs (``witness.cu``, 768 input bits
+per compression) and Poseidon hashes (``poseidon_witness.cu``, the preimage's field elements).
+The first run of each program on a device is compared with its CPU model (``program.expand``);
+a program that disagrees — or whose kernel or size the device lacks — is never run on that
+device: its values are made on the host and placed like the host's own.
 """
 
 from __future__ import annotations
@@ -23,9 +23,6 @@ import numpy as np
 
 from cuzk.errors import InternalError
 from cuzk.field import fr
-from cuzk.gadgets.poseidon.native import kernel_args
-from cuzk.gadgets.poseidon.program import PoseidonProgram
-from cuzk.r1cs.bitprog import BitProgram
 from cuzk.r1cs.deferred import DeferredAux, Program, RunGroup
 
 log = logging.getLogger(__name__)
@@ -78,43 +75,40 @@ class GpuWitness:
 
     def _run(self, z: Any, group: RunGroup) -> None:
         p = group.program
-        if p.key in self._refused or not _has_kernel(p):
+        if p.key in self._refused or not _has_kernel(group):
             self._place_from_host(z, group)
             return
-        if isinstance(p, BitProgram):
-            self._run_bits(z, group, p)
-        else:
-            assert isinstance(p, PoseidonProgram)
-            self._run_poseidon(z, group, p)
+        _LAUNCH[p.kernel](self, z, group, self._tables(p))
         if p.key not in self._checked:
             self._check(z, group)
 
-    def _run_bits(self, z: Any, group: RunGroup, p: BitProgram) -> None:
-        ops, words = self._tables(p.key, lambda: _bit_tables(p))
+    def _run_bits(self, z: Any, group: RunGroup, tables: tuple[Any, ...]) -> None:
+        """``witness_bitprog``: the tables, then each launch's inputs (bits) and starts."""
+        n_in = group.inputs.shape[1]
         m = len(group.starts)
         for lo in range(0, m, MAX_INSTANCES):
             hi = min(m, lo + MAX_INSTANCES)
             k = hi - lo
-            scratch = self.gpu.empty((1 + p.n_in + p.n_aux) * k, dtype=np.uint8, width=0)
+            scratch = self.gpu.empty((1 + n_in + group.program.n_aux) * k, np.uint8, width=0)
             self.gpu.launch(
                 SRC,
                 "witness_bitprog",
                 -(-k // THREADS),
                 THREADS,
-                (z, ops, np.int32(len(p.ops)), words, np.int32(p.n_in),
+                (z, *tables,
                  self.gpu.upload(np.ascontiguousarray(group.inputs[lo:hi])),
                  self.gpu.upload(np.ascontiguousarray(group.starts[lo:hi])), np.int64(k),
                  scratch),
             )  # fmt: skip
 
-    def _run_poseidon(self, z: Any, group: RunGroup, p: PoseidonProgram) -> None:
-        tag, crc, pre_sparse, w_hat, v_rest, mds = self._tables(p.key, lambda: _poseidon_tables(p))
-        _, _, _, _, _, _, _, half, partial = kernel_args(p.arity, p.strength, p.tag)
+    def _run_poseidon(self, z: Any, group: RunGroup, tables: tuple[Any, ...]) -> None:
+        """``poseidon_witness``: each launch's preimages and starts, then the tables."""
+        arity = group.inputs.shape[1]
         m = len(group.starts)
         for lo in range(0, m, MAX_HASHES):
             hi = min(m, lo + MAX_HASHES)
             k = hi - lo
-            pre = np.ascontiguousarray(group.inputs[lo:hi], np.uint64).reshape(k * p.arity, 4)
+            pre = np.ascontiguousarray(group.inputs[lo:hi], np.uint64).reshape(k * arity, 4)
             self.gpu.launch(
                 POSEIDON_SRC,
                 "poseidon_witness",
@@ -122,8 +116,7 @@ class GpuWitness:
                 THREADS,
                 (z, self.gpu.upload(pre),
                  self.gpu.upload(np.ascontiguousarray(group.starts[lo:hi], np.int64)),
-                 np.int64(k), np.int32(p.arity + 1), tag, crc, pre_sparse, w_hat, v_rest, mds,
-                 np.int32(half), np.int32(partial)),
+                 np.int64(k), *tables),
             )  # fmt: skip
 
     def _check(self, z: Any, group: RunGroup) -> None:
@@ -149,16 +142,20 @@ class GpuWitness:
         p.expand(group.inputs, offsets, vals)
         self._place(z, self.gpu.upload(vals), group.starts.astype(np.int64), offsets)
 
-    def _tables(self, key: bytes, make: Callable[[], list[np.ndarray]]) -> tuple[Any, ...]:
-        """A program's device tables (uploaded on first use, kept per key)."""
+    def _tables(self, p: Program) -> tuple[Any, ...]:
+        """A program's tables with its arrays on the device (uploaded on first use, kept per
+        key)."""
         with self._lock:
-            hit = self._programs.get(key)
+            hit = self._programs.get(p.key)
         if hit is None:
-            hit = tuple(self.gpu.upload(np.ascontiguousarray(a)) for a in make())
+            up = self.gpu.upload
+            hit = tuple(
+                up(np.ascontiguousarray(a)) if isinstance(a, np.ndarray) else a for a in p.tables()
+            )
             with self._lock:
                 if len(self._programs) >= 256:
                     self._programs.clear()
-                self._programs[key] = hit
+                self._programs[p.key] = hit
         return hit
 
     def refuse(self, key: bytes) -> None:
@@ -186,19 +183,17 @@ class GpuWitness:
             return self.gpu.cp.take(v, d_rows, axis=0)
 
 
-def _has_kernel(p: Program) -> bool:
-    """Whether this device has a kernel for ``p`` (else its runs are made on the host)."""
-    if isinstance(p, BitProgram):
-        return True
-    return isinstance(p, PoseidonProgram) and p.arity + 1 <= POSEIDON_MAX_T
+#: Each kernel's launcher, by the name a program gives (:attr:`Program.kernel`).
+_LAUNCH: dict[str, Callable[[GpuWitness, Any, RunGroup, tuple[Any, ...]], None]] = {
+    "witness_bitprog": GpuWitness._run_bits,
+    "poseidon_witness": GpuWitness._run_poseidon,
+}
 
 
-def _bit_tables(p: BitProgram) -> list[np.ndarray]:
-    words = p.words if len(p.words) else np.zeros(1, np.int32)
-    return [np.asarray(p.ops, np.int32), np.asarray(words, np.int32)]
-
-
-def _poseidon_tables(p: PoseidonProgram) -> list[np.ndarray]:
-    """(tag, crc, pre_sparse, w_hat, v_rest, mds) as the kernel reads them."""
-    _, tag_t, crc, pre_sparse, w_hat, v_rest, mds, _, _ = kernel_args(p.arity, p.strength, p.tag)
-    return [np.array([tag_t], np.uint64), crc, pre_sparse, w_hat, v_rest, mds]
+def _has_kernel(group: RunGroup) -> bool:
+    """Whether this device has a kernel for the group's runs (else they are made on the host):
+    a Poseidon state (preimage and tag) wider than the kernel holds is not."""
+    kernel = group.program.kernel
+    if kernel == "poseidon_witness":
+        return group.inputs.shape[1] + 1 <= POSEIDON_MAX_T
+    return kernel in _LAUNCH

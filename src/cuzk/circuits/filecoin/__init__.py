@@ -13,16 +13,14 @@ Layer: builds on :mod:`cuzk.gadgets` and :mod:`cuzk.r1cs`.
 from cuzk.circuits.filecoin.post import (
     CircuitCounts,
     FallbackPoStCircuit,
-    PoStParams,
     SectorProof,
     pad_sectors,
     post_circuit_ids,
     post_params,
     shape_counts,
     structural_counts,
-    window_params,
-    winning_params,
 )
+from cuzk.circuits.filecoin.post_params import PoStParams, window_params, winning_params
 
 __all__ = [
     "CircuitCounts",

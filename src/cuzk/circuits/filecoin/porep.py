@@ -38,15 +38,8 @@ from dataclasses import dataclass, field
 from typing import TypeVar
 
 from cuzk.circuits.filecoin.merkle_json import leaf_index
-from cuzk.circuits.filecoin.post import (
-    GIB,
-    KIB,
-    MIB,
-    NODE_SIZE,
-    SIZE_NAMES,
-    CircuitCounts,
-    counts_of,
-)
+from cuzk.circuits.filecoin.post import CircuitCounts, counts_of
+from cuzk.circuits.filecoin.post_params import GIB, KIB, MIB, NODE_SIZE, SIZE_NAMES
 from cuzk.errors import BadInput
 from cuzk.field.constants import R
 from cuzk.gadgets.boolean import FALSE, AllocatedBit, Boolean
@@ -56,8 +49,8 @@ from cuzk.gadgets.num import AllocatedNum
 from cuzk.gadgets.por import PathLevel, por
 from cuzk.gadgets.poseidon.circuit import poseidon_hash
 from cuzk.gadgets.sha256 import sha256
-from cuzk.gadgets.sha256_message import Message, fast_path, field_bits, sha256_packed
-from cuzk.gadgets.sha256_node import sha256_node
+from cuzk.gadgets.sha256.message import Message, fast_path, field_bits, sha256_packed
+from cuzk.gadgets.sha256.node import sha256_node
 from cuzk.gadgets.uint32 import UInt32
 from cuzk.r1cs import ONE, ConstraintSystem, Variable, repeat
 from cuzk.r1cs.lc import LcSpec, resolve
@@ -454,7 +447,7 @@ def _label_layer(
     """One layer's label of the challenged node: the parents' bits, then ``create_label``.
 
     In witness mode the same values in the same order, the parents' bits handed to SHA-256 in
-    bulk (:mod:`cuzk.gadgets.sha256_message`), never made as objects."""
+    bulk (:mod:`cuzk.gadgets.sha256.message`), never made as objects."""
     if fast_path(cs):
         fields = [field_bits(cs, col[layer - 1]) for col in drg]
         if layer > 1:
@@ -495,7 +488,6 @@ class CountingCS(ConstraintSystem):
     """
 
     needs_values = False
-    needs_constraints = True
 
     def __init__(self, shortcuts: bool = False) -> None:
         super().__init__()

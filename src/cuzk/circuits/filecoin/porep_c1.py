@@ -73,13 +73,13 @@ from cuzk.circuits.filecoin.porep import (
     porep_params_for_size,
     public_inputs,
 )
-from cuzk.circuits.filecoin.post import GIB, KIB, MIB, SIZE_NAMES
+from cuzk.circuits.filecoin.post_params import GIB, KIB, MIB, SIZE_NAMES
 from cuzk.errors import BadInput
 from cuzk.field import fr
 from cuzk.field.constants import R
 from cuzk.gadgets.merkle import MerklePath
 from cuzk.gadgets.poseidon.native import hash_many, hash_one
-from cuzk.gadgets.sha256_node import node_hash
+from cuzk.gadgets.sha256.node import node_hash
 
 #: Largest sector (in nodes) whose whole parent table is built to check parent indices (14 u32
 #: per node); larger sectors compute the challenged nodes' rows only.

@@ -7,17 +7,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
+from cuzk.circuits.filecoin.post_params import PoStParams
 from cuzk.errors import BadInput
 from cuzk.gadgets.merkle import MerklePath, TreeShape
 from cuzk.gadgets.num import AllocatedNum
 from cuzk.gadgets.por import PathLevel, por
 from cuzk.gadgets.poseidon import poseidon_hash
 from cuzk.r1cs import ONE, ConstraintSystem
-
-if TYPE_CHECKING:
-    from cuzk.circuits.filecoin.post import PoStParams
 
 
 @dataclass(frozen=True)

@@ -12,9 +12,9 @@ So the gadgets run once per position on a probe sector of random values, and eac
 append is looked up in the probe's table of values: per gap between two runs and per position,
 the table column of every value. A partition's host values are then gathers from its own table
 (numpy, all sectors at once) and its runs are grouped as the gadgets would have recorded them.
-The first use in a process is compared value for value with the gadgets (as the SHA-256 tapes
-and the Poseidon kernel are); a template that disagrees, or a probe whose values are not all
-found, leaves the gadgets in charge.
+The first use in a synthesis cache is compared value for value with the gadgets (as the SHA-256
+tapes and the Poseidon kernel are); a template that disagrees, or a probe whose values are not
+all found, leaves the gadgets in charge.
 """
 
 from __future__ import annotations
@@ -22,21 +22,18 @@ from __future__ import annotations
 import dataclasses
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, field
 
 import numpy as np
 
+from cuzk.circuits.filecoin.post_params import PoStParams
 from cuzk.circuits.filecoin.post_sector import SectorProof, synthesize_sector
 from cuzk.errors import BadInput
 from cuzk.field import fr
 from cuzk.gadgets.merkle import MerklePath, PathBatch
 from cuzk.gadgets.poseidon.native import hash_many
-from cuzk.r1cs import SynthesisOptions, WitnessCS
+from cuzk.r1cs import SynthesisCache, SynthesisOptions, WitnessCS
 from cuzk.r1cs.deferred import DeferredAux, Program, RunGroup, merge_groups
-
-if TYPE_CHECKING:
-    from cuzk.circuits.filecoin.post import PoStParams
 
 log = logging.getLogger(__name__)
 
@@ -62,38 +59,45 @@ class _Template:
     runs: tuple[_Piece, ...]
 
 
-_templates: dict[tuple[PoStParams, SynthesisOptions], _Template | None] = {}
-_verified: set[tuple[PoStParams, SynthesisOptions]] = set()
+_Key = tuple[PoStParams, SynthesisOptions]  # one sector's parameters, the options
 
 
-def clear_templates() -> None:
-    """Forget learned and checked templates (tests)."""
-    _templates.clear()
-    _verified.clear()
+@dataclass
+class Templates:
+    """Each tree shape's template (None: none, or refused on its first use) and which passed
+    their first use, in a :class:`~cuzk.r1cs.memo.SynthesisCache`."""
+
+    learned: dict[_Key, _Template | None] = field(default_factory=dict)
+    verified: set[_Key] = field(default_factory=set)
 
 
 def sectors_witness(
-    params: PoStParams, sectors: Sequence[SectorProof], options: SynthesisOptions
+    params: PoStParams,
+    sectors: Sequence[SectorProof],
+    options: SynthesisOptions,
+    cache: SynthesisCache,
 ) -> tuple[list[int], DeferredAux] | None:
     """(the sectors' public inputs, their aux values) exactly as synthesizing each with
     :func:`synthesize_sector` in order would append them, or None where the gadgets must run
-    (Poseidon not deferred, no template, a template refused on its first use)."""
+    (Poseidon not deferred, no template, a template refused on its first use). ``options``
+    and ``cache``: the synthesis's own, which the probes synthesize with too."""
     if not (options.defer_poseidon and options.poseidon_kernel and sectors):
         return None
+    memo = cache.memo(Templates)
     key = (dataclasses.replace(params, sector_count=1), options)
-    if key not in _templates:
-        _templates[key] = _learn(key[0], options)
-    template = _templates[key]
+    if key not in memo.learned:
+        memo.learned[key] = _learn(key[0], options, cache)
+    template = memo.learned[key]
     batch = None if template is None else _paths(sectors, params)
     if template is None or batch is None:
         return None  # (paths of the wrong shape: the gadgets name the fault)
-    if key not in _verified:
-        if not _agrees(template, key[0], sectors[0], options):
+    if key not in memo.verified:
+        if not _agrees(template, key[0], sectors[0], options, cache):
             log.warning("%s: the bulk PoSt witness disagrees with the gadgets; not used",
                         params.circuit_id)  # fmt: skip
-            _templates[key] = None
+            memo.learned[key] = None
             return None
-        _verified.add(key)
+        memo.verified.add(key)
     return _apply(template, params, sectors, batch)
 
 
@@ -156,7 +160,9 @@ def _probe(params: PoStParams, position: int, rng: np.random.Generator) -> Secto
     return SectorProof(comm_r, comm_c, comm_r_last, paths)
 
 
-def _learn(params: PoStParams, options: SynthesisOptions) -> _Template | None:
+def _learn(
+    params: PoStParams, options: SynthesisOptions, cache: SynthesisCache
+) -> _Template | None:
     """The template of one sector of ``params``, or None where a probe's values do not all
     come from its table (something not deferred, a gadget that computes new values)."""
     rng = np.random.default_rng(0x9057)  # any values do; distinct ones are what matters
@@ -165,10 +171,10 @@ def _learn(params: PoStParams, options: SynthesisOptions) -> _Template | None:
     n_aux = None
     for position in [None, *range(max(params.tree.arities))]:
         sector = _probe(params, position or 0, rng)
-        cs = WitnessCS(options)
+        cs = WitnessCS(options, cache)
         synthesize_sector(cs, params, sector)
         if position is None:
-            continue  # a warm-up: each arity's first hash in a process is checked, not deferred
+            continue  # a warm-up: each arity's first hash in a cache is checked, not deferred
         runs = sorted(cs._runs, key=lambda r: r[1])  # noqa: SLF001 - our own system
         if len(runs) != runs_expected or n_aux not in (None, cs.num_aux):
             return None
@@ -275,14 +281,18 @@ def _apply(
 
 
 def _agrees(
-    template: _Template, params: PoStParams, sector: SectorProof, options: SynthesisOptions
+    template: _Template,
+    params: PoStParams,
+    sector: SectorProof,
+    options: SynthesisOptions,
+    cache: SynthesisCache,
 ) -> bool:
     """Whether the template gives the gadgets' inputs and values for ``sector``."""
     batch = _paths([sector], params)
     if batch is None:
         return False
     made = _apply(template, params, [sector], batch)
-    cs = WitnessCS(options)
+    cs = WitnessCS(options, cache)
     synthesize_sector(cs, params, sector)
     want = cs.aux_vector()
     want_all = want.expand() if isinstance(want, DeferredAux) else want

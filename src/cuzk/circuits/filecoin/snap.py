@@ -31,17 +31,8 @@ from dataclasses import dataclass, field
 from operator import attrgetter
 from typing import NamedTuple, TypeVar
 
-from cuzk.circuits.filecoin.post import (
-    GIB,
-    KIB,
-    MIB,
-    NODE_SIZE,
-    PARAMS_VERSION,
-    SIZE_NAMES,
-    CircuitCounts,
-    counts_of,
-    tree_shape,
-)
+from cuzk.circuits.filecoin.post import PARAMS_VERSION, CircuitCounts, counts_of
+from cuzk.circuits.filecoin.post_params import GIB, KIB, MIB, NODE_SIZE, SIZE_NAMES, tree_shape
 from cuzk.errors import BadInput
 from cuzk.field.constants import R
 from cuzk.gadgets.boolean import AllocatedBit, Boolean, field_into_allocated_bits_le
@@ -52,8 +43,8 @@ from cuzk.gadgets.num import POW2, AllocatedNum
 from cuzk.gadgets.por import por_no_challenge_input
 from cuzk.gadgets.poseidon.circuit import poseidon_hash
 from cuzk.gadgets.poseidon.constants import custom_tag
-from cuzk.gadgets.sha256_node import sha256_hash2, sha256_node
-from cuzk.r1cs import ONE, ConstraintSystem, LinearCombination, Variable, WitnessCS
+from cuzk.gadgets.sha256.node import sha256_hash2, sha256_node
+from cuzk.r1cs import ONE, ConstraintSystem, LinearCombination, Variable, witness_mode
 from cuzk.r1cs.lc import LcSpec, resolve
 from cuzk.r1cs.system import NameSpec, ValueSpec, WitnessPrefix
 
@@ -403,28 +394,33 @@ def _header(cs: ConstraintSystem, p: SnapParams, w: PartitionWitness | None) -> 
                    generated)  # fmt: skip
 
 
-#: The last header synthesized in witness mode in this process: (key, prefix, header). A
-#: synthesis process gets several views of one partition (:mod:`cuzk.engine.synth_pool`), and
-#: each view starts with the header — at 32 GiB its 127-hash apex tree and challenge digests,
-#: 5.9M values, twice the cost of the view's own challenges.
-_last_header: list[tuple[tuple, WitnessPrefix, _Header]] = []
+@dataclass
+class LastHeader:
+    """The last header synthesized in witness mode with a
+    :class:`~cuzk.r1cs.memo.SynthesisCache`: (key, prefix, header). A synthesis process gets
+    several views of one partition (:mod:`cuzk.engine.synth_pool`), and each view starts with
+    the header — at 32 GiB its 127-hash apex tree and challenge digests, 5.9M values, twice the
+    cost of the view's own challenges."""
+
+    last: tuple[tuple, WitnessPrefix, _Header] | None = None
 
 
 def _witness_header(cs: ConstraintSystem, p: SnapParams, w: PartitionWitness | None) -> _Header:
     """:func:`_header`, replayed from the last one when a fresh witness system asks for the
     same partition's header again (same parameters, header values and options)."""
-    if type(cs) is not WitnessCS or w is None or cs.num_aux or len(cs.inputs) != 1:
+    if not witness_mode(cs) or w is None or cs.num_aux or len(cs.inputs) != 1:
         return _header(cs, p, w)
     top = p.challenge_bit_len - p.partition_bit_len
     path = tuple(w.challenges[0].path_d_new[top:])
     key = (p, w.k, w.h, w.comm_r_old, w.comm_d_new, w.comm_r_new, w.comm_c, w.root_r_old,
            w.root_r_new, w.apex_leafs, path, cs.options)  # fmt: skip
-    if _last_header and _last_header[0][0] == key:
-        _, prefix, header = _last_header[0]
+    memo = cs.cache.memo(LastHeader)
+    if memo.last is not None and memo.last[0] == key:
+        _, prefix, header = memo.last
         cs.replay_prefix(prefix)
         return header
     header = _header(cs, p, w)
-    _last_header[:] = [(key, cs.prefix(), header)]
+    memo.last = (key, cs.prefix(), header)
     return header
 
 

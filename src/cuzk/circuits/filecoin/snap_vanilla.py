@@ -65,7 +65,7 @@ from cuzk.field import fr
 from cuzk.field.constants import R
 from cuzk.gadgets.merkle import MerklePath, TreeShape, build_tree, prove
 from cuzk.gadgets.poseidon.native import hash_many, hash_one
-from cuzk.gadgets.sha256_node import node_hash, trim_to_fr32
+from cuzk.gadgets.sha256.node import node_hash, trim_to_fr32
 from cuzk.r1cs import ConstraintSystem
 
 MAX_RANDOM_NODES = 1 << 18  # 8 MiB: the largest update built here (a few seconds)

@@ -20,12 +20,8 @@ from typing import Protocol
 
 import numpy as np
 
-from cuzk.circuits.filecoin.post import (
-    API_V1_2,
-    FallbackPoStCircuit,
-    PoStParams,
-    SectorProof,
-)
+from cuzk.circuits.filecoin.post import FallbackPoStCircuit, SectorProof
+from cuzk.circuits.filecoin.post_params import API_V1_2, PoStParams
 from cuzk.errors import BadInput
 from cuzk.field import fr
 from cuzk.field.constants import R

@@ -40,7 +40,8 @@ from cuzk.circuits.filecoin.merkle_json import (
     merkle_proof_json,
     read_merkle_proof,
 )
-from cuzk.circuits.filecoin.post import FallbackPoStCircuit, PoStParams, SectorProof, pad_sectors
+from cuzk.circuits.filecoin.post import FallbackPoStCircuit, SectorProof, pad_sectors
+from cuzk.circuits.filecoin.post_params import PoStParams
 from cuzk.circuits.filecoin.vanilla import (
     OpenableSector,
     PublicSector,

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 
 from cuzk.errors import BadInput
 from cuzk.field.constants import R
-from cuzk.gadgets._names import Name, builds_constraints, leaf
+from cuzk.gadgets._names import Name, leaf
 from cuzk.gadgets.num import AllocatedNum, Num
 from cuzk.gadgets.poseidon.constants import (
     PoseidonConstants,
@@ -29,7 +29,7 @@ from cuzk.gadgets.poseidon.constants import (
     poseidon_constants,
 )
 from cuzk.gadgets.poseidon.witness import hash_witness
-from cuzk.r1cs import ONE, ConstraintSystem, LinearCombination, WitnessCS
+from cuzk.r1cs import ONE, ConstraintSystem, LinearCombination, witness_mode
 
 Elt = AllocatedNum | Num
 
@@ -139,7 +139,7 @@ class _Hasher:
     def __init__(self, cs: ConstraintSystem, c: PoseidonConstants, elements: list[Elt]) -> None:
         self.cs = cs
         self.c = c
-        self.track = builds_constraints(cs)
+        self.track = cs.needs_constraints
         self.elements = elements
         self.offset = 0
         self.round = 0
@@ -223,7 +223,7 @@ def poseidon_hash(
     tag = merkle_tree_tag(c.arity) if tag is None else tag
 
     def gadget() -> AllocatedNum:
-        track = builds_constraints(cs)
+        track = cs.needs_constraints
         h = _Hasher(cs, c, [Num.constant(tag, track), *preimage])
         half = c.half_full_rounds
         h.full_round(leaf(ns, "first round"), True, False)
@@ -236,6 +236,6 @@ def poseidon_hash(
         h.full_round(leaf(ns, "terminal full round"), False, True)
         return ensure_allocated(cs, h.elements[1], leaf(ns, "hash result"))
 
-    if type(cs) is WitnessCS:  # values only: the kernel can write them (witness.py)
+    if witness_mode(cs):  # values only: the kernel can write them (witness.py)
         return hash_witness(cs, preimage, tag, strength, gadget)
     return gadget()

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cache
+from typing import ClassVar
 
 import numpy as np
 
@@ -33,6 +34,9 @@ class PoseidonProgram:
     tag: int
     n_aux: int
 
+    #: The device kernel (``backend/cuda/poseidon_witness.cu``).
+    kernel: ClassVar[str] = "poseidon_witness"
+
     def expand(self, inputs: np.ndarray, starts: np.ndarray, out: fr.FrVec) -> None:
         """Hash i's values at ``out[starts[i]:starts[i] + n_aux]`` (all numba threads)."""
         from cuzk.gadgets.poseidon import _kernels
@@ -47,6 +51,24 @@ class PoseidonProgram:
         starts = np.ascontiguousarray(starts, np.int64)
         args = kernel_args(self.arity, self.strength, self.tag)
         _kernels.k_poseidon(pre, starts, out, True, *args)
+
+    def tables(self) -> tuple[np.ndarray | np.generic, ...]:
+        """(state width, tag, crc, pre_sparse, w_hat, v_rest, mds, half full rounds, partial
+        rounds): the kernel's arguments after the runs'."""
+        _, tag_t, crc, pre_sparse, w_hat, v_rest, mds, half, partial = kernel_args(
+            self.arity, self.strength, self.tag
+        )
+        return (
+            np.int32(self.arity + 1),
+            np.array([tag_t], np.uint64),
+            crc,
+            pre_sparse,
+            w_hat,
+            v_rest,
+            mds,
+            np.int32(half),
+            np.int32(partial),
+        )
 
 
 @cache

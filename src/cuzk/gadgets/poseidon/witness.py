@@ -7,9 +7,9 @@ trees runs the same schedule, so it can write those values directly
 (``_kernels.k_poseidon_witness``): ≈ 0.1 ms per hash instead of ≈ 7 ms of Python, and Poseidon
 was two thirds of a PoRep witness once SHA-256 ran from tapes.
 
-The first hash of each (arity, strength) in a process is checked value for value against the
-gadget; one that disagrees is never replayed again (and says so once in the log). Both the
-kernel and that check are the constraint system's choice (``poseidon_kernel`` and
+The first hash of each (arity, strength) in a synthesis cache is checked value for value
+against the gadget; one that disagrees is never replayed again (and says so once in the log).
+Both the kernel and that check are the constraint system's choice (``poseidon_kernel`` and
 ``verify_first_use`` of :class:`~cuzk.r1cs.SynthesisOptions`, both on by default).
 
 With ``defer_poseidon`` a hash of a checked (arity, strength) appends nothing: the system
@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -34,14 +35,14 @@ from cuzk.r1cs import Variable, WitnessCS
 
 log = logging.getLogger(__name__)
 
-_checked: set[tuple[int, Strength]] = set()
-_refused: set[tuple[int, Strength]] = set()
 
+@dataclass
+class Checks:
+    """Which (arity, strength) passed or failed the first-use check, in a
+    :class:`~cuzk.r1cs.memo.SynthesisCache`."""
 
-def clear_checks() -> None:
-    """Forget which arities were checked or refused (tests)."""
-    _checked.clear()
-    _refused.clear()
+    checked: set[tuple[int, Strength]] = field(default_factory=set)
+    refused: set[tuple[int, Strength]] = field(default_factory=set)
 
 
 def hash_witness(
@@ -57,18 +58,19 @@ def hash_witness(
     options = cs.options
     values = [p.value for p in preimage if p.value is not None]
     key = (len(preimage), strength)
-    if not options.poseidon_kernel or key in _refused or len(values) < len(preimage):
+    checks = cs.cache.memo(Checks)
+    if not options.poseidon_kernel or key in checks.refused or len(values) < len(preimage):
         return gadget()  # (a value missing: the gadget reports it)
-    if options.defer_poseidon and key in _checked:
+    if options.defer_poseidon and key in checks.checked:
         return _defer(cs, values, tag, strength)
     appended = _values(values, tag, strength)
-    if options.verify_first_use and key not in _checked:
+    if options.verify_first_use and key not in checks.checked:
         base = len(cs.aux)
         digest = gadget()
         if cs.aux[base:] == fr.to_ints(appended) and digest.variable.key == cs.num_aux - 1:
-            _checked.add(key)
+            checks.checked.add(key)
         else:
-            _refused.add(key)
+            checks.refused.add(key)
             log.warning(
                 "Poseidon arity %d: kernel values disagree with the gadget; not used", key[0]
             )

@@ -6,7 +6,7 @@ Feistel rounds; a Python call per hash would dominate everything, so each loop l
 runs over a whole layer or level at once. Each primitive is checked against hashlib (or the
 upstream parent-cache digests) in the tests.
 
-SHA-256's compression is :mod:`cuzk.gadgets.sha256_native`'s; ChaCha8 holds its words in
+SHA-256's compression is :mod:`cuzk.gadgets.sha256.native`'s; ChaCha8 holds its words in
 uint64 masked to 32 bits.
 """
 
@@ -17,8 +17,8 @@ import math
 import numpy as np
 from numba import njit, prange
 
-from cuzk.gadgets.sha256_native import H256 as _H256
-from cuzk.gadgets.sha256_native import compress as _compress
+from cuzk.gadgets.sha256.native import H256 as _H256
+from cuzk.gadgets.sha256.native import compress as _compress
 
 _M32 = np.uint64(0xFFFFFFFF)
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from cuzk.circuits.filecoin.post import tree_shape
+from cuzk.circuits.filecoin.post_params import tree_shape
 from cuzk.errors import BadInput
 from cuzk.gadgets.merkle import TreeShape
 

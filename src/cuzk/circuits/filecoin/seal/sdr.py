@@ -22,7 +22,7 @@ from cuzk.circuits.filecoin.seal.graph import Graph
 from cuzk.errors import BadInput
 from cuzk.field import fr
 from cuzk.field.constants import R
-from cuzk.gadgets.sha256_node import trim_to_fr32
+from cuzk.gadgets.sha256.node import trim_to_fr32
 
 
 def replica_id(prover_id: bytes, sector_id: int, ticket: bytes, comm_d: bytes,

@@ -29,7 +29,7 @@ from cuzk.field import fr
 from cuzk.field.constants import R
 from cuzk.gadgets.merkle import MerklePath
 from cuzk.gadgets.poseidon.native import hash_many
-from cuzk.gadgets.sha256_node import node_hash
+from cuzk.gadgets.sha256.node import node_hash
 
 _PATH_CHUNK = 1024  # paths whose missing background digests are gathered at once
 

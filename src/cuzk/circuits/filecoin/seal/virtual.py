@@ -50,7 +50,7 @@ from cuzk.circuits.filecoin.porep_c1 import (
     label,
     registered_porep,
 )
-from cuzk.circuits.filecoin.post import PoStParams
+from cuzk.circuits.filecoin.post_params import PoStParams
 from cuzk.circuits.filecoin.seal.graph import parents_of
 from cuzk.circuits.filecoin.seal.proof_types import API_V1_0, API_V1_1
 from cuzk.circuits.filecoin.seal.sdr import replica_id

@@ -22,8 +22,8 @@ from cuzk.gadgets._names import Name, leaf
 from cuzk.gadgets.boolean import FALSE, Boolean
 from cuzk.gadgets.multipack import FR_CAPACITY, pack_bits
 from cuzk.gadgets.num import AllocatedNum
-from cuzk.gadgets.sha256 import sha256
-from cuzk.gadgets.sha256_message import Message, fast_path, field_bits, sha256_packed
+from cuzk.gadgets.sha256.circuit import sha256
+from cuzk.gadgets.sha256.message import Message, fast_path, field_bits, sha256_packed
 from cuzk.r1cs import ConstraintSystem, WitnessCS
 
 

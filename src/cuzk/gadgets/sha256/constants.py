@@ -1,6 +1,6 @@
 """SHA-256's constants (FIPS 180-4 §4.2.2 and §5.3.3), shared by the gadget
 (:mod:`~cuzk.gadgets.sha256`) and the tracer that records its tapes
-(:mod:`~cuzk.gadgets.sha256_tape`), which the gadget itself calls: kept here, below both, so
+(:mod:`~cuzk.gadgets.sha256.tape`), which the gadget itself calls: kept here, below both, so
 neither has to import the other's module.
 """
 

@@ -17,13 +17,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from cuzk.gadgets import sha256_shape_tape, sha256_tape
 from cuzk.gadgets._names import Name, leaf
 from cuzk.gadgets.boolean import FALSE, TRUE, Boolean
 from cuzk.gadgets.multieq import MultiEq
-from cuzk.gadgets.sha256_constants import IV, ROUND_CONSTANTS
+from cuzk.gadgets.sha256.constants import IV, ROUND_CONSTANTS
+from cuzk.gadgets.sha256.tape import compress_witness
+from cuzk.gadgets.sha256.template import compress_shape
 from cuzk.gadgets.uint32 import UInt32
-from cuzk.r1cs import ConstraintSystem, ShapeCS, WitnessCS
+from cuzk.r1cs import ConstraintSystem, shape_mode, witness_mode
 
 
 def iv() -> list[UInt32]:
@@ -53,17 +54,15 @@ def compression(
     """One SHA-256 compression of a 512-bit block (big-endian bits) into ``state``.
 
     In witness mode the compression is replayed from a recorded tape
-    (:mod:`~cuzk.gadgets.sha256_tape`): the same values in the same order, computed natively.
+    (:mod:`~cuzk.gadgets.sha256.tape`): the same values in the same order, computed natively.
     In shape mode the rows a compression appends are a recorded template's, mapped to this
-    call's variables (:mod:`~cuzk.gadgets.sha256_shape_tape`): the same rows and names.
+    call's variables (:mod:`~cuzk.gadgets.sha256.template`): the same rows and names.
     """
     assert len(block) == 512 and len(state) == 8
-    if type(cs) is WitnessCS:
-        return sha256_tape.compress_witness(
-            cs, block, state, lambda: _compression(cs, block, state, ns)
-        )
-    if type(cs) is ShapeCS:
-        return sha256_shape_tape.compress_shape(cs, block, state, ns, _compression)
+    if witness_mode(cs):
+        return compress_witness(cs, block, state, lambda: _compression(cs, block, state, ns))
+    if shape_mode(cs):
+        return compress_shape(cs, block, state, ns, _compression)
     return _compression(cs, block, state, ns)
 
 

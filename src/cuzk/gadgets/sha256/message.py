@@ -6,7 +6,7 @@ bit-reversed digest into one number. Done with Booleans, every bit is made three
 (an AllocatedBit, a Boolean, a slot read by the tape's gather) although a replayed compression
 only needs each slot's code and value. :class:`Message` holds exactly that — the slots' codes
 and values as bytes, written in bulk — and :func:`sha256_packed` compresses it block by block
-through the tapes (:class:`~cuzk.gadgets.sha256_tape.SlotBlock`) and packs the digest from the
+through the tapes (:class:`~cuzk.gadgets.sha256.tape.SlotBlock`) and packs the digest from the
 output words' values. Same aux values, same order as the gadgets; the Booleans are made only
 when a compression asks for them (a pattern's first, verified use; outputs aliasing inputs).
 """
@@ -18,7 +18,6 @@ from functools import partial
 from typing import TypeGuard
 
 from cuzk.errors import BadInput
-from cuzk.gadgets import sha256_tape
 from cuzk.gadgets._names import Name, leaf
 from cuzk.gadgets.boolean import (
     FALSE,
@@ -31,9 +30,11 @@ from cuzk.gadgets.boolean import (
 )
 from cuzk.gadgets.multipack import FR_CAPACITY
 from cuzk.gadgets.num import AllocatedNum
-from cuzk.gadgets.sha256 import _compression, iv
+from cuzk.gadgets.sha256.circuit import _compression, iv
+from cuzk.gadgets.sha256.slots import fill
+from cuzk.gadgets.sha256.tape import SlotBlock, compress_witness
 from cuzk.gadgets.uint32 import UInt32
-from cuzk.r1cs import ConstraintSystem, Variable, WitnessCS
+from cuzk.r1cs import ConstraintSystem, Variable, WitnessCS, witness_mode
 
 #: Slot j of a decomposed field element (255 bits + a zero pad, bytes bit-reversed) holds bit
 #: _REVERSED[j] of the element (bit 255: the pad).
@@ -57,7 +58,7 @@ def field_bits(cs: WitnessCS, num: AllocatedNum) -> FieldBits:
 def fast_path(cs: ConstraintSystem) -> TypeGuard[WitnessCS]:
     """Whether ``cs`` takes hashes through :class:`Message`: witness mode with tapes on (with
     them off, the gadgets are the reference and run as written)."""
-    return type(cs) is WitnessCS and cs.options.sha256_tapes
+    return witness_mode(cs) and cs.options.sha256_tapes
 
 
 class Message:
@@ -74,7 +75,8 @@ class Message:
         start = len(self.codes)
         self.codes.extend(bytes(len(bits)))
         self.vals.extend(bytes(len(bits)))
-        if sha256_tape._walk(bits, (0,) * len(bits), self.codes, self.vals, start) is None:
+        _, n_bits, n_valued = fill(bits, (0,) * len(bits), self.codes, self.vals, None, start)
+        if n_valued < n_bits:
             raise BadInput("a SHA-256 input bit has no value (witness mode needs every value)")
         self._parts.append((start, bits))
 
@@ -121,17 +123,15 @@ def sha256_words(cs: WitnessCS, msg: Message, ns: Name = None) -> list[UInt32]:
     cur = iv()
     for lo in range(0, len(msg.codes), 512):
         hi = lo + 512
-        block = sha256_tape.SlotBlock(
+        block = SlotBlock(
             bytes(msg.codes[lo:hi]), bytes(msg.vals[lo:hi]), partial(msg.booleans, lo, hi)
         )
         gadget = partial(_gadget, cs, block, cur, leaf(ns, f"block {lo // 512}"))
-        cur = sha256_tape.compress_witness(cs, block, cur, gadget)
+        cur = compress_witness(cs, block, cur, gadget)
     return cur
 
 
-def _gadget(
-    cs: WitnessCS, block: sha256_tape.SlotBlock, state: list[UInt32], ns: Name
-) -> list[UInt32]:
+def _gadget(cs: WitnessCS, block: SlotBlock, state: list[UInt32], ns: Name) -> list[UInt32]:
     return _compression(cs, block.booleans(), state, ns)
 
 

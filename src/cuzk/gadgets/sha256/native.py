@@ -2,7 +2,7 @@
 
 Sealing hashes whole layers of labels and TreeD nodes with it
 (:mod:`cuzk.circuits.filecoin.seal`), and a replayed compression in witness mode
-(:mod:`~cuzk.gadgets.sha256_tape`) takes its output words from it: the circuit's output bits
+(:mod:`~cuzk.gadgets.sha256.tape`) takes its output words from it: the circuit's output bits
 are those words' bits, so computing them natively (~1 µs) spares running the compression's
 whole bit program (~26,000 steps) on the host when the program itself is left to the backend.
 
@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, uint32
 
-from cuzk.gadgets.sha256_constants import IV, ROUND_CONSTANTS
+from cuzk.gadgets.sha256.constants import IV, ROUND_CONSTANTS
 
 K256 = np.array(ROUND_CONSTANTS, dtype=np.uint32)
 H256 = np.array(IV, dtype=np.uint32)

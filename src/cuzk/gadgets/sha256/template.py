@@ -43,9 +43,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from cuzk.gadgets import sha256_tape
 from cuzk.gadgets._names import Name
 from cuzk.gadgets.boolean import FALSE, TRUE, AllocatedBit, Boolean
+from cuzk.gadgets.sha256.slots import N_SLOTS, fill, input_groups
 from cuzk.gadgets.uint32 import UInt32
 from cuzk.r1cs import ConstraintSystem, PrefixedNames, ShapeCS, Variable
 
@@ -55,8 +55,7 @@ log = logging.getLogger(__name__)
 #: use a handful of patterns); patterns beyond it run the gadget.
 MAX_TEMPLATES = 32
 
-_N_IN = 512 + 256
-_NEW = 1 + _N_IN  # code of the first new variable
+_NEW = 1 + N_SLOTS  # code of the first new variable
 _ONE_KEY = -1
 _NS = "\x00ns"  # the recording's namespace: no real name contains a NUL
 
@@ -82,39 +81,26 @@ def _pattern(
 ) -> tuple[bytes, list[int], list[AllocatedBit | None]] | None:
     """(pattern key, per-slot variable keys, per-slot bits) of the 768 input slots, or None
     when the template cannot stand for these inputs (see the module docstring)."""
-    codes = bytearray(_N_IN)
-    keys = [0] * _N_IN
-    bits: list[AllocatedBit | None] = [None] * _N_IN
+    codes = bytearray(N_SLOTS)
+    no_values = bytearray(N_SLOTS)  # (a shape has none)
+    bits: list[AllocatedBit | None] = [None] * N_SLOTS
+    i = 0
+    for word, group, weights in input_groups(block, state):
+        wv, n_bits, n_valued = fill(group, weights, codes, no_values, bits, i)
+        if n_valued or (word is not None and word.value != (None if n_bits else wv)):
+            return None
+        i += len(group)
+    keys = [0 if ab is None else ab.variable.key for ab in bits]
     first: dict[int, int] = {}
     aliased = False
-    i = 0
-    for word, group, weights in sha256_tape.input_groups(block, state):
-        wv = 0
-        const = True
-        for k, b in enumerate(group):
-            ab = b.bit
-            if ab is None:
-                if b.constant:
-                    codes[i] = 1
-                    wv |= weights[k]
-            else:
-                if ab.value is not None:
-                    return None
-                const = False
-                codes[i] = 3 if b.negated else 2
-                key = ab.variable.key
-                keys[i] = key
-                bits[i] = ab
-                if first.setdefault(key, i) != i:
-                    aliased = True
-            i += 1
-        if word is not None and word.value != (wv if const else None):
-            return None
+    for j, ab in enumerate(bits):
+        if ab is not None and first.setdefault(keys[j], j) != j:
+            aliased = True
     if _ONE_KEY in first or (first and max(first) >= cs.num_aux):
         return None
     pattern = bytes(codes)
     if aliased:
-        rep = np.array([first[keys[j]] if codes[j] >= 2 else j for j in range(_N_IN)], np.int16)
+        rep = np.array([first[keys[j]] if codes[j] >= 2 else j for j in range(N_SLOTS)], np.int16)
         pattern += b"alias" + rep.tobytes()
     return pattern, keys, bits
 
@@ -123,14 +109,14 @@ def _placeholders(pattern: bytes) -> tuple[list[Boolean], list[UInt32], dict[int
     """Recording inputs for ``pattern``: one placeholder variable per distinct input variable
     (aux 0, 1, … in slot order), and the map placeholder key → code."""
     rep = (
-        np.frombuffer(pattern[_N_IN + 5 :], np.int16).tolist()
-        if len(pattern) > _N_IN
-        else list(range(_N_IN))
+        np.frombuffer(pattern[N_SLOTS + 5 :], np.int16).tolist()
+        if len(pattern) > N_SLOTS
+        else list(range(N_SLOTS))
     )
     var_of: dict[int, AllocatedBit] = {}
     code_of: dict[int, int] = {}
     slots: list[Boolean] = []
-    for i in range(_N_IN):
+    for i in range(N_SLOTS):
         c = pattern[i]
         if c < 2:
             slots.append(TRUE if c else FALSE)
@@ -241,12 +227,9 @@ def same_words(xs: Sequence[UInt32], ys: Sequence[UInt32]) -> bool:
     )
 
 
-_templates: dict[bytes, Template | None] = {}  # None: disagreed with the gadget; never replay
-
-
-def clear_cache() -> None:
-    """Forget every recorded template (tests use it to exercise recording)."""
-    _templates.clear()
+class Templates(dict[bytes, Template | None]):
+    """Each input pattern's template, in a :class:`~cuzk.r1cs.memo.SynthesisCache` (None: it
+    disagreed with the gadget; never replayed)."""
 
 
 def compress_shape(
@@ -264,21 +247,22 @@ def compress_shape(
     if got is None:
         return gadget(cs, block, state, ns)
     pattern, keys, bits = got
-    t = _templates.get(pattern, False)
+    templates = cs.cache.memo(Templates)
+    t = templates.get(pattern, False)
     if t is None:
         return gadget(cs, block, state, ns)
     verify = t is False
     if verify:
-        if len(_templates) >= MAX_TEMPLATES:
+        if len(templates) >= MAX_TEMPLATES:
             return gadget(cs, block, state, ns)
         try:
             t = record(pattern, gadget)
         except Exception:  # noqa: BLE001 - any surprise in recording: never replay the pattern
             log.exception("SHA-256 shape template could not be recorded; not replayed")
-            _templates[pattern] = None
+            templates[pattern] = None
             return gadget(cs, block, state, ns)
         if not options.verify_first_use:
-            _templates[pattern] = t
+            templates[pattern] = t
             verify = False
     assert isinstance(t, Template)
     base = cs.num_aux
@@ -299,7 +283,7 @@ def compress_shape(
         )
         and same_words(ref, _outputs(t, base, bits))
     )
-    _templates[pattern] = t if ok else None
+    templates[pattern] = t if ok else None
     if not ok:
         log.warning("SHA-256 shape template disagrees with the gadget for a pattern; not replayed")
     return ref
