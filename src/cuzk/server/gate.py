@@ -350,18 +350,18 @@ class ProvenInterceptor(grpc.aio.ServerInterceptor):
 
 
 def _listening_socket(host: str, port: int) -> socket.socket:
-    """A listening socket as gRPC would make it: ``::``, ``0.0.0.0`` and ``""`` take both
-    IPv4 and IPv6 where the host has IPv6; a name is resolved to its first address."""
-    if host in ("", "::", "0.0.0.0") and socket.has_ipv6:
+    """A listening socket as gRPC would make it: ``::`` takes both IPv4 and IPv6 (where the
+    host has IPv6), ``0.0.0.0`` IPv4 only; a name is bound at its first address."""
+    if host == "::" and socket.has_ipv6:
         try:
             sock = socket.socket(socket.AF_INET6, socket.SOCK_STREAM)
+        except OSError:
+            pass  # no IPv6 here: IPv4's any-address below
+        else:
             sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
             return _bind(sock, ("::", port))
-        except OSError:
-            if host == "::":
-                raise
     family, kind, proto, _, addr = socket.getaddrinfo(
-        host or "0.0.0.0", port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+        "0.0.0.0" if host == "::" else host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
     )[0]
     return _bind(socket.socket(family, kind, proto), addr)
 

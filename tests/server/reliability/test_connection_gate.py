@@ -124,6 +124,7 @@ def test_a_flood_from_one_source_leaves_room_for_a_token_holder(gated):
         waited = _status_within(d.address, 3.0)
         held = d._gate.stats()
     assert held["unproven"] <= PER_SOURCE + 1, held
+    assert d._status_doc()["daemon"]["connections"]["refused"] > 0  # (shown in /status)
     report("gate: one-source flood", cap=CAP, per_source=PER_SOURCE, opened=counts["opened"],
            token_client_answered_s=round(waited, 2), gate=held)  # fmt: skip
 
@@ -168,6 +169,14 @@ def _refused(s: socket.socket) -> bool:
             return True
         time.sleep(0.05)
     return False
+
+
+@pytest.mark.skipif(not socket.has_ipv6, reason="no IPv6 on this host")
+def test_the_any_address_takes_ipv4_and_ipv6_as_grpc_did(make_daemon):
+    d = make_daemon(**{"server.listen": "[::]:0", "auth.token": TOKEN})
+    port = int(d.address.rsplit(":", 1)[1])
+    for host in ("127.0.0.1", "[::1]"):
+        assert _status_within(f"{host}:{port}", 3.0) < 3.0
 
 
 def test_sources_are_addresses_or_ipv6_networks():
