@@ -25,6 +25,7 @@ import signal
 import socket
 import stat
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from types import FrameType, TracebackType
 from typing import TYPE_CHECKING, Any
@@ -324,18 +325,17 @@ class Daemon:
             log.info("cuzk daemon stopped")
 
     def _stop_grpc(self) -> None:
-        """Close the listener, answer what is in progress (up to a second), stop the loops."""
+        """Close the listener, answer what is in progress (up to a second), stop the loops.
+        Each step runs whatever the one before did: the rest of the shutdown still runs."""
         server, loop = self._server, self._grpc_loop
         gate, gate_loop = self._gate, self._gate_loop
-        try:
-            if gate is not None and gate_loop is not None:
-                gate_loop.call(gate.close_listener, 5.0)
-            if loop is not None:
-                loop.stop(None if server is None else (lambda: server.stop(grace=1.0)))
-            if gate_loop is not None:
-                gate_loop.stop(None if gate is None else gate.stop)
-        except Exception:  # noqa: BLE001 - the rest of the shutdown still runs
-            log.exception("stopping the gRPC server")
+        if gate is not None and gate_loop is not None:
+            _step("closing the gate's listener", lambda: gate_loop.call(gate.close_listener, 5.0))
+        if loop is not None:
+            cleanup = None if server is None else (lambda: server.stop(grace=1.0))
+            _step("stopping the gRPC server", lambda: loop.stop(cleanup))
+        if gate_loop is not None:
+            _step("stopping the gate", lambda: gate_loop.stop(None if gate is None else gate.stop))
 
     def serve_forever(self) -> None:
         """Start, then block until SIGINT/SIGTERM (or :meth:`stop` from another thread)."""
@@ -366,6 +366,13 @@ class Daemon:
         tb: TracebackType | None,
     ) -> None:
         self.stop(graceful=exc_type is None)
+
+
+def _step(what: str, fn: Callable[[], Any]) -> None:
+    try:
+        fn()
+    except Exception:  # noqa: BLE001 - the rest of the shutdown still runs
+        log.exception(what)
 
 
 def _check_exposure(cfg: DaemonConfig) -> None:
