@@ -239,7 +239,11 @@ class Gate:
         listened on (the one chosen when ``port`` is 0). Raises OSError."""
         self.upstream = upstream
         sock = _listening_socket(host, port)
-        self._server = await self.loop.create_server(lambda: _Conn(self), sock=sock)
+        # (the backlog again: asyncio would make it 100, and a burst of connections beyond
+        # that has its handshakes dropped and retried a second later)
+        self._server = await self.loop.create_server(
+            lambda: _Conn(self), sock=sock, backlog=socket.SOMAXCONN
+        )
         return int(sock.getsockname()[1])
 
     async def close_listener(self) -> None:

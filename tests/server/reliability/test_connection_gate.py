@@ -100,7 +100,9 @@ def _status_within(address: str, seconds: float) -> float:
         channel = grpc.insecure_channel(address)
         try:
             rpc = channel.unary_unary("/cuzk.v1.ProvingEngine/GetStatus")
-            rpc(b"", timeout=1.0, metadata=bearer(TOKEN))
+            # one call may use the whole budget: a new one's connection would queue anew
+            left = seconds - (time.monotonic() - t0)
+            rpc(b"", timeout=max(0.5, left), metadata=bearer(TOKEN))
             return time.monotonic() - t0
         except grpc.RpcError as e:  # refused while the flood holds the places
             assert time.monotonic() - t0 < seconds, f"no answer within {seconds} s: {e}"
@@ -150,9 +152,9 @@ def test_a_flood_from_many_sources_gives_way_to_a_known_client(make_daemon, monk
         c.status()
     sources = [f"127.0.{i // 250}.{2 + i % 250}" for i in range(cap // per_source + 2)]
     with _flood(port, sources, per_source, cap) as counts:
-        waited = _status_within(d.address, 3.0)
+        waited = _status_within(d.address, 5.0)
         deadline = time.monotonic() + 20
-        while d._gate.stats()["open"] < cap:  # the flood takes every other place back
+        while d._gate.stats()["unproven"] < cap:  # the client has gone, the flood holds all
             assert time.monotonic() < deadline, d._gate.stats()
             time.sleep(0.1)
         stranger = _connect(port, "127.0.9.9")  # an address that never showed the token
@@ -163,7 +165,9 @@ def test_a_flood_from_many_sources_gives_way_to_a_known_client(make_daemon, monk
 
 
 def _refused(s: socket.socket) -> bool:
-    deadline = time.monotonic() + 2
+    """``s`` is closed by the daemon (within 10 s: it may wait in the accept queue behind the
+    flood's renewals)."""
+    deadline = time.monotonic() + 10
     while time.monotonic() < deadline:
         if _closed(s):
             return True
