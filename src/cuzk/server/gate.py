@@ -27,6 +27,7 @@ Unix-socket listeners need no gate: only this host's users can reach them.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import ipaddress
 import logging
 import socket
@@ -280,8 +281,8 @@ class Gate:
         if conn not in self._open:
             return
         self._open.discard(conn)
-        if conn.up is not None:
-            self._by_port.pop(conn.up.port, None)
+        if conn.up is not None and self._by_port.get(conn.up.port) is conn:
+            del self._by_port[conn.up.port]  # (only its own: the port may be in use again)
         if not conn.proven:
             self._unprove(conn)
 
@@ -315,7 +316,8 @@ class Gate:
         """A call from ``peer`` (gRPC's ``context.peer()``) passed the token check."""
         _, _, port = peer.rpartition(":")
         if port.isdigit():
-            self.loop.call_soon_threadsafe(self._prove, int(port))
+            with contextlib.suppress(RuntimeError):  # the gate has stopped: nothing to tell
+                self.loop.call_soon_threadsafe(self._prove, int(port))
 
     def stats(self) -> dict[str, int]:
         """For /status: connections open, how many of them unproven, refused, evicted."""
