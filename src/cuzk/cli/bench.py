@@ -172,7 +172,7 @@ def add_parser(sub: Any, common: Callable[[argparse.ArgumentParser], None]) -> N
 
 def cmd_bench(args: argparse.Namespace) -> int:
     if args.addr is not None:
-        from cuzk.cli.client_cmd import bench_daemon
+        from cuzk.cli.daemon_bench import bench_daemon
 
         if args.urgent is not None:
             raise BadInput("--urgent runs in-process only (without --addr)")
@@ -339,22 +339,13 @@ def _run_jobs(
 ) -> tuple[list[Outcome], float]:
     """``--proofs`` jobs, at most ``--concurrency`` in flight, with a progress bar; the urgent
     probe (if any) submits beside them until they are done."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
-
-    from cuzk.cli.tasks import err
+    from cuzk.cli.tasks import count_progress, err
 
     outcomes: list[Outcome | None] = [None] * args.proofs
     next_index = iter(range(args.proofs))
     lock = threading.Lock()
 
-    with Progress(
-        "bench {task.description}",
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=err,
-        transient=True,
-    ) as bar:
+    with count_progress("bench") as bar:
         task = bar.add_task(args.circuit, total=args.proofs)
 
         def client() -> None:

@@ -237,7 +237,9 @@ def cmd_demo(args: argparse.Namespace) -> int:
             shape_cache=args.shape_cache,
         )
         return 0
-    client_cmd.run_daemon_demo(
+    from cuzk.cli.daemon_demo import run_daemon_demo
+
+    run_daemon_demo(
         args.circuit,
         args.dir,
         proofs=args.proofs,

@@ -14,6 +14,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.progress import (
     BarColumn,
+    MofNCompleteColumn,
     Progress,
     TaskID,
     TextColumn,
@@ -40,6 +41,20 @@ def _status(message: str) -> Iterator[None]:
     with err.status(message):
         yield
     err.print(f"[dim]{message.rstrip('.…')} — {time.perf_counter() - t0:.2f} s[/dim]")
+
+
+def count_progress(verb: str, *, show: bool = True) -> Progress:
+    """A bar on stderr for a count of proofs: "<verb> <task description>", done of total,
+    time elapsed; gone once finished (``show`` False: nothing is drawn, e.g. for a warm-up)."""
+    return Progress(
+        f"{verb} {{task.description}}",
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=err,
+        transient=True,
+        disable=not show,
+    )
 
 
 def load_shape(circuit_id: str, shape_cache: Path | None) -> R1CSShape:
@@ -189,6 +204,21 @@ def stages_table(title: str, results: list[ProveResult]) -> Table:
     return table
 
 
+def demo_keys(
+    circuit_id: str, key_dir: Path | None, workers: int | None, shape_cache: Path | None
+) -> Path:
+    """The demos' key directory (``key_dir``, else the cache's), holding parameters for
+    ``circuit_id``: test parameters are made there the first time."""
+    key_dir = key_dir or default_cache_dir().parent / "params"
+    if not (key_dir / f"{key_file_stem(circuit_id)}.params").exists():
+        err.print(f"no parameters for {circuit_id} in {key_dir}: running setup (once)")
+        _, seconds = run_setup(
+            circuit_id, key_dir, seed=None, workers=workers, shape_cache=shape_cache
+        )
+        err.print(f"[dim]setup — {seconds:.1f} s[/dim]")
+    return key_dir
+
+
 def run_demo(
     circuit_id: str,
     key_dir: Path | None,
@@ -198,15 +228,8 @@ def run_demo(
     shape_cache: Path | None,
 ) -> None:
     """Set up keys once (cached), then prove ``proofs`` times with fresh witnesses and verify."""
-
-    key_dir = key_dir or default_cache_dir().parent / "params"
+    key_dir = demo_keys(circuit_id, key_dir, workers, shape_cache)
     params_path = key_dir / f"{key_file_stem(circuit_id)}.params"
-    if not params_path.exists():
-        err.print(f"no parameters for {circuit_id} in {key_dir}: running setup (once)")
-        _, seconds = run_setup(
-            circuit_id, key_dir, seed=None, workers=workers, shape_cache=shape_cache
-        )
-        err.print(f"[dim]setup — {seconds:.1f} s[/dim]")
     config = engine_config(circuit_id, params_path, backend_name="cpu", device=0,
                            workers=workers, shape_cache=shape_cache)  # fmt: skip
     vk = read_vk(params_path.with_suffix(".vk"))

@@ -25,6 +25,7 @@ import signal
 import socket
 import stat
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from types import FrameType, TracebackType
 from typing import TYPE_CHECKING, Any
@@ -35,6 +36,7 @@ from cuzk.engine import Engine, EngineConfig
 from cuzk.errors import BadInput
 from cuzk.server.auth import TOKEN_ENV, TokenInterceptor, from_environment_hint, server_credentials
 from cuzk.server.config import ALLOW_UNAUTHENTICATED, DaemonConfig, ListenAddress
+from cuzk.server.gate import UPSTREAM_HOST, Gate, ProvenInterceptor
 from cuzk.server.journal import Journal
 from cuzk.server.loop import LoopThread
 from cuzk.server.runtime import lock_journal, private_dir, shared_dir
@@ -62,6 +64,12 @@ MAX_CONNECTIONS = 4096  # gRPC connections open at once
 # reconnects on its next call, as gRPC clients do.
 HANDSHAKE_TIMEOUT_MS = 5_000
 CONNECTION_IDLE_MS = 10_000
+# A TCP listener's connections pass the accept gate (cuzk.server.gate): each source may hold
+# this many connections that have carried no call past the token check, and a source whose
+# connection did within KNOWN_SOURCE_S may take the place of the oldest such connection when
+# MAX_CONNECTIONS are open, so a flood cannot keep a token holder out.
+PER_SOURCE_CONNECTIONS = 64
+KNOWN_SOURCE_S = 24 * 3600.0
 LOCK_SLACK_S = 15.0  # a restart waits this long beyond server.grace_seconds for the old daemon
 FD_LIMIT = 65536  # the soft open-files limit is raised towards this (never above the hard one)
 _MAX_GRPC_LIMIT = (1 << 31) - 1
@@ -79,6 +87,8 @@ class Daemon:
         self.http: StatusServer | None = None
         self._server: grpc.aio.Server | None = None
         self._grpc_loop: LoopThread | None = None
+        self._gate: Gate | None = None  # TCP listeners only
+        self._gate_loop: LoopThread | None = None
         self._address: str | None = None
         self._socket_id: tuple[int, int] | None = None  # (device, inode) of our socket file
         self._lock_fd: int | None = None  # the journal's lock, held until stop() ends
@@ -149,14 +159,17 @@ class Daemon:
             # Connections are capped, must finish their handshake promptly and are closed when
             # idle, so idle or slow clients can neither use up the file descriptors that
             # proving needs too nor hold the cap against other clients for long.
-            ("grpc.max_allowed_incoming_connections", MAX_CONNECTIONS),
+            # (behind the gate, which keeps to MAX_CONNECTIONS, room for this host's own too)
+            ("grpc.max_allowed_incoming_connections", 2 * MAX_CONNECTIONS),
             ("grpc.server_handshake_timeout_ms", HANDSHAKE_TIMEOUT_MS),
             ("grpc.max_connection_idle_ms", CONNECTION_IDLE_MS),
             ("grpc.server.max_pending_requests", MAX_PENDING_CALLS),
             ("grpc.server.max_pending_requests_hard_limit", MAX_PENDING_CALLS),
         ]
         hint = from_environment_hint() if _token_from_environment(cfg) else None
-        interceptors = [TokenInterceptor(cfg.auth.token, hint)] if cfg.auth.token else []
+        interceptors: list[grpc.aio.ServerInterceptor] = (
+            [TokenInterceptor(cfg.auth.token, hint)] if cfg.auth.token else []
+        )
         assert self.service is not None
         handler = self.service.handler()
         cert, key = cfg.auth.tls_cert, cfg.auth.tls_key
@@ -172,9 +185,10 @@ class Daemon:
                 )  # fmt: skip
             _clear_stale_socket(sock)
             target = f"unix:{addr.unix_path}"
-        else:
-            host = f"[{addr.host}]" if addr.host and ":" in addr.host else addr.host
-            target = f"{host}:{addr.port}"
+        else:  # gRPC listens privately; the gate takes the address (see cuzk.server.gate)
+            self._gate = self._start_gate()
+            interceptors.append(ProvenInterceptor(self._gate))
+            target = f"{UPSTREAM_HOST}:0"
 
         async def setup() -> tuple[grpc.aio.Server, int]:
             server = grpc.aio.server(
@@ -199,11 +213,30 @@ class Daemon:
         self._server, port = self._grpc_loop.start(setup)
         if addr.unix_path is not None:
             self._socket_id = _file_id(Path(addr.unix_path))
-        self._address = (
-            f"unix://{addr.unix_path}"
-            if addr.unix_path is not None
-            else f"{target.rsplit(':', 1)[0]}:{port}"
-        )
+            self._address = f"unix://{addr.unix_path}"
+            return
+        gate, gate_loop = self._gate, self._gate_loop
+        assert gate is not None and gate_loop is not None and addr.host is not None
+        try:
+            public = gate_loop.call(lambda: gate.start(addr.host or "", addr.port or 0, port))
+        except OSError as e:
+            raise BadInput(f"server.listen: cannot listen on {cfg.server.listen} ({e})") from e
+        host = f"[{addr.host}]" if ":" in addr.host else addr.host
+        self._address = f"{host}:{public}"
+
+    def _start_gate(self) -> Gate:
+        """The accept gate's loop and the gate (not yet listening)."""
+
+        async def make() -> Gate:
+            return Gate(
+                max_connections=MAX_CONNECTIONS,
+                per_source=PER_SOURCE_CONNECTIONS,
+                first_byte_s=HANDSHAKE_TIMEOUT_MS / 1000,
+                trust_s=KNOWN_SOURCE_S,
+            )
+
+        self._gate_loop = LoopThread("cuzk-gate")
+        return self._gate_loop.start(make)
 
     @property
     def address(self) -> str:
@@ -252,6 +285,8 @@ class Daemon:
             "failed": self.service.failed,
             "waiting_calls": self.service.waiting,
         }
+        if self._gate is not None:
+            doc["daemon"]["connections"] = self._gate.stats()
         return doc
 
     # -- stop ---------------------------------------------------------------------------------
@@ -290,14 +325,17 @@ class Daemon:
             log.info("cuzk daemon stopped")
 
     def _stop_grpc(self) -> None:
-        """Answer what is in progress (up to a second), close the listener, stop its loop."""
+        """Close the listener, answer what is in progress (up to a second), stop the loops.
+        Each step runs whatever the one before did: the rest of the shutdown still runs."""
         server, loop = self._server, self._grpc_loop
-        if loop is None:
-            return
-        try:
-            loop.stop(None if server is None else (lambda: server.stop(grace=1.0)))
-        except Exception:  # noqa: BLE001 - the rest of the shutdown still runs
-            log.exception("stopping the gRPC server")
+        gate, gate_loop = self._gate, self._gate_loop
+        if gate is not None and gate_loop is not None:
+            _step("closing the gate's listener", lambda: gate_loop.call(gate.close_listener, 5.0))
+        if loop is not None:
+            cleanup = None if server is None else (lambda: server.stop(grace=1.0))
+            _step("stopping the gRPC server", lambda: loop.stop(cleanup))
+        if gate_loop is not None:
+            _step("stopping the gate", lambda: gate_loop.stop(None if gate is None else gate.stop))
 
     def serve_forever(self) -> None:
         """Start, then block until SIGINT/SIGTERM (or :meth:`stop` from another thread)."""
@@ -328,6 +366,13 @@ class Daemon:
         tb: TracebackType | None,
     ) -> None:
         self.stop(graceful=exc_type is None)
+
+
+def _step(what: str, fn: Callable[[], Any]) -> None:
+    try:
+        fn()
+    except Exception:  # noqa: BLE001 - the rest of the shutdown still runs
+        log.exception(what)
 
 
 def _check_exposure(cfg: DaemonConfig) -> None:

@@ -2,7 +2,10 @@
 connection cap; the daemon closes them within its idle budget (ones that send nothing at all,
 within its handshake budget: test_slow_clients), so a client gets back in within seconds of the
 flood stopping, and a client whose idle connection was closed reconnects on its next call.
-(Before, connections that finished the handshake kept the cap full while they stayed open.)"""
+(Before, connections that finished the handshake kept the cap full while they stayed open.)
+The accept gate's per-source cap and its room for known sources are switched off here (every
+source a stranger allowed the whole cap), to see the idle budget alone; test_connection_gate
+shows what they add."""
 
 from __future__ import annotations
 
@@ -55,8 +58,10 @@ def test_a_connection_flood_lets_clients_back_in_within_seconds(make_daemon, mon
         monkeypatch.setattr(daemon_module, "MAX_CONNECTIONS", cap)
         monkeypatch.setattr(daemon_module, "HANDSHAKE_TIMEOUT_MS", budget_ms)
         monkeypatch.setattr(daemon_module, "CONNECTION_IDLE_MS", budget_ms, raising=False)
-    d = make_daemon(**{"server.listen": "127.0.0.1:0"})
     cap, budget_ms = daemon_module.MAX_CONNECTIONS, daemon_module.CONNECTION_IDLE_MS
+    monkeypatch.setattr(daemon_module, "PER_SOURCE_CONNECTIONS", cap + 10)
+    monkeypatch.setattr(daemon_module, "KNOWN_SOURCE_S", 0.0)
+    d = make_daemon(**{"server.listen": "127.0.0.1:0"})
     port = int(d.address.rsplit(":", 1)[1])
     with Client(d.address) as existing:
         existing.status()
