@@ -24,7 +24,7 @@ def _rss_gb() -> float:
         return int(f.read().split()[1]) * 4096 / 1e9
 
 
-def _circuit(circuit_id: str, blocks: int | None):  # noqa: ANN202
+def _circuit(circuit_id: str, blocks: int | None):
     if blocks is None:
         return get_circuit(circuit_id)
     if circuit_id.startswith("porep-"):

@@ -78,7 +78,7 @@ def free_pool() -> None:
         import cupy
 
         cupy.get_default_memory_pool().free_all_blocks()
-    except Exception:  # noqa: BLE001
+    except Exception:
         pass
 
 
@@ -95,7 +95,7 @@ def section(name: str):
             print(f"--- {name}", flush=True)
             try:
                 return fn(*a, **k)
-            except Exception:  # noqa: BLE001 - keep going: one broken section must not cost the run
+            except Exception:  # keep going: one broken section must not cost the run
                 traceback.print_exc()
                 return None
             finally:
@@ -318,7 +318,7 @@ def revision() -> str:
             check=True,
             cwd=Path(__file__).parent,
         ).stdout.strip()
-    except Exception:  # noqa: BLE001
+    except Exception:
         return "unknown"
 
 

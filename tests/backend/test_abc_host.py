@@ -44,7 +44,7 @@ class FakeGpu:
     def empty(self, n: int) -> np.ndarray:
         return np.full((n, 4), 7, dtype=np.uint64)
 
-    def launch(self, src, name, grid, block, args) -> None:  # noqa: ANN001
+    def launch(self, src, name, grid, block, args) -> None:
         assert src == abc.SRC and name in self.kernels, name
         self.launches.append(name)
         ip, idw = (_WIDTH[w] for w in name.split("_")[-2:])
@@ -57,7 +57,7 @@ class FakeGpu:
             out[:] = fr.spmv(indptr, indices, ids, table, z, int(rows))
 
 
-def _shape(rng, widths) -> R1CSShape:  # noqa: ANN001
+def _shape(rng, widths) -> R1CSShape:
     rows, cols = 400, 150
     mats = []
     for ptr, ids in widths:

@@ -28,7 +28,7 @@ try:
 
     _NDEV = cupy.cuda.runtime.getDeviceCount()
     _WHY = "" if _NDEV else "no CUDA device"
-except Exception as e:  # noqa: BLE001 - ImportError, or CUDA missing/failing
+except Exception as e:  # ImportError, or CUDA missing/failing
     _NDEV, _WHY = 0, f"CuPy or a CUDA device is unavailable ({type(e).__name__}: {e})"
 
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(_NDEV == 0, reason=_WHY)]

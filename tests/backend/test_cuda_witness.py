@@ -34,7 +34,7 @@ def _payload(cid: str, seed: int) -> bytes:
     return generate_update(8 << 20 if cid == "snap-8m" else 2048, seed).encode()
 
 
-def _circuit(cid: str, seed: int):  # noqa: ANN202 - a Filecoin partition circuit
+def _circuit(cid: str, seed: int):  # a Filecoin partition circuit
     if cid.startswith(("porep", "snap")):
         return open_statement(cid, payload=_payload(cid, seed % 2**32)).circuit(0)
     from cuzk.circuits.filecoin.post import post_params

@@ -32,10 +32,10 @@ class FakeGpu:
         self.launches: list[str] = []
         self.uploads = 0
 
-    def empty(self, n: int, dtype=np.uint64, width: int = 4) -> np.ndarray:  # noqa: ANN001
+    def empty(self, n: int, dtype=np.uint64, width: int = 4) -> np.ndarray:
         return np.full((n, width) if width else (n,), 7, dtype=dtype)
 
-    def upload(self, a: np.ndarray, out=None) -> np.ndarray:  # noqa: ANN001
+    def upload(self, a: np.ndarray, out=None) -> np.ndarray:
         self.uploads += 1
         if out is None:
             return np.array(a, copy=True)
@@ -45,7 +45,7 @@ class FakeGpu:
     def download(self, d: np.ndarray) -> np.ndarray:
         return np.array(d, copy=True)
 
-    def launch(self, src, name, grid, block, args) -> None:  # noqa: ANN001
+    def launch(self, src, name, grid, block, args) -> None:
         self.launches.append(name)
         if name == "witness_place":
             z, vals, count, dst, srcs, segments = args

@@ -95,7 +95,7 @@ def test_one_sector_block_satisfies_the_wpost_32g_circuit():
     assert cs.inputs == [1, *inputs[:11]]
 
 
-def _unsatisfied(sector) -> tuple[int, str] | None:  # noqa: ANN001
+def _unsatisfied(sector) -> tuple[int, str] | None:
     circuit, _ = partition_circuit(PARAMS, [_vanilla()], randomness=0)
     cs = CheckCS()
     dataclasses.replace(circuit.view([0]), sectors=(sector,)).synthesize(cs)

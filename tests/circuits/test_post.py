@@ -243,7 +243,7 @@ def test_a_circuit_pickles_its_sectors_paths_as_one_batch(seed):
     text, _ = random_request(p, np.random.default_rng(seed))
     circuit = open_statement("wpost-2k", (), text.encode()).circuit(0)
     assert all(isinstance(s.inclusion_proofs, PathBatch) for s in circuit.sectors)
-    back = pickle.loads(pickle.dumps(circuit))  # noqa: S301 - made just above
+    back = pickle.loads(pickle.dumps(circuit))  # made just above
     assert back == circuit and back.params == p
     for a, b in zip(back.sectors, circuit.sectors, strict=True):
         assert (a.comm_r, a.comm_c, a.comm_r_last) == (b.comm_r, b.comm_c, b.comm_r_last)
@@ -256,11 +256,11 @@ def test_a_circuit_pickles_its_sectors_paths_as_one_batch(seed):
         SectorProof(s.comm_r, s.comm_c, s.comm_r_last, list(s.inclusion_proofs))
         for s in circuit.sectors
     ))  # fmt: skip
-    again = pickle.loads(pickle.dumps(listed))  # noqa: S301 - made just above
+    again = pickle.loads(pickle.dumps(listed))  # made just above
     assert again == listed and isinstance(again.sectors[0].inclusion_proofs, list)
     for blocks in ([], [1]):  # the synthesis pool's views of a circuit's sectors
         view = circuit.view(blocks)
-        assert pickle.loads(pickle.dumps(view)) == view  # noqa: S301 - made just above
+        assert pickle.loads(pickle.dumps(view)) == view  # made just above
 
 
 def test_registry_ids(seed):

@@ -72,12 +72,12 @@ def test_a_circuit_takes_the_bulk_witness_through_its_system(rng):
     params = post_params("wpost-2k")
     circuit = FallbackPoStCircuit(params, pad_sectors([_sector(params, rng, True)], params))
     bulk = synthesize_witness(circuit, DEFERRED, SynthesisCache())
-    assert bulk._groups  # noqa: SLF001 - the bulk path ran
+    assert bulk._groups  # the bulk path ran
     key = (dataclasses.replace(params, sector_count=1), DEFERRED)
     gadgets = SynthesisCache()
     gadgets.memo(post_witness.Templates).learned[key] = None  # the gadgets, for the reference
     slow = synthesize_witness(circuit, DEFERRED, gadgets)
-    assert not slow._groups  # noqa: SLF001
+    assert not slow._groups
     assert bulk.inputs == slow.inputs
     assert np.array_equal(bulk.aux_vector().expand(), slow.aux_vector().expand())
 
@@ -86,7 +86,7 @@ def test_a_template_that_disagrees_is_never_used(rng, monkeypatch, caplog):
     cache = SynthesisCache()
     params = post_params("wpost-2k")
     sectors = [_sector(params, rng, True)]
-    real = post_witness._apply  # noqa: SLF001
+    real = post_witness._apply
 
     def wrong(*args):
         inputs, aux = real(*args)

@@ -51,7 +51,7 @@ def encode(doc: dict) -> bytes:
     return out
 
 
-def _docs(params: PoStParams, rng, sectors: int = 1) -> list[dict]:  # noqa: ANN001
+def _docs(params: PoStParams, rng, sectors: int = 1) -> list[dict]:
     chosen = [random_sector(params, int(rng.integers(1 << 62)), rng) for _ in range(sectors)]
     randomness = fr.to_int(fr.random(1, rng)[0])
     return [sector_vanilla_json(s, params) for s in generate(params, chosen, randomness)]

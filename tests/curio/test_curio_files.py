@@ -18,7 +18,7 @@ from cuzk.server.convert import to_engine
 from cuzk.server.proto import proving_pb2 as pb
 
 
-def _gen(kind: str, out, seed: int) -> pb.SubmitProofRequest:  # noqa: ANN001
+def _gen(kind: str, out, seed: int) -> pb.SubmitProofRequest:
     assert main(["gen-vanilla", kind, "--curio", "--sector-size", "2KiB", "--seed", str(seed),
                  "--out", str(out)]) == 0  # fmt: skip
     return curio_message(out)

@@ -59,7 +59,7 @@ def go_client(tmp_path_factory) -> Path:
     return out / "curio-client"
 
 
-def _keys(d: Path, pool, circuits: tuple[str, ...]) -> Path:  # noqa: ANN001
+def _keys(d: Path, pool, circuits: tuple[str, ...]) -> Path:
     for i, cid in enumerate(circuits):
         shape = synthesize_shape(get_circuit(cid), cid)
         generate_parameters(shape, d, key_file_stem(cid), seed=900 + i, pool=pool)

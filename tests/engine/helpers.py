@@ -51,7 +51,7 @@ def assert_timeline_ordered(result: JobResult) -> None:
         assert stamps == sorted(stamps), t
 
 
-def wait_until(predicate, timeout: float = 20.0, what: str = "condition") -> None:  # noqa: ANN001
+def wait_until(predicate, timeout: float = 20.0, what: str = "condition") -> None:
     deadline = time.monotonic() + timeout
     while not predicate():
         if time.monotonic() > deadline:

@@ -19,7 +19,7 @@ class _Choking:
     def __init__(self, error: Exception) -> None:
         self.error = error
 
-    def open(self, request, config):  # noqa: ANN001, ANN201
+    def open(self, request, config):
         raise self.error
 
 

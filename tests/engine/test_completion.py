@@ -17,7 +17,7 @@ class Recorder:
     """Collects outcomes with the thread that delivered each; can query the engine from
     inside the callback (which would deadlock if it ran under the engine lock)."""
 
-    def __init__(self, engine=None) -> None:  # noqa: ANN001
+    def __init__(self, engine=None) -> None:
         self.engine = engine
         self.outcomes: list[JobOutcome] = []
         self.threads: set[str] = set()

@@ -104,7 +104,7 @@ def test_bad_proof_is_never_returned(make_engine):
 
 def test_fault_in_a_later_partition_names_it(make_engine):
     class OnlyPartition2(FaultInjection):
-        def fires(self, kind, request_key, partition):  # noqa: ANN001, ANN201
+        def fires(self, kind, request_key, partition):
             return kind == "synthesis" and partition == 2
 
     engine = make_engine(workers_per_device=1, faults=OnlyPartition2())

@@ -33,18 +33,18 @@ class _ReportsMemory:
     """A CPU backend that says it is a device of ``total`` bytes, and records the MSM copies
     it is asked for (held as asked, or refused as out of memory with ``refuse``)."""
 
-    def __init__(self, backend, total: int, refuse: bool = False) -> None:  # noqa: ANN001
+    def __init__(self, backend, total: int, refuse: bool = False) -> None:
         self._backend, self._total, self._refuse = backend, total, refuse
         self.copies: dict[str, int] = {}
         self.failing_loads = 0  # vectors whose load fails next, as out of device memory
         self.forgotten: list = []  # shapes whose device matrices it was told to drop
         self.streamed: dict[str, int] = {}  # vector key → stream buffer bytes it was loaded with
 
-    def forget_shape(self, shape) -> None:  # noqa: ANN001
+    def forget_shape(self, shape) -> None:
         self.forgotten.append(shape)
         self._backend.forget_shape(shape)
 
-    def preload(self, bases, stream_bytes: int = 0) -> None:  # noqa: ANN001
+    def preload(self, bases, stream_bytes: int = 0) -> None:
         if self.failing_loads:
             self.failing_loads -= 1
             raise ResourceExhausted("CUDA device: loading parameters: out of memory")
@@ -54,32 +54,32 @@ class _ReportsMemory:
     def memory(self) -> MemoryInfo:
         return MemoryInfo(self._total, self._total)
 
-    def precompute(self, bases, copies: int) -> int:  # noqa: ANN001
+    def precompute(self, bases, copies: int) -> int:
         if self._refuse and copies > 1:
             raise ResourceExhausted("CUDA device 0: copies: out of memory")
         self.copies[bases.key] = copies
         return copies
 
-    def __getattr__(self, name: str):  # noqa: ANN204
+    def __getattr__(self, name: str):
         return getattr(self._backend, name)
 
 
-def _info(param_dir, cid: str):  # noqa: ANN001, ANN202
+def _info(param_dir, cid: str):
     return circuit_info(cid, param_dir / f"{cid.replace(':', '-')}.params", "cpu", 1)
 
 
-def _need(param_dir, cid: str) -> int:  # noqa: ANN001
+def _need(param_dir, cid: str) -> int:
     """The key budget its entry needs to load (points and the shape's estimate)."""
     return device_bytes(_info(param_dir, cid))
 
 
-def _resident(param_dir, cid: str) -> int:  # noqa: ANN001
+def _resident(param_dir, cid: str) -> int:
     """What it holds once loaded: points and the shape's matrices, exactly."""
     shape = synthesize_shape(get_circuit(cid), cid)
     return _info(param_dir, cid).point_bytes + shape.nbytes
 
 
-def _engine(make_engine, key_budget: int, devices: int = 1, **config):  # noqa: ANN001, ANN003, ANN202
+def _engine(make_engine, key_budget: int, devices: int = 1, **config):
     """An engine whose devices report memory for ``key_budget`` (copies off unless asked)."""
     total = key_budget + STAGING + DEVICE_MARGIN
     assert device_key_budget(total, STAGING) == key_budget
@@ -141,7 +141,7 @@ def test_two_keys_that_do_not_fit_together_take_turns(make_engine, param_dir, se
     assert engine.status().evictions == 2 * len(order) - 1
 
 
-def _on(engine, cid: str) -> tuple[int, ...]:  # noqa: ANN001
+def _on(engine, cid: str) -> tuple[int, ...]:
     """The devices that hold ``cid``'s key now."""
     return next((s.devices for s in engine.status().srs if s.circuit_id == cid), ())
 

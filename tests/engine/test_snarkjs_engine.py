@@ -41,11 +41,11 @@ def wtns() -> bytes:
     return (FIXTURES / "fixture.wtns").read_bytes()
 
 
-def _request(cid: str, payload: bytes, **kw) -> ProofRequest:  # noqa: ANN003
+def _request(cid: str, payload: bytes, **kw) -> ProofRequest:
     return ProofRequest(cid, payload=payload, **kw)
 
 
-def _with_values(payload: bytes, edit) -> bytes:  # noqa: ANN001
+def _with_values(payload: bytes, edit) -> bytes:
     """The .wtns with its values section rewritten by ``edit(bytearray) -> bytes`` and the
     header's count kept in step."""
     magic, version, sections = split_container(payload)

@@ -21,7 +21,7 @@ from .conftest import LARGER, SMALL
 from .helpers import assert_verifies, idle_budget, wait_until
 
 
-def _info(param_dir, cid: str):  # noqa: ANN202
+def _info(param_dir, cid: str):
     return circuit_info(cid, param_dir / f"{cid.replace(':', '-')}.params", "cpu", 1)
 
 
@@ -159,20 +159,20 @@ class _SlowUploads:
     """A CPU backend whose uploads take ``delay`` seconds each; records when each upload ended
     and when each a/b/c evaluation (the first kernel of a partition) began, with the thread."""
 
-    def __init__(self, backend, delay: float, events: list) -> None:  # noqa: ANN001
+    def __init__(self, backend, delay: float, events: list) -> None:
         self._backend, self._delay, self._events = backend, delay, events
 
-    def upload(self, v):  # noqa: ANN001, ANN201
+    def upload(self, v):
         time.sleep(self._delay)
         out = self._backend.upload(v)
         self._events.append(("staged", threading.current_thread().name, time.perf_counter()))
         return out
 
-    def evaluate_abc(self, shape, z):  # noqa: ANN001, ANN201
+    def evaluate_abc(self, shape, z):
         self._events.append(("abc", threading.current_thread().name, time.perf_counter()))
         return self._backend.evaluate_abc(shape, z)
 
-    def __getattr__(self, name: str):  # noqa: ANN204
+    def __getattr__(self, name: str):
         return getattr(self._backend, name)
 
 

@@ -64,7 +64,7 @@ class TamperCS(CheckCS):
         self.aux_index = aux_index
         self.new_value = new_value
 
-    def alloc(self, name, value):  # noqa: ANN001, ANN201
+    def alloc(self, name, value):
         var = super().alloc(name, value)
         if var.index == self.aux_index:
             self.aux[-1] = self.new_value(self.aux[-1]) % R
@@ -99,7 +99,7 @@ class CountCS(ShapeCS):
         super().__init__()
         self.count = 0
 
-    def enforce(self, name, a, b, c):  # noqa: ANN001, ANN201
+    def enforce(self, name, a, b, c):
         self.count += 1
 
 

@@ -39,7 +39,7 @@ class RecordingCS(CheckCS):
         super().__init__()
         self.rows: list[tuple[dict, dict, dict]] = []
 
-    def enforce(self, name, a, b, c):  # noqa: ANN001, ANN201
+    def enforce(self, name, a, b, c):
         self.rows.append(tuple(resolve(x).terms for x in (a, b, c)))
         super().enforce(name, a, b, c)
 

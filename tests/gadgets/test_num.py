@@ -71,7 +71,7 @@ def test_to_bits_le_is_not_strict():
     assert alias < 1 << 255
 
     class AliasBits(CheckCS):
-        def alloc(self, name, value):  # noqa: ANN001, ANN202
+        def alloc(self, name, value):
             var = super().alloc(name, value)
             if 1 <= var.index <= 255:
                 self.aux[-1] = (alias >> (var.index - 1)) & 1

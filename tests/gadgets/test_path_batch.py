@@ -37,7 +37,7 @@ def test_a_batch_gives_back_its_paths(shape: TreeShape, rng) -> None:
     assert PathBatch.of(batch) is batch
     assert PathBatch.concat([paths[:4], batch[4:]]) == paths
     assert batch.leaf_indices().tolist() == [leaf_index(mp, shape) for mp in paths]
-    back = pickle.loads(pickle.dumps(batch[1:7]))  # noqa: S301 - made just above
+    back = pickle.loads(pickle.dumps(batch[1:7]))  # made just above
     assert back == paths[1:7]
     with pytest.raises(IndexError):
         batch[len(paths)]

@@ -257,7 +257,7 @@ def test_first_use_verification_rejects_a_wrong_template(
     every later compression of the pattern get the gadget's rows."""
     real = sha256_shape_tape.record
 
-    def broken(pattern: bytes, gadget):  # noqa: ANN001, ANN202
+    def broken(pattern: bytes, gadget):
         t = real(pattern, gadget)
         if corrupt == "coefficient" and t.coeffs[2]:
             t.coeffs[2][-1] += 1

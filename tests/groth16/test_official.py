@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from cuzk.circuits import key_file_stem
+from cuzk.circuits import key_file_stem, official_circuits
 from cuzk.cli import params_cmd
 from cuzk.cli.main import main
 from cuzk.errors import BadInput
@@ -20,7 +20,6 @@ from cuzk.groth16.official import (
     MANIFEST_NAME,
     check_circuits,
     file_digest,
-    official_circuits,
     parse_manifest,
     read_manifest,
 )
@@ -155,7 +154,7 @@ def test_parameter_cache_variable_replaces_the_default(dirs, rng, monkeypatch):
     _put(default, f"{stem}.params", rng)
     assert locate.find_key(own, stem) is None
     assert locate.locate_params(own, stem) == own / f"{stem}.params"
-    (mine,) = check_circuits(["wpost-2k"], own, read_manifest())
+    (mine,) = check_circuits(_keys(["wpost-2k"]), own, read_manifest())
     assert mine.state == "missing" and mine.searched == (own, env)
     monkeypatch.delenv(locate.FIL_CACHE_ENV)
     assert locate.search_dirs(own, stem) == [own, default]
@@ -186,7 +185,7 @@ def test_check_reports_ready_missing_corrupt_unlisted(dirs, rng, tmp_path):
     (env / f"{s[corrupt]}.vk").write_bytes(bytes(bad))
     manifest = read_manifest(_manifest(tmp_path / "m.json", digests))
 
-    got = {c.circuit_id: c for c in check_circuits(list(s), None, manifest)}
+    got = {c.circuit_id: c for c in check_circuits(_keys(s), None, manifest)}
     assert {c: got[c].state for c in s} == {
         ready: "ready", corrupt: "corrupt", missing: "missing", vk_elsewhere: "missing",
         unlisted: "unlisted"}  # fmt: skip
@@ -202,7 +201,7 @@ def test_check_reports_ready_missing_corrupt_unlisted(dirs, rng, tmp_path):
     # cuzk's own directory comes first, as for the daemon: a test key there is not official
     _put(own, f"{s[ready]}.params", rng)
     _put(own, f"{s[ready]}.vk", rng)
-    (mine,) = check_circuits([ready], own, manifest)
+    (mine,) = check_circuits(_keys([ready]), own, manifest)
     assert mine.state == "corrupt" and mine.params.path == own / f"{s[ready]}.params"
     assert mine.searched == (own, env)
 
@@ -213,16 +212,15 @@ def test_each_file_is_hashed_once(dirs, rng):
     digests = {f"{stem}.{e}": _put(env, f"{stem}.{e}", rng) for e in ("params", "vk")}
     manifest = {n: read_manifest()[n] for n in digests}  # real entries: both corrupt
     hashed: list[str] = []
-    out = check_circuits(["wpost-2k"] * 3, None, manifest,
+    out = check_circuits(_keys(["wpost-2k"] * 3), None, manifest,
                          progress=lambda n, d, t: hashed.append(n) if d == t else None)  # fmt: skip
     assert [c.state for c in out] == ["corrupt"] * 3
     assert sorted(hashed) == sorted(digests)
 
 
-def test_check_refuses_circuits_without_official_parameters(dirs):
-    for cid in ("synthetic:300", "snarkjs:x"):
-        with pytest.raises(BadInput, match="no official parameters"):
-            check_circuits([cid])
+def _keys(ids: list[str] | dict[str, str]) -> list[tuple[str, str]]:
+    """(circuit id, key file stem) pairs, as ``cuzk params check`` joins them."""
+    return [(cid, key_file_stem(cid)) for cid in ids]
 
 
 # -- cuzk params check ------------------------------------------------------------------------

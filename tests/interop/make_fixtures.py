@@ -17,7 +17,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import toolchain  # noqa: E402
+import toolchain
 
 HERE = Path(__file__).resolve().parent / "fixtures"
 POWER = 9

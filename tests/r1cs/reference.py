@@ -32,15 +32,15 @@ class ListShapeCS(ConstraintSystem):
         self.rows: list[tuple[list[int], list[int], list[int]]] = [([0], [], []) for _ in "abc"]
         self.names: list[str] = []
 
-    def alloc(self, name, value) -> Variable:  # noqa: ANN001
+    def alloc(self, name, value) -> Variable:
         self.num_aux += 1
         return Variable(self.num_aux - 1)
 
-    def alloc_input(self, name, value) -> Variable:  # noqa: ANN001
+    def alloc_input(self, name, value) -> Variable:
         self.num_inputs += 1
         return Variable(~(self.num_inputs - 1))
 
-    def enforce(self, name, a, b, c) -> None:  # noqa: ANN001
+    def enforce(self, name, a, b, c) -> None:
         for (ends, keys, coeffs), spec in zip(self.rows, (a, b, c), strict=True):
             for k, v in resolve(spec).terms.items():
                 keys.append(k)
@@ -59,7 +59,7 @@ class ListShapeCS(ConstraintSystem):
         return out
 
 
-def reference(circuit) -> tuple[ListShapeCS, list[PlainCsr]]:  # noqa: ANN001
+def reference(circuit) -> tuple[ListShapeCS, list[PlainCsr]]:
     cs = ListShapeCS()
     circuit.synthesize(cs)
     return cs, cs.finish()

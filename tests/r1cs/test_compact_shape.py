@@ -26,7 +26,7 @@ def _random_z(rng: np.random.Generator, n: int) -> fr.FrVec:
     return z
 
 
-def _check(circuit, circuit_id: str, rng: np.random.Generator) -> R1CSShape:  # noqa: ANN001
+def _check(circuit, circuit_id: str, rng: np.random.Generator) -> R1CSShape:
     shape = synthesize_shape(circuit, circuit_id)
     cs, plain = reference(circuit)
     assert_same_rows(shape, cs, plain)

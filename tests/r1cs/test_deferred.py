@@ -38,7 +38,7 @@ def _snap(seed: int) -> bytes:
     return generate_update(2048, seed).encode()
 
 
-def _circuit(cid: str, seed: int):  # noqa: ANN202 - a Filecoin partition circuit
+def _circuit(cid: str, seed: int):  # a Filecoin partition circuit
     """Partition 0 of ``cid`` proving random data chosen by ``seed``."""
     if cid == "porep-2k":
         return open_statement(cid, payload=_c1(seed % 2**32)).circuit(0)

@@ -80,7 +80,7 @@ def templates():
     PROCESS_CACHE.clear()
 
 
-def _compare(circuit: BlocksCircuit, rng, options: SynthesisOptions = DEFAULT_OPTIONS) -> None:  # noqa: ANN001
+def _compare(circuit: BlocksCircuit, rng, options: SynthesisOptions = DEFAULT_OPTIONS) -> None:
     shape = synthesize_shape(circuit, "test:blocks", options)
     cs, plain = reference(dataclasses.replace(circuit, calls=0))
     assert_same_rows(shape, cs, plain)
@@ -126,7 +126,7 @@ def test_other_modes_and_small_counts_run_every_block(monkeypatch, rng):
     assert off.calls == 6
 
 
-def _same_shape(a, b) -> None:  # noqa: ANN001
+def _same_shape(a, b) -> None:
     assert (a.num_inputs, a.num_aux, a.num_constraints) == (
         b.num_inputs,
         b.num_aux,
@@ -138,7 +138,7 @@ def _same_shape(a, b) -> None:  # noqa: ANN001
     assert a.names == b.names
 
 
-def _replayed_vs_run(circuit_factory, monkeypatch) -> None:  # noqa: ANN001
+def _replayed_vs_run(circuit_factory, monkeypatch) -> None:
     replayed = synthesize_shape(circuit_factory(), "t")
     _same_shape(replayed, synthesize_shape(circuit_factory(), "t", NO_REPLAY))
 

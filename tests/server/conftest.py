@@ -120,7 +120,7 @@ def spawn_daemon(tmp: Path, keys: Path, *extra: str) -> subprocess.Popen:
             try:
                 c.status()
                 return proc
-            except Exception:  # noqa: BLE001 - not up yet
+            except Exception:  # not up yet
                 time.sleep(0.2)
     proc.kill()
     raise AssertionError("cuzk serve did not answer within 60 s")

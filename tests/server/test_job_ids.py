@@ -12,7 +12,7 @@ from cuzk.server.client import Client
 from .conftest import CIRCUIT
 
 
-def _wait(predicate, timeout: float = 30.0) -> None:  # noqa: ANN001
+def _wait(predicate, timeout: float = 30.0) -> None:
     deadline = time.monotonic() + timeout
     while not predicate():
         assert time.monotonic() < deadline, "timed out"
@@ -52,7 +52,7 @@ def test_an_end_before_the_journal_row_is_recorded(make_daemon, monkeypatch):
     journal, engine = d.service.journal, d.engine
     real_add = journal.add
 
-    def slow_add(entry, **kw):  # noqa: ANN001, ANN003, ANN202 - written after the job ended
+    def slow_add(entry, **kw):  # written after the job ended
         _wait(lambda: any(j.job_id == entry.id and j.state is JobState.FAILED
                           for j in engine.status().jobs))  # fmt: skip
         time.sleep(0.2)  # the outcome reaches the service first

@@ -116,7 +116,7 @@ def test_gauges_reflect_the_status_at_scrape_time(rng):
         st = current[0]
         got = samples(m)
 
-        def v(name: str, got=got, **labels: str) -> float:  # noqa: ANN001
+        def v(name: str, got=got, **labels: str) -> float:
             return got[(name, frozenset(labels.items()))]
 
         assert v("cuzk_engine_status_up") == 1

@@ -32,7 +32,7 @@ from .test_daemon import _check_valid
 CURIO_ID = "wdpost-1000-0-[12 34 56]"  # Curio's WindowPoSt id: spaces and brackets
 
 
-def _wait(predicate, timeout: float = 30.0) -> None:  # noqa: ANN001
+def _wait(predicate, timeout: float = 30.0) -> None:
     deadline = time.monotonic() + timeout
     while not predicate():
         assert time.monotonic() < deadline, "timed out"
@@ -66,7 +66,7 @@ def _running(d: Daemon, job_id: str) -> bool:
     return any(j.job_id == job_id and j.state is JobState.RUNNING for j in d.engine.status().jobs)
 
 
-def _prove(circuit: str, seeds: list[int], request_id: str, **kw) -> pb.SubmitProofRequest:  # noqa: ANN003
+def _prove(circuit: str, seeds: list[int], request_id: str, **kw) -> pb.SubmitProofRequest:
     return pb.SubmitProofRequest(circuit_id=circuit, seeds=seeds, request_id=request_id, **kw)
 
 

@@ -19,7 +19,7 @@ from .conftest import CIRCUIT, daemon_log, start_daemon
 JOBS_PER_CYCLE = 2
 
 
-def _answers(proc, tmp) -> None:  # noqa: ANN001
+def _answers(proc, tmp) -> None:
     """``proc`` (the newest daemon) answers on the socket."""
     deadline = time.monotonic() + 90
     with Client(f"unix://{tmp}/cuzk.sock") as c:
@@ -29,7 +29,7 @@ def _answers(proc, tmp) -> None:  # noqa: ANN001
             try:
                 c.status()
                 return
-            except Exception:  # noqa: BLE001 - not up yet
+            except Exception:  # not up yet
                 time.sleep(0.1)
 
 

@@ -55,7 +55,7 @@ def combine(futures: Sequence[Future], reduce: Callable[[list], object]) -> Futu
             return
         try:
             out.set_result(reduce([f.result() for f in futures]))
-        except BaseException as e:  # noqa: BLE001 - forwarded to whoever waits
+        except BaseException as e:  # forwarded to whoever waits
             out.set_exception(e)
 
     if not futures:

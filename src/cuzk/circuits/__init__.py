@@ -9,6 +9,7 @@ from cuzk.circuits.catalogue import (
     get_circuit,
     key_file_stem,
     kind_of,
+    official_circuits,
     open_statement,
 )
 from cuzk.circuits.statement import Statement
@@ -23,5 +24,6 @@ __all__ = [
     "get_circuit",
     "key_file_stem",
     "kind_of",
+    "official_circuits",
     "open_statement",
 ]

@@ -285,3 +285,8 @@ def payload_from_parts(circuit_id: str, parts: wire.ClientParts) -> bytes:
     if kind.from_parts is None:
         raise BadInput(f"{circuit_id} is not a Filecoin circuit")
     return kind.from_parts(kind.spell(params), parts)
+
+
+def official_circuits() -> list[str]:
+    """The catalogue's circuits whose keys are official Filecoin files (``porep-32g``, …)."""
+    return [c for c in circuit_ids() if ":" not in c and key_file_stem(c).startswith("v28-")]

@@ -148,7 +148,7 @@ class SyntheticCircuit:
 
 
 @njit(cache=True, nogil=True)
-def _chain(x0, words, ys, t_out, x_out):  # noqa: ANN001, ANN202 - numba kernel
+def _chain(x0, words, ys, t_out, x_out):  # numba kernel
     """The field chain t = (x + w)², x' = t·y in Montgomery form, GIL-free (the only
     sequential part of the witness)."""
     x = load(x0, 0)

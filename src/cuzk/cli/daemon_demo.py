@@ -160,7 +160,7 @@ def _demo_backend() -> str:
         from cuzk.backend.cuda import cuda_available
 
         return "cuda" if cuda_available()[0] else "cpu"
-    except Exception:  # noqa: BLE001 - anything wrong with CUDA means the CPU
+    except Exception:  # anything wrong with CUDA means the CPU
         return "cpu"
 
 

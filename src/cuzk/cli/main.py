@@ -113,7 +113,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except CuzkError as e:
         print(f"cuzk: {type(e).__name__}: {e}", file=sys.stderr)
         return EXIT_INTERNAL
-    except Exception as e:  # noqa: BLE001 - the CLI never shows a raw traceback
+    except Exception as e:  # the CLI never shows a raw traceback
         if os.environ.get("CUZK_DEBUG"):
             raise
         print(

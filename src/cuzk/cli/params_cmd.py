@@ -19,6 +19,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, TextIO
 
+from cuzk.errors import BadInput, shown
+
 EXIT_NOT_READY = 1
 PROGRESS_MIN_BYTES = 1 << 30  # files at least this large show progress while hashed
 PROGRESS_EVERY_S = 2.0
@@ -79,13 +81,18 @@ class _Progress:
 
 def run(args: argparse.Namespace) -> int:
     """Dispatch ``cuzk params …``; errors propagate to ``cuzk.cli.main``."""
-    from cuzk.circuits import canonical_id
-    from cuzk.groth16.official import check_circuits, official_circuits, read_manifest
+    from cuzk.circuits import canonical_id, key_file_stem, official_circuits
+    from cuzk.groth16.official import check_circuits, read_manifest
 
     manifest = read_manifest(args.manifest)
     requested = [canonical_id(c) for c in args.circuit] if args.circuit else None
-    statuses = check_circuits(requested or official_circuits(), args.dir, manifest,
-                              progress=_Progress(sys.stderr))  # fmt: skip
+    official = official_circuits()
+    for cid in requested or ():
+        if cid not in official:
+            raise BadInput(f"{shown(cid)} has no official parameters; Filecoin circuits are "
+                           f"{', '.join(official)}")  # fmt: skip
+    keys = [(cid, key_file_stem(cid)) for cid in requested or official]
+    statuses = check_circuits(keys, args.dir, manifest, progress=_Progress(sys.stderr))
     if args.json:
         print(json.dumps({"circuits": [s.as_dict() for s in statuses]}, indent=1))
     else:

@@ -159,7 +159,7 @@ def main(conn: Connection) -> None:
             payload = _dispatch(state, op, args, buffers)
         except CuzkError as e:
             reply: tuple = ("err", type(e).__name__, str(e))
-        except Exception as e:  # noqa: BLE001 - any failure must reach the waiting future
+        except Exception as e:  # any failure must reach the waiting future
             reply = ("err", "InternalError", f"{type(e).__name__}: {e}")
         else:
             reply = ("ok", payload, time.process_time() - t0)

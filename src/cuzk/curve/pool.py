@@ -94,7 +94,7 @@ class _Job:
                 return
         try:
             result = self._finish(self._results)
-        except BaseException as e:  # noqa: BLE001 - delivered to the waiter
+        except BaseException as e:  # delivered to the waiter
             self._fail(e)
         else:
             with self._lock:
@@ -162,7 +162,7 @@ class _Worker:
         except _WorkerDied as e:
             self._fail_pending(req, e)
             return
-        except BaseException as e:  # noqa: BLE001 - never let the I/O thread die
+        except BaseException as e:  # never let the I/O thread die
             req.job.part_failed(InternalError(f"MSM pool I/O: {type(e).__name__}: {e}"))
             return
         if status == "ok":

@@ -214,5 +214,5 @@ def _close_backends(devices: list[Device]) -> None:
     for d in devices:
         try:
             d.backend.close()
-        except Exception:  # noqa: BLE001 - closing the others matters more
+        except Exception:  # closing the others matters more
             log.exception("closing the backend of device %d", d.index)

@@ -80,5 +80,5 @@ class Completions:
                 return
             try:
                 callback(item)  # type: ignore[arg-type]
-            except Exception:  # noqa: BLE001 - a callback's failure never reaches the engine
+            except Exception:  # a callback's failure never reaches the engine
                 log.exception("completion callback failed for %s", getattr(item, "job_id", "?"))

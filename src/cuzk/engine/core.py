@@ -676,7 +676,7 @@ class EngineCore:
             proof, inputs = assemble_job(
                 vk, [p.output for p in job.parts], family_of(job.info).unverified
             )
-        except Exception as e:  # noqa: BLE001 - the job fails, nothing is returned
+        except Exception as e:  # the job fails, nothing is returned
             with self._cv:
                 if not job.terminal:
                     self._terminate(job, JobState.FAILED, e, f"verification: {e}")

@@ -81,7 +81,7 @@ class PayloadOpener:
             return None
         with self._lock:
             self.opened += 1
-        return pickle.loads(blob)  # noqa: S301 - our own helper's output
+        return pickle.loads(blob)  # our own helper's output
 
     def close(self) -> None:
         """Stop the helper; later requests are opened in the engine's process."""
@@ -116,8 +116,8 @@ def portable(error: BaseException) -> BaseException:
             continue
         try:
             stand_in = error if cls is type(error) else cls(str(error))
-            pickle.loads(pickle.dumps(stand_in))  # noqa: S301 - made just above
-        except Exception:  # noqa: BLE001, S112 - this class does not travel: try its base
+            pickle.loads(pickle.dumps(stand_in))  # made just above
+        except Exception:  # this class does not travel: try its base
             continue
         return stand_in
     return InternalError(f"{type(error).__name__}: {error}")

@@ -558,7 +558,7 @@ class SrsManager:
         for vector in params.vectors:
             try:
                 self._backends[device].evict(vector)
-            except Exception as e:  # noqa: BLE001 - a closed backend holds nothing
+            except Exception as e:  # a closed backend holds nothing
                 log.debug("evict %s on device %d: %s", what, device, e)
 
     def drop(self, entry: Resident) -> None:
@@ -607,7 +607,7 @@ class SrsManager:
             for backend, vector in done:  # a half-loaded circuit must not stay resident
                 try:
                     backend.evict(vector)
-                except Exception:  # noqa: BLE001 - best effort on an error path
+                except Exception:  # best effort on an error path
                     pass
             raise
 
@@ -652,9 +652,9 @@ class SrsManager:
                 for d in devices:
                     try:
                         self.preload(params.vectors, (d,), entry.info.circuit_id)
-                    except Exception as e:  # noqa: BLE001 - that device goes without it
+                    except Exception as e:  # that device goes without it
                         failed[d] = e
             ok = [d for d in devices if d not in failed]
             return LoadOutcome((params, shape), self.precompute(entry, params.vectors, ok), failed)
-        except Exception as e:  # noqa: BLE001 - reported to every user of the entry
+        except Exception as e:  # reported to every user of the entry
             return LoadOutcome(e)

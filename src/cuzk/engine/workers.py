@@ -176,7 +176,7 @@ class Worker(threading.Thread):
             try:
                 if not self.step():
                     return
-            except Exception:  # noqa: BLE001 - a worker must survive its own bugs
+            except Exception:  # a worker must survive its own bugs
                 log.exception("%s: unexpected error in the worker loop", self.name)
                 time.sleep(0.05)
             finally:
@@ -210,7 +210,7 @@ class SynthesisWorker(Worker):
                 part, self.core.synth_pool, self.core.config.synthesis_options
             )
             part.circuit = circuit
-        except Exception as e:  # noqa: BLE001 - isolated to this job
+        except Exception as e:  # isolated to this job
             self.core.fail(part, e, stage)
             return True
         self.core.synthesized(part, assignment)
@@ -279,7 +279,7 @@ class DeviceWorker(Worker):
             proof = prover.assemble(pending, sums)
             if self.core.fault("bad_proof", part):
                 proof = Proof(proof.a, proof.b, proof.a)  # well-formed, does not verify
-        except Exception as e:  # noqa: BLE001 - isolated to this job
+        except Exception as e:  # isolated to this job
             self.core.fail(part, e, stage)
             return True
         finally:

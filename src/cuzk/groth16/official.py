@@ -24,7 +24,6 @@ from pathlib import Path
 from typing import Literal
 
 from cuzk import safejson
-from cuzk.circuits import circuit_ids, key_file_stem
 from cuzk.errors import BadInput, shown
 from cuzk.groth16.locate import find_key, search_dirs
 
@@ -139,11 +138,6 @@ class CircuitStatus:
                 "searched": [str(d) for d in self.searched]}  # fmt: skip
 
 
-def official_circuits() -> list[str]:
-    """The catalogue's circuits whose keys are official Filecoin files (``porep-32g``, …)."""
-    return [c for c in circuit_ids() if ":" not in c and key_file_stem(c).startswith("v28-")]
-
-
 def _check_file(
     name: str,
     path: Path | None,
@@ -162,20 +156,21 @@ def _check_file(
 
 
 def check_circuits(
-    circuits: Iterable[str],
+    keys: Iterable[tuple[str, str]],
     directory: Path | None = None,
     manifest: Mapping[str, OfficialFile] | None = None,
     progress: Progress | None = None,
 ) -> list[CircuitStatus]:
     """Each circuit's official files as the daemon would find them (``directory`` first, then
     Filecoin's directories), digests checked against ``manifest`` (default: the embedded one).
-    Each file is hashed once however many circuits name it.
+    ``keys``: (circuit id, key file stem) pairs — which circuits have official keys is the
+    catalogue's to say (:func:`cuzk.circuits.official_circuits`). Each file is hashed once
+    however many circuits name it.
 
     Raises:
-        BadInput: an id that is not a Filecoin circuit, or an unreadable file.
+        BadInput: an unreadable file.
     """
     manifest = read_manifest() if manifest is None else manifest
-    official = official_circuits()
     digests: dict[Path, str] = {}
 
     def digest_of(path: Path) -> str:
@@ -184,11 +179,7 @@ def check_circuits(
         return digests[path]
 
     out = []
-    for cid in circuits:
-        if cid not in official:
-            raise BadInput(f"{shown(cid)} has no official parameters; Filecoin circuits are "
-                           f"{', '.join(official)}")  # fmt: skip
-        stem = key_file_stem(cid)
+    for cid, stem in keys:
         params = find_key(directory, stem)
         # the daemon reads the .vk beside its .params; with no .params, show any .vk found
         vk = params.with_suffix(".vk") if params is not None else find_key(directory, stem, ".vk")

@@ -272,7 +272,7 @@ class _AtomicFile:
                     n = self._f.write(view)
                     self._written += n
                     view = view[n:]
-            except BaseException as e:  # noqa: BLE001 - handed to the producer thread
+            except BaseException as e:  # handed to the producer thread
                 self._error = e
 
     def _failure(self) -> BaseException:

@@ -362,7 +362,7 @@ def _wait_out(futures: Iterable[Future]) -> None:
     for f in futures:
         try:
             f.result()
-        except BaseException:  # noqa: BLE001, S110 - the first failure is already reported
+        except BaseException:  # the first failure is already reported
             pass
 
 

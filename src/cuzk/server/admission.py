@@ -122,7 +122,7 @@ def release_memory() -> None:
 
 
 @functools.cache
-def _malloc_trim():  # noqa: ANN202 - a ctypes function or None
+def _malloc_trim():  # a ctypes function or None
     name = ctypes.util.find_library("c")
     if name is None:
         return None

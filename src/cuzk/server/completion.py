@@ -101,7 +101,7 @@ class Completion:
             else:
                 state = "failed"
                 self.results.finish(job_id, state, error=str(outcome.error))
-        except Exception:  # noqa: BLE001 - a bug; the daemon stays up, the waiters wake
+        except Exception:  # a bug; the daemon stays up, the waiters wake
             log.exception("job %s: cannot record its end", job_id)
         finally:
             with self.live.lock:
@@ -126,7 +126,7 @@ class Completion:
             self._last_purge = time.monotonic()
         try:
             self.journal.purge()
-        except Exception:  # noqa: BLE001 - housekeeping never fails a job
+        except Exception:  # housekeeping never fails a job
             log.exception("journal purge")
 
 
@@ -141,5 +141,5 @@ def _report(
         from cuzk.server.metrics import stage_seconds
 
         metrics.job_finished(circuit_id, state, seconds, stage_seconds(timelines))
-    except Exception:  # noqa: BLE001 - metrics never fail a job
+    except Exception:  # metrics never fail a job
         log.exception("metrics")

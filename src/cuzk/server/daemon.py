@@ -303,7 +303,7 @@ class Daemon:
             if self.engine is not None:
                 try:
                     self.engine.shutdown(graceful=graceful, timeout=grace)  # ends journalled
-                except Exception:  # noqa: BLE001 - what runs stays pending; close the rest
+                except Exception:  # what runs stays pending; close the rest
                     log.exception("engine shutdown")
             self._stop_grpc()
             if self.service is not None:
@@ -371,7 +371,7 @@ class Daemon:
 def _step(what: str, fn: Callable[[], Any]) -> None:
     try:
         fn()
-    except Exception:  # noqa: BLE001 - the rest of the shutdown still runs
+    except Exception:  # the rest of the shutdown still runs
         log.exception(what)
 
 

@@ -240,7 +240,7 @@ class Journal:
                     ).fetchone()
                 if row is not None:
                     entries.append(_entry(row))
-            except Exception as e:  # noqa: BLE001 - any damage: set the row aside, go on
+            except Exception as e:  # any damage: set the row aside, go on
                 self.quarantine(rowid, f"unreadable row ({type(e).__name__}: {e})")
         return entries
 
@@ -305,7 +305,7 @@ class Journal:
             return None
         try:
             return _entry(row)
-        except Exception as e:  # noqa: BLE001 - a damaged row answers as a failed job
+        except Exception as e:  # a damaged row answers as a failed job
             return _damaged(row, e)
 
 

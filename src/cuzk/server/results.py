@@ -57,7 +57,7 @@ class ResultWriter:
                 return
         try:
             self.journal.finish(job_id, state, **fields)
-        except Exception as e:  # noqa: BLE001 - sqlite3 or OS errors: degrade, never lose it
+        except Exception as e:  # sqlite3 or OS errors: degrade, never lose it
             with self._lock:
                 self._unwritten[job_id] = _End(state, fields, time.time())
             self.failed(e, f"writing the result of {job_id}")
@@ -154,7 +154,7 @@ class ResultWriter:
                 job_id, end = next(iter(self._unwritten.items()))
             try:
                 self.journal.finish(job_id, end.state, **end.fields)
-            except Exception as e:  # noqa: BLE001 - still failing: next round
+            except Exception as e:  # still failing: next round
                 with self._lock:
                     self._faults += 1
                     self._error = f"writing the result of {job_id}: {type(e).__name__}: {e}"

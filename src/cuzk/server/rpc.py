@@ -160,7 +160,7 @@ class RpcTable:
                 code, message = grpc.StatusCode.RESOURCE_EXHAUSTED, str(e)
             except CuzkError as e:
                 code, message = grpc.StatusCode.INTERNAL, f"{type(e).__name__}: {e}"
-            except Exception as e:  # noqa: BLE001 - one bad call never takes the daemon down
+            except Exception as e:  # one bad call never takes the daemon down
                 log.exception("%s failed", name)
                 code, message = grpc.StatusCode.INTERNAL, f"internal error: {e}"
             finally:

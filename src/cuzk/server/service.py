@@ -128,7 +128,7 @@ class ProvingService:
                     Priority(entry.priority),
                     entry.request_id,
                 )
-            except Exception as e:  # noqa: BLE001 - a damaged row: set it aside, go on
+            except Exception as e:  # a damaged row: set it aside, go on
                 self.journal.quarantine(entry.id, f"not a request ({type(e).__name__}: {e})")
                 log.error("journalled job %s is damaged and was set aside: %s", entry.id, e)
                 continue
@@ -236,7 +236,7 @@ class ProvingService:
                 self.journal.add(
                     entry, replaces=None if prior is None else prior.id, superseded=superseded
                 )
-            except Exception as e:  # noqa: BLE001 - disk full, I/O error: refuse, report
+            except Exception as e:  # disk full, I/O error: refuse, report
                 self.live.forget(job_id)
                 self.engine.cancel(job_id, "not accepted: the journal could not record it")
                 self.results.failed(e, "journalling a request")
@@ -292,7 +292,7 @@ class ProvingService:
             return self.engine.cancel(job_id, reason)
         except BadInput:
             return False  # the engine already forgot it (it finished)
-        except Exception:  # noqa: BLE001 - (a stopping engine) the caller is not to blame
+        except Exception:  # (a stopping engine) the caller is not to blame
             log.exception("cancelling %s", job_id)
             return False
 

@@ -8,7 +8,7 @@ import json
 from .harness import FIGURES
 
 
-def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:  # noqa: ANN001
+def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:
     if not FIGURES:
         return
     terminalreporter.section("reliability figures")

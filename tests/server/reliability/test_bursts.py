@@ -19,7 +19,7 @@ from .harness import call, report, target, wait_until
 from .starvation import BLOCKER, SLOW_BLOCKER
 
 
-async def _burst(daemon, calls: int, channels: int) -> collections.Counter:  # noqa: ANN001
+async def _burst(daemon, calls: int, channels: int) -> collections.Counter:
     """``calls`` AwaitProof/Prove calls (one in four a Prove joining the job) at once on a long
     job; once each waits or was refused, GetStatus answers, then the job is cancelled."""
     service = daemon.service

@@ -42,11 +42,11 @@ def cuda_available() -> tuple[bool, str]:
     """Whether CuPy imports and sees at least one CUDA device, with the reason if not."""
     try:
         import cupy
-    except Exception as e:  # noqa: BLE001 - ImportError or a broken CUDA install
+    except Exception as e:  # ImportError or a broken CUDA install
         return False, f"CuPy is not importable ({type(e).__name__}: {e})"
     try:
         count = cupy.cuda.runtime.getDeviceCount()
-    except Exception as e:  # noqa: BLE001
+    except Exception as e:
         return False, f"no usable CUDA driver/device ({type(e).__name__}: {e})"
     if count < 1:
         return False, "CuPy sees no CUDA device"
@@ -218,7 +218,7 @@ class Gpu:
         rt = self.cp.cuda.runtime
         try:
             attrs = rt.pointerGetAttributes(a.ctypes.data)
-        except Exception:  # noqa: BLE001 - unregistered memory may raise on old drivers
+        except Exception:  # unregistered memory may raise on old drivers
             return False
         kind = getattr(attrs, "type", None)
         return kind == getattr(rt, "memoryTypeHost", 1)
@@ -353,7 +353,7 @@ class MemoryWatch:
         while not self._stop.wait(self._interval):
             try:
                 self.peak = max(self.peak, self.sample())
-            except Exception:  # noqa: BLE001 - a failing device is reported by its kernels
+            except Exception:  # a failing device is reported by its kernels
                 return
 
     def reset(self) -> None:

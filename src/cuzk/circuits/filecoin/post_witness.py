@@ -175,7 +175,7 @@ def _learn(
         synthesize_sector(cs, params, sector)
         if position is None:
             continue  # a warm-up: each arity's first hash in a cache is checked, not deferred
-        runs = sorted(cs._runs, key=lambda r: r[1])  # noqa: SLF001 - our own system
+        runs = sorted(cs._runs, key=lambda r: r[1])  # our own system
         if len(runs) != runs_expected or n_aux not in (None, cs.num_aux):
             return None
         n_aux = cs.num_aux

@@ -257,7 +257,7 @@ def compress_shape(
             return gadget(cs, block, state, ns)
         try:
             t = record(pattern, gadget)
-        except Exception:  # noqa: BLE001 - any surprise in recording: never replay the pattern
+        except Exception:  # any surprise in recording: never replay the pattern
             log.exception("SHA-256 shape template could not be recorded; not replayed")
             templates[pattern] = None
             return gadget(cs, block, state, ns)
