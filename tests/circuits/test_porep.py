@@ -129,7 +129,14 @@ def test_upstream_test_tree_counts(nodes: int, arities: tuple[int, int, int]) ->
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("cid", [c for c in PINNED if c != "porep-2k"])
+@pytest.mark.parametrize(
+    "cid",
+    [  # the production size in the default run; the other sizes (same path) with -m heavy
+        c if c == "porep-32g" else pytest.param(c, marks=pytest.mark.heavy)
+        for c in PINNED
+        if c != "porep-2k"
+    ],
+)
 def test_sector_counts(cid: str) -> None:
     """Every size from the structural counter (2 KiB is counted in full by the witness test,
     and the structural counter is checked against full counts in the test below)."""
