@@ -102,6 +102,7 @@ def _to_bytes(g: _Group, p: object, compressed: bool) -> bytes:
     if not isinstance(p, g.cls):
         raise BadInput(f"expected a {g.name} point, got {type(p).__name__}")
     if compressed:
+        # why the ignore below: py-arkworks-bls12381 ships no type stubs for its points' methods
         return p.to_compressed_bytes()  # type: ignore[attr-defined]
     xy = p.to_xy_bytes_be()  # type: ignore[attr-defined]
     if xy == g.zero_xy:

@@ -99,6 +99,8 @@ class _Job:
         else:
             with self._lock:
                 if not self.future.done():
+                    # why the ignore below: the future carries its worker's CPU seconds to the
+                    # engine's accounting (Future declares no such field)
                     self.future.worker_cpu_s = self._cpu_s  # type: ignore[attr-defined]
                     self.future.set_result(result)
 

@@ -79,6 +79,7 @@ class Completions:
             if item is _STOP:
                 return
             try:
+                # why the ignore below: _STOP was handled above: item is an outcome
                 callback(item)  # type: ignore[arg-type]
             except Exception:  # a callback's failure never reaches the engine
                 log.exception("completion callback failed for %s", getattr(item, "job_id", "?"))

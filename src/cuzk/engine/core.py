@@ -449,6 +449,7 @@ class EngineCore:
             old = self._retired.popleft()
             self._jobs.pop(old.id, None)
             if self._by_request.get(old.request.request_id or "") is old:
+                # why the ignore below: the get() above matched, so request_id is set
                 del self._by_request[old.request.request_id]  # type: ignore[arg-type]
 
     # -- the pipeline (called by workers) ---------------------------------------------------------
@@ -472,6 +473,8 @@ class EngineCore:
                         if admitted is _RETRY:
                             continue  # the head's job failed at admission: look again
                         if admitted is not None:
+                            # why the ignore below: _RETRY was handled above: what is left is a
+                            # (partition, placement) pair
                             return admitted  # type: ignore[return-value]
                 self._cv.wait()
 

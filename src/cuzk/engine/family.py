@@ -267,6 +267,8 @@ class SnarkjsFamily(ProverFamily):
         def assignment(_index: int) -> prover.Assignment:
             return prover.Assignment.split(read_wtns(name, payload).values, n_in, public)
 
+        # why the ignore below: a snarkjs statement makes assignments, not circuits: the family's
+        # synthesize calls it so
         return Statement(cid, 1, assignment, digest, (public,)), info  # type: ignore[arg-type]
 
     def load(

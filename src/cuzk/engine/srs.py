@@ -294,6 +294,8 @@ class SrsManager:
     def _key_room(self, device: int, info: CircuitInfo) -> int:
         """What the device's key budget would be once its staging area holds one partition of
         ``info``'s circuit (its key budget now when the area cannot grow)."""
+        # why the ignore below: called only where the devices have key budgets (GPUs, or CPU devices
+        # with a size)
         budget = self.device_budgets[device]  # type: ignore[index]
         return (
             self._usable[device] - self._staging_total(device, info)

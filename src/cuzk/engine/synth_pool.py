@@ -171,6 +171,8 @@ def _remote(circuit: Circuit, options: SynthesisOptions) -> tuple[list[int], str
             del made
         del out  # no view may outlive the segment's close
         # The parent unlinks it; stop this process's tracker from "cleaning up" after us.
+        # why the ignore below: the tracker is keyed by SharedMemory's private registered name (with
+        # its slash)
         resource_tracker.unregister(shm._name, "shared_memory")  # type: ignore[attr-defined]
         return list(inputs), shm.name, rows, runs
     except BaseException:

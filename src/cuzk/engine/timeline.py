@@ -103,6 +103,7 @@ def handoff_gaps(timelines: Sequence[PartitionTimeline], device: int) -> list[fl
             for t in timelines
             if t.device == device and t.kernels_start is not None and t.kernels_end is not None
         ),
+        # why the ignore below: the filter above keeps only timelines whose kernels_start is set
         key=lambda t: t.kernels_start,  # type: ignore[arg-type, return-value]
     )
     gaps = []

@@ -251,6 +251,7 @@ def xor(cs: ConstraintSystem, a: Boolean, b: Boolean, ns: Name = None) -> Boolea
     if a.negated == b.negated:
         return Boolean(AllocatedBit.xor(cs, a.bit, b.bit, ns))
     plain, neg = (a, b) if not a.negated else (b, a)
+    # why the ignore below: both operands are allocated here (the constant cases returned above)
     return Boolean(AllocatedBit.xor(cs, plain.bit, neg.bit, ns), True)  # type: ignore[arg-type]
 
 

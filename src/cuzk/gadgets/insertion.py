@@ -115,10 +115,14 @@ def insert(
         values = {k: n.value for k, n in nums.items()}
         conds = {f"b{i}": b.value for i, b in enumerate(bits)}
         if None not in values.values() and None not in conds.values():
+            # why the ignore below: None was ruled out just above; the dicts' types keep the
+            # Optional
             return _insert_values(cs, table, size, values, conds)  # type: ignore[arg-type]
     conds_b: dict[str, Boolean] = {f"b{i}": b for i, b in enumerate(bits)}
     if size == 8:
         b0, b1 = bits[0].bit, bits[1].bit
+        # why the ignore below: an 8-entry table's index bits are allocated, never constants: .bit
+        # is set
         conds_b["nor"] = Boolean(AllocatedBit.nor(cs, b0, b1, leaf(ns, "b0 nor b1")))  # type: ignore[arg-type]
         conds_b["and"] = Boolean(AllocatedBit.and_(cs, b0, b1, leaf(ns, "b0 and b1")))  # type: ignore[arg-type]
     for name, cond, x, y in table:

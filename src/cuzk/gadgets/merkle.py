@@ -141,6 +141,7 @@ class PathBatch(Sequence[MerklePath]):
             levels([b.siblings for b in parts]),
             np.concatenate([b.positions for b in parts]),
             np.concatenate([b.roots for b in parts]),
+            # why the ignore below: any() ruled None out; mypy does not narrow a list by it
             None if any(d is None for d in digests) else levels(digests),  # type: ignore[arg-type]
         )
 

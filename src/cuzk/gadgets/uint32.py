@@ -134,6 +134,7 @@ class UInt32:
         n = len(operands)
         assert 2 <= n <= 10, "addmany takes 2 to 10 operands"
         values = [op.value for op in operands]
+        # why the ignore below: any() ruled None out; mypy does not narrow a list by it
         total = None if any(v is None for v in values) else sum(values)  # type: ignore[arg-type]
         if total is not None and all(b.bit is None for op in operands for b in op.bits):
             return UInt32.constant(total & _MASK32)

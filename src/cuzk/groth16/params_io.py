@@ -478,6 +478,7 @@ def _decode_vk(buf: bytes, where: str, *, ic_check: PointCheck | None) -> Verify
         _check_sample(ic_bytes, "g1", len(ic), f"{where}: verifying key ic")
     if delta_g1 == g1_identity():
         raise BadInput(f"{where}: delta is the identity (a degenerate setup)")
+    # why the ignore below: decode returns G1 | G2; each point was decoded as the group it is named
     return VerifyingKey(alpha_g1, beta_g1, beta_g2, gamma_g2, delta_g1, delta_g2, tuple(ic))  # type: ignore[arg-type]
 
 

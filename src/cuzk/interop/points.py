@@ -77,11 +77,13 @@ def zcash_to_lem(rows: np.ndarray, group: str) -> np.ndarray:
 def g1_from_lem(data: bytes | memoryview, what: str) -> G1:
     """One snarkjs G1 point, fully checked (on curve, in the subgroup); ``what`` names it in
     errors."""
+    # why the ignore below: _single returns the group it is named (G1 here); its type is the union
     return _single(data, "g1", what)  # type: ignore[return-value]
 
 
 def g2_from_lem(data: bytes | memoryview, what: str) -> G2:
     """One snarkjs G2 point, fully checked (on curve, in the subgroup)."""
+    # why the ignore below: _single returns the group it is named (G2 here); its type is the union
     return _single(data, "g2", what)  # type: ignore[return-value]
 
 

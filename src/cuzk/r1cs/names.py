@@ -95,6 +95,8 @@ class ConstraintNames(Sequence[str]):
             return NotImplemented
         return len(self) == len(other) and all(x == y for x, y in zip(self, other, strict=True))
 
+    # why the ignore below: compared by value and mutable: unhashable, as list is (typeshed types
+    # __hash__ as a method)
     __hash__ = None  # type: ignore[assignment]
 
     @property
@@ -260,4 +262,6 @@ class NameBuilder(Sequence[str]):
     def __eq__(self, other: object) -> bool:
         return self._names() == other
 
+    # why the ignore below: compared by value and mutable: unhashable, as list is (typeshed types
+    # __hash__ as a method)
     __hash__ = None  # type: ignore[assignment]

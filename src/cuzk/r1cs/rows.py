@@ -40,6 +40,8 @@ class MatrixBuilder:
         self._keys = [GrowArray(np.int32) for _ in range(3)]
         self._ids = [GrowArray(np.uint16) for _ in range(3)]  # widened past 65,536 coefficients
         # per matrix: staged row lengths, keys, coefficients (the ``enforce`` path)
+        # why the ignore below: tuple() of a generator is tuple[X, ...] to mypy; this one has
+        # exactly three
         self.stage: tuple[Rows, Rows, Rows] = tuple(([], [], []) for _ in range(3))  # type: ignore[assignment]
         self.num_rows = 0
 

@@ -121,6 +121,8 @@ class Client:
     # -- RPCs --
 
     def submit(self, request: pb.SubmitProofRequest) -> str:
+        # why the ignore below: _call's result is typed as protobuf's Message; the RPC's own
+        # response type is known by its name only
         return self._call("SubmitProof", request).job_id  # type: ignore[attr-defined]
 
     def submit_circuit(
@@ -146,37 +148,47 @@ class Client:
         r = self._call(
             "AwaitProof", pb.AwaitProofRequest(job_id=job_id, timeout_ms=round(timeout_s * 1000))
         )
+        # why the ignore below: r is AwaitProof's response, typed as protobuf's Message by _call
         return ProofOutcome.of(r)  # type: ignore[arg-type]
 
     def prove(self, request: pb.SubmitProofRequest, timeout_s: float | None = None) -> ProofOutcome:
         """Prove; ``timeout_s`` is the call's deadline (the daemon cancels the job when it
         passes: DaemonUnavailable with DEADLINE_EXCEEDED here)."""
         r = self._call("Prove", pb.ProveRequest(submit=request), timeout=timeout_s)
+        # why the ignore below: r is Prove's response, typed as protobuf's Message by _call
         return ProofOutcome.of(r.result)  # type: ignore[attr-defined]
 
     def cancel(self, job_id: str) -> bool:
         return self._call(
+            # why the ignore below: the response is CancelProof's, typed as protobuf's Message by
+            # _call
             "CancelProof",  # type: ignore[attr-defined]
             pb.CancelProofRequest(job_id=job_id),
         ).was_running
 
     def status(self) -> pb.GetStatusResponse:
+        # why the ignore below: the response is GetStatus's, typed as protobuf's Message by _call
         return self._call("GetStatus", pb.GetStatusRequest())  # type: ignore[return-value]
 
     def metrics(self) -> str:
         return self._call(
+            # why the ignore below: the response is GetMetrics's, typed as protobuf's Message by
+            # _call
             "GetMetrics",  # type: ignore[attr-defined]
             pb.GetMetricsRequest(),
         ).prometheus_text
 
     def preload(self, circuit_id: str) -> pb.PreloadSrsResponse:
         return self._call(
+            # why the ignore below: the response is PreloadSRS's, typed as protobuf's Message by
+            # _call
             "PreloadSRS",  # type: ignore[return-value]
             pb.PreloadSrsRequest(circuit_id=circuit_id),
         )
 
     def evict(self, circuit_id: str) -> pb.EvictSrsResponse:
         return self._call(
+            # why the ignore below: the response is EvictSRS's, typed as protobuf's Message by _call
             "EvictSRS",  # type: ignore[return-value]
             pb.EvictSrsRequest(circuit_id=circuit_id),
         )
@@ -198,5 +210,7 @@ def _error(e: grpc.RpcError, addr: str) -> CuzkError:
         err = DaemonUnavailable(f"{addr}: {detail}")
     else:
         err = InternalError(f"{code.name if code else 'error'}: {detail}")
+    # why the ignore below: the gRPC status rides on the error for the callers that ask (CuzkError
+    # declares no such field)
     err.code = code  # type: ignore[attr-defined]
     return err

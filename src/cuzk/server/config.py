@@ -301,6 +301,8 @@ class _Section:
     SECTION: ClassVar[str] = ""
 
     def __post_init__(self) -> None:
+        # why the ignore below: _Section is mixed into dataclasses only; mypy does not know self is
+        # one
         for f in fields(self):  # type: ignore[arg-type]
             value = getattr(self, f.name)
             try:
@@ -674,6 +676,8 @@ def load_config(path: Path | None, overrides: Mapping[str, object] | None = None
             raise BadInput(f"{name}: expected a table ([{name}]), got {shown(table)}")
         _check_keys(SECTIONS[name], table, name)
         sections[name] = SECTIONS[name](**table)
+    # why the ignore below: sections maps each name to its own section type; a dict of them is one
+    # value type to mypy
     return DaemonConfig(**sections)  # type: ignore[arg-type]
 
 

@@ -257,6 +257,7 @@ def _alloc_u64(cs: ConstraintSystem, value: int | None) -> list[Boolean]:
 
 
 def _sha_node(cs: ConstraintSystem, preimage: list[AllocatedNum], ns: object) -> AllocatedNum:
+    # why the ignore below: ns is a Name (the circuit's namespaces are typed loosely as object here)
     return sha256_node(cs, preimage, ns)  # type: ignore[arg-type]
 
 

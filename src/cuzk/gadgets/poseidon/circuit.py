@@ -122,6 +122,8 @@ def _scalar_product(elts: Sequence[Elt], scalars: Sequence[int], track: bool) ->
         if e.value is None:
             value = None
             break
+        # why the ignore below: value and e.value are set here: a missing one broke out of the loop
+        # above
         value += s * e.value  # type: ignore[operator]
     value = None if value is None else value % R
     if not track:

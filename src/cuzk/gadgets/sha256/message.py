@@ -139,5 +139,6 @@ def sha256_packed(cs: WitnessCS, msg: Message, ns: Name = None) -> AllocatedNum:
     """SHA-256 of ``msg``, its digest's bits reversed per byte and the first 254 packed into one
     number: ``pack_bits(reverse_bit_numbering(sha256(bits))[:254])`` in witness mode."""
     words = sha256_words(cs, msg, leaf(ns, "hash"))
+    # why the ignore below: in witness mode every word has a value
     digest = b"".join(w.value.to_bytes(4, "big") for w in words)  # type: ignore[union-attr]
     return AllocatedNum.alloc(cs, int.from_bytes(digest, "little") & _PACK_MASK, leaf(ns, "pack"))

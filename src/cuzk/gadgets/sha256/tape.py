@@ -87,6 +87,7 @@ class _TapeWord(UInt32):
         self._at = at  # this word's first entry in offsets
 
     @property
+    # why the ignore below: a tape word makes its bits on demand where UInt32 stores them
     def bits(self) -> list[Boolean]:  # type: ignore[override]
         try:
             return _UINT32_BITS.__get__(self)
@@ -201,6 +202,8 @@ def _same_words(xs: Sequence[UInt32], ys: Sequence[UInt32]) -> bool:
                     return False
             elif (
                 a.negated != b.negated
+                # why the ignore below: neither bit is None here (the branch above took the
+                # constants)
                 or a.bit.variable.key != b.bit.variable.key  # type: ignore[union-attr]
                 or a.bit.value != b.bit.value  # type: ignore[union-attr]
             ):
