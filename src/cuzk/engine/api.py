@@ -196,9 +196,7 @@ def _make_devices(config: EngineConfig) -> list[Device]:
             memory = backend.memory()  # a device-wide query: asked here, once
             memory_total = None if memory is None else memory.usable  # the cap, if lower
             if config.staging:
-                total = config.staging_budget or _default_staging_budget(
-                    memory, config.device_memory_limit is not None
-                )
+                total = config.staging_budget or _default_staging_budget(memory, config.capped)
                 staging = StagingArea(i, total, memory_total)
             margin = 0 if memory is None else memory.margin
             devices.append(

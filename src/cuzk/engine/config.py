@@ -222,6 +222,12 @@ class EngineConfig:
     def msm_workers_per_device(self) -> int:
         return self.msm_workers or max(1, (os.cpu_count() or 1) // self.devices)
 
+    @property
+    def capped(self) -> bool:
+        """Devices run under a memory cap (their kernels then keep fewer vectors alive:
+        :func:`cuzk.engine.budget.capped_kernel_bytes`)."""
+        return self.device_memory_limit is not None
+
     def params_path(self, circuit_id: str) -> Path:
         """Where ``cuzk setup --circuit ID --out DIR`` puts the proving key, or the official
         file where Filecoin keeps it (:func:`cuzk.groth16.locate.locate_params`)."""

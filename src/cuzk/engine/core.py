@@ -622,7 +622,7 @@ class EngineCore:
 
     def _partition_need(self, info: CircuitInfo) -> int:
         """What one partition of ``info`` asks of a device's staging area."""
-        return staged_bytes_for(info, self.config.device_memory_limit is not None)
+        return staged_bytes_for(info, self.config.capped)
 
     def resident_device_bytes(self, info: CircuitInfo, device: int) -> int:
         """What resident parameters hold on ``device`` now: every key there when the devices

@@ -247,7 +247,7 @@ class DeviceWorker(Worker):
             if device.staging is not None:
                 stage = "staging"
                 assert part.assignment is not None
-                need = staging_need(part.job.info, self.core.config.device_memory_limit is not None)
+                need = staging_need(part.job.info, self.core.config.capped)
                 if not device.staging.reserve(
                     need[0],
                     lambda: part.job.terminal,

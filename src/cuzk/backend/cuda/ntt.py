@@ -404,27 +404,10 @@ class GpuNtt(GpuFr):
         """The H pipeline from a, b, c (n values each) through the length-m buffers wa, wb, wc
         (which may be a, b, c themselves, zero-padded: then nothing else is allocated) into
         ``out`` (length m; wb in place: the last pass reads only wa)."""
-        m, L = domain.m, domain.log_m
-        coset_in = self.pow_table(domain.coset_shift, domain.m_inv, m)
+        coset_in = self.pow_table(domain.coset_shift, domain.m_inv, domain.m)
         for x, w in ((a, wa), (b, wb), (c, wc)):
             self._to_coset(x, w, n, domain, coset_in)
-        z_inv = domain.vanishing_on_coset_inv()
-        coset_out = self.pow_table(_G_INV, domain.m_inv * z_inv, m)
-        self._transform(
-            dit=False,
-            inv=True,
-            log_m=L,
-            src=wa,
-            src_b=wb,
-            src_c=wc,
-            n_src=m,
-            work=wa,
-            out=out,
-            load=LOAD_MULSUB,
-            store=STORE_BITREV | STORE_POW,
-            pw=coset_out,
-        )
-        return out
+        return self._from_coset(wa, out, domain, wb, wc)
 
     def h_quotient_two(self, a: Any, b: Any, fill_c: Callable[[Any], Any], domain: Domain) -> Any:
         """h as :meth:`h_quotient` makes it, in the two zero-padded length-m buffers a and b
@@ -449,21 +432,29 @@ class GpuNtt(GpuFr):
             fill_c(wb[:n])
             self._to_coset(wb[:n], wb, n, domain, coset_in)  # reads c's n values, zero beyond
             self._elementwise("fr_sub_k", m, wa, wa, wb, np.int64(m))  # a·b − c
-            z_inv = domain.vanishing_on_coset_inv()
-            coset_out = self.pow_table(_G_INV, domain.m_inv * z_inv, m)
-            # into wb: the last pass stores bit-reversed, across tiles, so never in place
-            self._transform(
-                dit=False,
-                inv=True,
-                log_m=L,
-                src=wa,
-                n_src=m,
-                work=wa,
-                out=wb,
-                store=STORE_BITREV | STORE_POW,
-                pw=coset_out,
-            )
-            return wb[: m - 1]
+            return self._from_coset(wa, wb, domain)[: m - 1]
+
+    def _from_coset(self, wa: Any, out: Any, domain: Domain, wb: Any = None, wc: Any = None) -> Any:
+        """The H pipeline's last step: wa (or wa·wb − wc on load, given wb and wc), values on
+        the coset, divided by Z there and taken back to coefficients in ``out``. ``out`` is
+        never wa: the last pass stores bit-reversed, across tiles, so it cannot run in place."""
+        z_inv = domain.vanishing_on_coset_inv()
+        coset_out = self.pow_table(_G_INV, domain.m_inv * z_inv, domain.m)
+        self._transform(
+            dit=False,
+            inv=True,
+            log_m=domain.log_m,
+            src=wa,
+            src_b=wb,
+            src_c=wc,
+            n_src=domain.m,
+            work=wa,
+            out=out,
+            load=LOAD_MULSUB if wb is not None else 0,
+            store=STORE_BITREV | STORE_POW,
+            pw=coset_out,
+        )
+        return out
 
     def _to_coset(self, x: Any, w: Any, n: int, domain: Domain, coset_in: PowTable) -> None:
         """Values x (n of them, zero beyond) → values on the coset g·⟨ω⟩ in the length-m
