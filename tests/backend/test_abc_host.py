@@ -48,13 +48,17 @@ class FakeGpu:
         assert src == abc.SRC and name in self.kernels, name
         self.launches.append(name)
         ip, idw = (_WIDTH[w] for w in name.split("_")[-2:])
-        n_out = 3 if name.startswith("spmv_abc") else 1
-        outs, mats, (z, rows) = args[:n_out], args[n_out:-2], args[-2:]
+        both = name.startswith("spmv_abc")
+        n_out, n_tail = (3, 2) if both else (1, 3)  # spmv_ also takes the entries' base
+        outs, mats, tail = args[:n_out], args[n_out:-n_tail], args[-n_tail:]
+        z, rows, base = tail[0], tail[1], (np.int64(0) if both else tail[2])
         assert len(mats) == 4 * len(outs) and isinstance(rows, np.int64)
+        assert isinstance(base, np.int64)
         for k, out in enumerate(outs):
             indptr, indices, ids, table = mats[4 * k : 4 * k + 4]
             assert (indptr.dtype, indices.dtype, ids.dtype) == (ip, np.uint32, idw)
-            out[:] = fr.spmv(indptr, indices, ids, table, z, int(rows))
+            rebased = (indptr - indptr.dtype.type(base)).astype(indptr.dtype)
+            out[:] = fr.spmv(rebased, indices, ids, table, z, int(rows))
 
 
 def _shape(rng, widths) -> R1CSShape:
@@ -156,3 +160,23 @@ def test_synthesized_shape_and_checks(rng, seed):
         with pytest.raises(BadInput):
             abc.host_arrays(b)
     assert abc.GpuAbc(gpu).upload_csr(CsrMatrix.empty(3, 2)).table.shape == (1, 4)
+
+
+@pytest.mark.parametrize("ptr", [np.uint32, np.uint64])
+def test_row_blocks_cut_within_the_slot_size(rng, ptr):
+    """A streamed matrix's blocks cover every row once, in order, each within the slot size
+    (or one row alone, when that row is larger)."""
+    counts = rng.integers(0, 9, 4000)
+    counts[123] = 3000  # one row larger than a slot
+    indptr = np.zeros(len(counts) + 1, dtype=ptr)
+    indptr[1:] = np.cumsum(counts)
+    for block in (1 << 10, 1 << 14, 1 << 30):
+        edges = abc.row_blocks(indptr, 2, block)
+        assert edges[0] == 0 and edges[-1] == len(counts)
+        assert all(lo < hi for lo, hi in zip(edges, edges[1:], strict=False))
+        for lo, hi in zip(edges, edges[1:], strict=False):
+            size = abc.block_nbytes(indptr, 2, lo, hi)
+            assert size <= block or hi == lo + 1, (block, lo, hi, size)
+            if hi < len(counts):  # greedy: one row more would not fit
+                assert abc.block_nbytes(indptr, 2, lo, hi + 1) > block
+    assert abc.row_blocks(indptr, 2, 1 << 30) == (0, len(counts))

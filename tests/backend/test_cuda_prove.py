@@ -68,14 +68,25 @@ def capped_backend(cuda_backend):
         yield b
 
 
-def test_capped_path_agrees_with_cpu_and_proves(keys, capped_backend, cpu_backend, seed):
+@pytest.mark.parametrize("streamed", [False, True], ids=["resident", "streamed-matrices"])
+def test_capped_path_agrees_with_cpu_and_proves(keys, capped_backend, cpu_backend, seed, streamed):
     """Under a cap a and b head zero-padded domain buffers and c is a RowProduct: the check
     finds a wrong row in a later slice than the first, h matches the CPU's and is made in b's
-    buffer, and a whole proof verifies."""
+    buffer, and a whole proof verifies — with the matrices on the device, and streamed from
+    host memory in blocks of a few KB."""
+    shape, params = keys
+    if streamed:
+        capped_backend.stream_shape(shape, 1 << 13)
+    try:
+        _check_capped_path(shape, params, capped_backend, cpu_backend, seed)
+    finally:
+        capped_backend.forget_shape(shape)
+
+
+def _check_capped_path(shape, params, capped_backend, cpu_backend, seed):
     from cuzk.backend.cuda import backend as cuda_module
     from cuzk.backend.cuda.abc import RowProduct
 
-    shape, params = keys
     z = synthesize(SyntheticCircuit(N, seed=seed)).z
     domain = Domain.for_size(shape.num_constraints)
     a, b, c = capped_backend.evaluate_abc(shape, capped_backend.upload(z))

@@ -12,10 +12,10 @@ import pytest
 from cuzk.backend import get_backend
 from cuzk.backend.base import MemoryInfo
 from cuzk.circuits import get_circuit
-from cuzk.engine import EngineConfig, FaultInjection, JobState, Priority, ProofRequest
+from cuzk.engine import EngineConfig, FaultInjection, JobState, Priority, ProofRequest, key_plan
 from cuzk.engine.budget import DEVICE_MARGIN, device_key_budget
 from cuzk.engine.family import circuit_info
-from cuzk.engine.srs import AUTO_COPIES, device_bytes
+from cuzk.engine.srs import AUTO_COPIES, device_bytes, matrix_bytes
 from cuzk.errors import BadInput, ResourceExhausted
 from cuzk.r1cs import synthesize_shape
 from cuzk.server.http import status_json
@@ -39,6 +39,11 @@ class _ReportsMemory:
         self.failing_loads = 0  # vectors whose load fails next, as out of device memory
         self.forgotten: list = []  # shapes whose device matrices it was told to drop
         self.streamed: dict[str, int] = {}  # vector key → stream buffer bytes it was loaded with
+        self.streamed_shapes: list = []  # (shape, block bytes) it was told to stream
+
+    def stream_shape(self, shape, block_bytes: int) -> None:
+        self.streamed_shapes.append((shape, block_bytes))
+        self._backend.stream_shape(shape, block_bytes)
 
     def forget_shape(self, shape) -> None:
         self.forgotten.append(shape)
@@ -274,6 +279,58 @@ def test_a_key_larger_than_the_key_budget_streams(make_engine, param_dir, seed):
     assert st.budget.by_kind["srs"] == info.srs_bytes + pinned
     assert status_json(st)["srs"][0]["streamed"] == list(entry.streamed)
     engine.prove(ProofRequest.of(SMALL), timeout=60)  # a smaller key runs beside it
+
+
+def test_a_key_without_room_for_its_matrices_streams_them_too(
+    make_engine, param_dir, seed, monkeypatch
+):
+    """A key budget too small for the shape's matrices and the points' buffers: the plan
+    streams the matrices as well (the
+    backend is told the slot size), the device holds no more than its key budget, the host
+    budget counts them as page-locked, and the proofs verify."""
+    info = _info(param_dir, LARGER)
+    shape_estimate = matrix_bytes(info)
+    block = shape_estimate // 8
+    monkeypatch.setattr(key_plan, "MATRIX_BLOCK_BYTES", block)
+    largest = max(dict(info.vector_bytes).values())
+    # two buffers of the largest vector fit beside the slots, not beside the matrices
+    budget = 2 * block + 2 * largest + 1000
+    assert budget < shape_estimate + 2 * largest
+    engine = _engine(make_engine, budget)
+    assert_verifies(engine.prove(ProofRequest.of(LARGER, partitions=2, seed=seed), timeout=120), 2)
+    st = engine.status()
+    (kb,) = st.device_budgets
+    (entry,) = [s for s in st.srs if s.circuit_id == LARGER]
+    assert key_plan.MATRICES in entry.streamed
+    ((shape, nbytes),) = engine.backends[0].streamed_shapes
+    assert (shape.circuit_id, nbytes) == (LARGER, block)
+    assert kb.reserved == entry.device_bytes <= budget
+    vectors = sum(dict(info.vector_bytes)[v] for v in entry.streamed if v != key_plan.MATRICES)
+    assert st.budget.by_kind["srs"] == info.srs_bytes + vectors + shape_estimate
+
+
+@pytest.mark.parametrize(
+    ("room_gib", "matrices_stream"), [(2.3, True), (6.3, False), (8.0, False), (60.0, False)]
+)
+def test_porep_32g_plans_stream_the_matrices_only_on_the_smallest_devices(
+    room_gib, matrices_stream
+):
+    """porep-32g's vectors and 5.5 GiB of matrices (measured): at a 24 GiB cap (2.3 GiB left
+    for the key) the matrices stream through two slots; from a 28 GiB cap up they stay."""
+    gib = 1 << 30
+    vectors = {"h": int(12.9 * gib), "l": int(12.5 * gib), "a": int(6.2 * gib),
+               "b_g1": int(4.0 * gib), "b_g2": int(6.4 * gib)}  # fmt: skip
+    shape, room = int(5.5 * gib), int(room_gib * gib)
+    plan = key_plan.plan_key(vectors, shape, room)
+    assert plan is not None and plan.device_bytes <= room
+    assert plan.streams(key_plan.MATRICES) == matrices_stream
+    if matrices_stream:
+        assert plan.matrix_bytes == 2 * plan.block_bytes == 2 * key_plan.MATRIX_BLOCK_BYTES
+        assert plan.host_bytes == shape + sum(vectors.values())
+        assert plan.stream_bytes >= key_plan.MATRIX_STREAM_BELOW
+    else:
+        assert (plan.matrix_bytes, plan.block_bytes) == (shape, 0)
+    assert key_plan.plan_key(vectors, shape, 2 * key_plan.MATRIX_BLOCK_BYTES) is None
 
 
 def test_a_key_below_the_floor_is_refused_at_submit(make_engine, param_dir):

@@ -169,6 +169,12 @@ class Backend(Protocol):
 
     def evict(self, bases: PointSet) -> None: ...
 
+    def stream_shape(self, shape: R1CSShape, block_bytes: int) -> None:
+        """Keep ``shape``'s a/b/c matrices in host memory and stream them to the device in
+        row blocks of about ``block_bytes`` on every evaluation, instead of holding them on
+        the device: for a key whose device plan has no room for them. A no-op where the
+        matrices are in host memory anyway."""
+
     def forget_shape(self, shape: R1CSShape) -> None:
         """Drop what the backend keeps on its device for ``shape`` (the a/b/c matrices): its
         key left this device while the shape lives on for other devices."""

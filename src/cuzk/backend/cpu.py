@@ -157,6 +157,9 @@ class CpuBackend:
     def evict(self, bases: PointSet) -> None:
         self._pool.unregister(bases.key)
 
+    def stream_shape(self, shape: R1CSShape, block_bytes: int) -> None:
+        pass  # the matrices are host memory here already
+
     def forget_shape(self, shape: R1CSShape) -> None:
         pass  # the CPU keeps nothing per shape beyond the shape itself
 

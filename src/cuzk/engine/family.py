@@ -173,7 +173,7 @@ class BellpersonFamily(ProverFamily):
         params = read_params(info.params_path)
         shape = srs.shape_for(info.circuit_id, get_circuit(info.circuit_id))
         check_compatible(params, shape)
-        srs.preload(params.vectors, devices, info.circuit_id)
+        srs.preload(params.vectors, devices, info.circuit_id, shape)
         return params, shape
 
     def synthesize(
@@ -289,7 +289,7 @@ class SnarkjsFamily(ProverFamily):
             key = prepare(zkey)
             weakref.finalize(key.params, key.bases.remove)  # the engine keeps the params
         with key.section_errors():
-            srs.preload(key.vectors, devices)
+            srs.preload(key.vectors, devices, info.circuit_id, key.shape)
         return key.params, key.shape
 
     def synthesize(

@@ -12,8 +12,14 @@ so they finish before their points have crossed the bus (on the H200: 0.13–0.1
 against 0.23 s of upload at 55 GB/s; on PCIe 4.0, 0.5 s): each of their bytes kept resident
 saves time. B₁'s and B₂'s tails and the dense H take longer than their uploads (B₂ 0.60 s for
 6.4 GB, H 1.3 s for 12.9 GB): streamed, their upload hides under their own work. So vectors
-stay resident in the order L, A, B₁, B₂, H while they fit, and the rest stream. The shape's
-matrices always stay (the a/b/c kernels read them at random).
+stay resident in the order L, A, B₁, B₂, H while they fit, and the rest stream.
+
+The shape's matrices stay before any vector: a partition reads them four times (A, B, and C
+twice under a cap), about 7 GB of transfers for porep-32g's 5.5 GB, and their products are
+too short to hide an upload. They stream too (:meth:`cuzk.backend.base.Backend.stream_shape`,
+two slots of :data:`MATRIX_BLOCK_BYTES`) only when the points' buffers would otherwise shrink
+below :data:`MATRIX_STREAM_BELOW`: the device is then so small that the working set of one
+partition and two buffers barely fit (a 24 GB card for porep-32g).
 """
 
 from __future__ import annotations
@@ -30,6 +36,14 @@ RESIDENT_FIRST = ("l", "a", "b_g1", "b_g2", "h")
 STREAM_BUFFER_BYTES = 1 << 30
 #: The smallest buffer a plan shrinks to on a small device (thousands of points a pass).
 MIN_STREAM_BUFFER_BYTES = 1 << 20
+#: Bytes of each of the two device slots streamed matrices pass through: porep-32g's 1.8 GB
+#: matrices in 7–8 blocks each, a block's upload ≈ 5 ms at 55 GB/s.
+MATRIX_BLOCK_BYTES = 256 << 20
+#: Points' stream buffers smaller than this make a plan stream the shape's matrices as well
+#: (more passes per MSM cost more than the matrices' transfers).
+MATRIX_STREAM_BELOW = 256 << 20
+#: The name a plan's ``streamed`` gives the shape's matrices.
+MATRICES = "matrices"
 #: What a key of unknown per-vector sizes (a snarkjs key before it is prepared) is planned as:
 #: one block, all resident or all streamed.
 WHOLE = "all"
@@ -39,35 +53,51 @@ WHOLE = "all"
 class KeyPlan:
     """How one key sits on one device."""
 
-    streamed: frozenset[str]  # names from VECTORS (or WHOLE) kept in host memory
+    streamed: frozenset[str]  # names from VECTORS (or WHOLE), and MATRICES, in host memory
     stream_bytes: int  # bytes of each of the two device buffers (0: nothing streams)
-    device_bytes: int  # resident points + the shape's matrices + the two buffers
-    host_bytes: int  # page-locked host memory of the streamed vectors
+    device_bytes: int  # resident points + the shape's matrices (or slots) + the two buffers
+    host_bytes: int  # page-locked host memory of what streams
+    matrix_bytes: int = 0  # of device_bytes: the shape's matrices, or their two slots
+    block_bytes: int = 0  # bytes of each matrix slot when the matrices stream
 
     def streams(self, name: str) -> bool:
-        return name in self.streamed or WHOLE in self.streamed
+        return name in self.streamed or (WHOLE in self.streamed and name != MATRICES)
+
+
+def streamed_matrix_bytes(shape_bytes: int) -> int:
+    """Device bytes of a shape's matrices when they stream: two slots (no more than the
+    matrices themselves, for a small shape)."""
+    return min(shape_bytes, 2 * MATRIX_BLOCK_BYTES)
 
 
 def min_device_bytes(vector_bytes: Mapping[str, int], shape_bytes: int) -> int:
-    """The least a key can take on a device: its shape's matrices and two stream buffers of
-    the smallest size a plan shrinks them to."""
+    """The least a key can take on a device: its shape's matrices streamed through their two
+    slots, and two point buffers of the smallest size a plan shrinks them to."""
     largest = max(vector_bytes.values(), default=0)
-    return shape_bytes + 2 * min(MIN_STREAM_BUFFER_BYTES, largest)
+    return streamed_matrix_bytes(shape_bytes) + 2 * min(MIN_STREAM_BUFFER_BYTES, largest)
 
 
 def plan_key(vector_bytes: Mapping[str, int], shape_bytes: int, room: int) -> KeyPlan | None:
     """The plan for a key of these vectors (bytes by name) and shape matrices on a device
     with ``room`` bytes for it: everything resident when it fits, else the buffers and as
-    many vectors as fit in :data:`RESIDENT_FIRST` order. None when even the shape and the
-    smallest buffers do not fit."""
+    many vectors as fit in :data:`RESIDENT_FIRST` order, the matrices streamed too when the
+    buffers would be smaller than :data:`MATRIX_STREAM_BELOW`. None when even the slots and
+    the smallest buffers do not fit."""
     total = sum(vector_bytes.values()) + shape_bytes
     if total <= room:
-        return KeyPlan(frozenset(), 0, total, 0)
+        return KeyPlan(frozenset(), 0, total, 0, shape_bytes)
     largest = max(vector_bytes.values(), default=0)
-    buffer = min(STREAM_BUFFER_BYTES, largest, (room - shape_bytes) // 2)
+    matrices, block, host = shape_bytes, 0, 0
+    if (room - shape_bytes) // 2 < min(MATRIX_STREAM_BELOW, largest):
+        matrices = streamed_matrix_bytes(shape_bytes)
+        if matrices < shape_bytes:
+            block, host = matrices // 2, shape_bytes
+        else:  # two slots would take no less than the matrices: keep them
+            matrices = shape_bytes
+    buffer = min(STREAM_BUFFER_BYTES, largest, (room - matrices) // 2)
     if buffer < min(MIN_STREAM_BUFFER_BYTES, largest) or buffer <= 0:
         return None
-    left = room - shape_bytes - 2 * buffer
+    left = room - matrices - 2 * buffer
     resident = set()
     for name in sorted(vector_bytes, key=_residency_rank):
         if vector_bytes[name] <= left:
@@ -75,8 +105,10 @@ def plan_key(vector_bytes: Mapping[str, int], shape_bytes: int, room: int) -> Ke
             left -= vector_bytes[name]
     streamed = frozenset(vector_bytes) - resident
     kept = sum(vector_bytes[n] for n in resident)
-    host = sum(vector_bytes[n] for n in streamed)
-    return KeyPlan(streamed, buffer, kept + shape_bytes + 2 * buffer, host)
+    host += sum(vector_bytes[n] for n in streamed)
+    if block:
+        streamed |= {MATRICES}
+    return KeyPlan(streamed, buffer, kept + matrices + 2 * buffer, host, matrices, block)
 
 
 def _residency_rank(name: str) -> int:

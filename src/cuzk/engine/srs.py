@@ -49,7 +49,14 @@ from cuzk.engine.budget import (
     fmt_bytes,
     partition_bytes,
 )
-from cuzk.engine.key_plan import VECTORS, WHOLE, KeyPlan, min_device_bytes, plan_key
+from cuzk.engine.key_plan import (
+    MATRICES,
+    VECTORS,
+    WHOLE,
+    KeyPlan,
+    min_device_bytes,
+    plan_key,
+)
 from cuzk.engine.staging import StagingArea
 from cuzk.errors import BadInput, InternalError, ResourceExhausted
 from cuzk.groth16.keys import Parameters
@@ -139,9 +146,10 @@ class Resident:
 
     @property
     def streamed(self) -> tuple[str, ...]:
-        """Its vectors that stream from host memory on some device that holds it."""
+        """Its vectors (and its shape's matrices) that stream from host memory on some
+        device that holds it."""
         names = {n for p in self.plans.values() for n in p.streamed}
-        return tuple(n for n in (*VECTORS, WHOLE) if n in names)
+        return tuple(n for n in (*VECTORS, WHOLE, MATRICES) if n in names)
 
     @property
     def devices(self) -> tuple[int, ...]:
@@ -279,13 +287,13 @@ class SrsManager:
                 raise ResourceExhausted(
                     f"{info.circuit_id} needs at least {fmt_bytes(floor)} of a device's memory "
                     f"for one partition ({fmt_bytes(self._partition_need(info))} of working "
-                    f"set, {fmt_bytes(least)} for its shape's matrices and two stream buffers), "
-                    f"but a device has {fmt_bytes(usable)} beside its margin; raise "
-                    "device_memory_limit or prove it on a device with more memory"
+                    f"set, {fmt_bytes(least)} for the slots of its shape's matrices and two "
+                    f"stream buffers), but a device has {fmt_bytes(usable)} beside its margin; "
+                    "raise device_memory_limit or prove it on a device with more memory"
                 )
             raise ResourceExhausted(
                 f"the parameters of {info.circuit_id} need at least {fmt_bytes(least)} on a "
-                f"device (its shape's matrices and two stream buffers), but only "
+                f"device (the slots of its shape's matrices and two stream buffers), but only "
                 f"{fmt_bytes(largest)} of a device's memory is left for parameters beside its "
                 "staging budget; lower the engine's staging_budget (or prove it on a device "
                 "with more memory)"
@@ -444,10 +452,9 @@ class SrsManager:
                 if plan is None:  # room_on saw room: only a bug gets here
                     raise InternalError(f"no room for {info.circuit_id} on device {d}")
                 entry.plans[d] = plan
-                shape = matrix_bytes(info)
                 entry.device_res[d] = budget.reserve(
                     "srs", f"srs {info.circuit_id}",
-                    {"points": plan.device_bytes - shape, "shape": shape},
+                    {"points": plan.device_bytes - plan.matrix_bytes, "shape": plan.matrix_bytes},
                 )  # fmt: skip
                 if plan.streamed:
                     log.info("device %d streams %s of %s from host memory (%s pinned)", d,
@@ -536,7 +543,9 @@ class SrsManager:
             budget = self._device_budget(d)
             if budget is None:
                 continue
-            budget.resize(entry.device_res[d], "shape", entry.shape.nbytes)
+            plan = entry.plans.get(d)
+            if plan is None or not plan.streams(MATRICES):  # the estimate becomes exact
+                budget.resize(entry.device_res[d], "shape", entry.shape.nbytes)
             made = outcome.copies.get(d, 1)
             if made != entry.copies.get(d, 1):  # fewer made than reserved: give the rest back
                 budget.resize(entry.device_res[d], "copies", (made - 1) * entry.info.point_bytes)
@@ -591,16 +600,25 @@ class SrsManager:
         return self._shape_cache.directory if self._shape_cache is not None else None
 
     def preload(
-        self, vectors: Sequence[PointSet], devices: Sequence[int], circuit_id: str | None = None
+        self,
+        vectors: Sequence[PointSet],
+        devices: Sequence[int],
+        circuit_id: str | None = None,
+        shape: R1CSShape | None = None,
     ) -> None:
         """Make ``vectors`` (a key's, in :data:`VECTORS` order) resident on ``devices``, all or
-        none; those that ``circuit_id``'s plan on a device streams go to host memory there."""
+        none; those that ``circuit_id``'s plan on a device streams go to host memory there, and
+        so does ``shape``'s matrices where the plan streams them."""
         entry = self._entries.get(circuit_id) if circuit_id is not None else None
         done: list[tuple[Backend, PointSet]] = []
+        streamed: list[Backend] = []
         try:
             for d in devices:
                 backend = self._backends[d]
                 plan = entry.plans.get(d) if entry is not None else None
+                if plan is not None and shape is not None and plan.streams(MATRICES):
+                    streamed.append(backend)
+                    backend.stream_shape(shape, plan.block_bytes)
                 for name, vector in zip(VECTORS, vectors, strict=False):
                     stream = plan.stream_bytes if plan is not None and plan.streams(name) else 0
                     backend.preload(vector, stream)
@@ -609,6 +627,11 @@ class SrsManager:
             for backend, vector in done:  # a half-loaded circuit must not stay resident
                 try:
                     backend.evict(vector)
+                except Exception:  # best effort on an error path
+                    pass
+            for backend in streamed:
+                try:
+                    backend.forget_shape(shape)  # type: ignore[arg-type]  # (set when streamed)
                 except Exception:  # best effort on an error path
                     pass
             raise
@@ -653,7 +676,7 @@ class SrsManager:
                 params, shape = entry.params, entry.shape
                 for d in devices:
                     try:
-                        self.preload(params.vectors, (d,), entry.info.circuit_id)
+                        self.preload(params.vectors, (d,), entry.info.circuit_id, shape)
                     except Exception as e:  # that device goes without it
                         failed[d] = e
             ok = [d for d in devices if d not in failed]

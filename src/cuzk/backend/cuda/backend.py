@@ -174,7 +174,7 @@ class CudaBackend:
         # in those buffers (GpuNtt.h_quotient), not in three more of the domain's size. Under a
         # cap c is made only where it is read: two such buffers, not three.
         m = Domain.for_size(shape.num_constraints).m
-        if self.memory_limit is None:
+        if self.memory_limit is None and not self.abc.streams(shape):
             return self.abc.evaluate(shape, z, m)
         ma, mb, mc = self.abc.matrices(shape)
         return self.abc.padded(ma, z, m), self.abc.padded(mb, z, m), RowProduct(mc, z)
@@ -208,6 +208,10 @@ class CudaBackend:
 
     def evict(self, bases: PointSet) -> None:
         self.msms.evict(bases)
+
+    def stream_shape(self, shape: R1CSShape, block_bytes: int) -> None:
+        with self.gpu.guard("page-locking a shape's matrices"):
+            self.abc.stream(shape, block_bytes)
 
     def forget_shape(self, shape: R1CSShape) -> None:
         self.abc.forget(shape)

@@ -330,6 +330,44 @@ class Gpu:
         raise TypeError(f"kernel argument {a!r} must be a device array, None or a NumPy scalar")
 
 
+class Relay:
+    """Two device slots filled in turn from the host on a copy stream while a consumer stream
+    reads the other: the upload of block k overlaps the kernels of block k − 1. What a key or
+    a shape too large for the device streams through (MSM bases, constraint matrices).
+
+    Block k goes into slot k % 2: its upload waits for the consumer's last use of that slot
+    (:meth:`release`), and the consumer waits for the upload. The events persist across calls,
+    so one relay serves every evaluation that reuses its slots."""
+
+    def __init__(self, gpu: Gpu, copy_stream: Any, consumer: Any) -> None:
+        self._cp = gpu.cp
+        self._copy, self._consumer = copy_stream, consumer
+        # The slots are free once the consumer is past its earlier work: CuPy's pool may have
+        # handed the caller slot memory that kernels queued on the consumer still read.
+        ready = self._cp.cuda.Event(disable_timing=True)
+        ready.record(consumer)
+        self._freed = [ready, ready]
+
+    def fill(self, k: int, copies: Sequence[tuple[Any, np.ndarray]]) -> None:
+        """Upload each (device view in slot k % 2, host array) pair; the consumer's later
+        work waits for them. Host arrays should be page-locked (else each copy blocks)."""
+        slot = k % 2
+        self._copy.wait_event(self._freed[slot])
+        for dst, src in copies:
+            if src.size:
+                dst.set(src, stream=self._copy)
+        uploaded = self._cp.cuda.Event(disable_timing=True)
+        uploaded.record(self._copy)
+        self._consumer.wait_event(uploaded)
+
+    def release(self, k: int) -> None:
+        """The consumer's work on block k's slot is all queued: the next upload into it waits
+        for that work."""
+        done = self._cp.cuda.Event(disable_timing=True)
+        done.record(self._consumer)
+        self._freed[k % 2] = done
+
+
 class MemoryWatch:
     """The device's memory in use (total − free, the whole device as the driver reports it),
     sampled every :data:`WATCH_INTERVAL_S` on a daemon thread: ``peak`` is the highest seen —

@@ -48,7 +48,7 @@ import numpy as np
 
 from cuzk.backend.base import MIN_ONES_SHARE_FOR_SPLIT, MsmPlan, PointSet, check_fr_vec
 from cuzk.backend.cuda import msm_ba
-from cuzk.backend.cuda.device import Gpu
+from cuzk.backend.cuda.device import Gpu, Relay
 from cuzk.backend.cuda.points import FLAG_INFINITY, FLAG_MASK, FP_WORDS, GROUPS, xyzz_to_zcash
 from cuzk.errors import BadInput
 
@@ -583,31 +583,22 @@ class GpuMsm:
         ones_at = _cuts(cp, ones, edges, self._stream)
         tail_at = _cuts(cp, tail, edges, self._stream)
         buffers: list[Any] = []
-        freed: list[Any] = [None, None]
+        relay = None
         if res.streamed:
-            # Both buffers before any pass's scratch, and the copy stream waits until the MSM
-            # stream is past its earlier work: CuPy's pool hands this stream memory it freed
-            # while kernels queued on it may still read it, which only this stream's own
-            # order makes safe — a buffer allocated after pass 0's scratch was freed, written
-            # at once by the copy stream, corrupted pass 0 (the GPU test saw points off the
-            # curve and illegal instructions).
+            # Both buffers before any pass's scratch (see Relay: the slots' memory may come
+            # from what this stream freed while its kernels still read it — a buffer allocated
+            # after pass 0's scratch was freed, written at once by the copy stream, corrupted
+            # pass 0: points off the curve and illegal instructions in the GPU test).
             width = res.points.shape[1]
             buffers = [cp.empty((min(step, n), width), dtype=cp.uint32) for _ in range(2)]
-            ready = cp.cuda.Event(disable_timing=True)
-            ready.record(self._stream)
-            freed = [ready, ready]
+            relay = Relay(self.gpu, self._copy_stream, self._stream)
         parts: list[Any] = []
         exponents: list[int] = []
         for k in range(len(edges) - 1):
             lo, hi = int(edges[k]), int(edges[k + 1])
-            if res.streamed:
-                buf = buffers[k % 2][: hi - lo]
-                self._copy_stream.wait_event(freed[k % 2])
-                buf.set(res.points[lo:hi], stream=self._copy_stream)
-                uploaded = cp.cuda.Event(disable_timing=True)
-                uploaded.record(self._copy_stream)
-                self._stream.wait_event(uploaded)
-                points = buf
+            if relay is not None:
+                points = buffers[k % 2][: hi - lo]
+                relay.fill(k, [(points, res.points[lo:hi])])
             else:
                 points = res.points[lo:hi]
             view = _Resident(res.group, hi - lo, points)
@@ -625,10 +616,8 @@ class GpuMsm:
                 if len(o):
                     parts.append(self.enqueue_sum(view, (o - lo).astype(cp.uint32)))
                     exponents.append(0)
-            if res.streamed:
-                done = cp.cuda.Event(disable_timing=True)
-                done.record(self._stream)
-                freed[k % 2] = done
+            if relay is not None:
+                relay.release(k)
         return parts, exponents
 
     def _window_for(self, res: _Resident, m: int, window: int | None) -> int:

@@ -1,6 +1,8 @@
 // a = A·z, b = B·z, c = C·z over Fr from compact CSR matrices (cuzk.r1cs.shape.CsrMatrix
 // layout): indptr uint32 or uint64 (rows + 1), indices uint32 (nnz), coefficient ids uint8,
 // uint16 or uint32 (nnz) into a table (k, 4) of the circuit's distinct Montgomery coefficients.
+// spmv_<ip>_<id> also takes ``base``: the entry offset its indices and ids start at, so a block
+// of rows streamed from the host keeps the absolute row pointers of the whole matrix.
 //
 // One thread per row (rows are short: ~3 entries in the synthetic circuits, a few dozen at most
 // in real ones); blockIdx.y picks the matrix so one launch evaluates all three. The table is a
@@ -13,8 +15,8 @@ template <typename IP, typename ID>
 FR_FN void spmv_row(fr_u64* __restrict__ out, const IP* __restrict__ indptr,
                     const unsigned int* __restrict__ indices, const ID* __restrict__ ids,
                     const fr_u64* __restrict__ table, const fr_u64* __restrict__ z,
-                    fr_u64 row) {
-    const fr_u64 begin = indptr[row], end = indptr[row + 1];
+                    fr_u64 row, fr_u64 base) {
+    const fr_u64 begin = indptr[row] - base, end = indptr[row + 1] - base;
     fr_t acc = fr_zero();
     for (fr_u64 e = begin; e < end; e++) {
         const fr_t c = fr_load(table, (fr_u64)ids[e]);
@@ -50,16 +52,16 @@ FR_FN void spmv_row(fr_u64* __restrict__ out, const IP* __restrict__ indptr,
         }                                                                                      \
         for (fr_u64 row = (fr_u64)blockIdx.x * blockDim.x + threadIdx.x; row < (fr_u64)rows;  \
              row += (fr_u64)blockDim.x * gridDim.x) {                                          \
-            spmv_row<IP, ID>(out, ip, ix, id, t, z, row);                                      \
+            spmv_row<IP, ID>(out, ip, ix, id, t, z, row, 0);                                   \
         }                                                                                      \
     }                                                                                          \
     extern "C" __global__ void spmv_##IPN##_##IDN(fr_u64* out, const IP* indptr,               \
                                                   const unsigned int* indices, const ID* ids,  \
                                                   const fr_u64* table, const fr_u64* z,        \
-                                                  long long rows) {                            \
+                                                  long long rows, long long base) {            \
         for (fr_u64 row = (fr_u64)blockIdx.x * blockDim.x + threadIdx.x; row < (fr_u64)rows;  \
              row += (fr_u64)blockDim.x * gridDim.x) {                                          \
-            spmv_row<IP, ID>(out, indptr, indices, ids, table, z, row);                        \
+            spmv_row<IP, ID>(out, indptr, indices, ids, table, z, row, (fr_u64)base);        \
         }                                                                                      \
     }
 
