@@ -6,8 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from cuzk.engine import EngineConfig, ProofRequest
-from cuzk.engine import core as engine_core
+from cuzk.engine import EngineConfig, ProofRequest, intake
 from cuzk.errors import BadInput, BadPayload
 
 from .conftest import SMALL
@@ -35,7 +34,7 @@ class _Choking:
 )
 def test_a_parser_failure_is_bad_payload(make_engine, monkeypatch, error):
     engine = make_engine()
-    monkeypatch.setattr(engine_core, "family_for", lambda cid: _Choking(error))
+    monkeypatch.setattr(intake, "family_for", lambda cid: _Choking(error))
     with pytest.raises(BadPayload, match=f"^{SMALL}: the payload does not parse"):
         engine.submit(ProofRequest(circuit_id=SMALL, payload=b"{}"))
     with pytest.raises(type(error)):  # seeds come from the caller's own code, not a sender

@@ -14,7 +14,7 @@ from cuzk.circuits.filecoin.post import post_params
 from cuzk.circuits.filecoin.snap_vanilla import generate_update
 from cuzk.circuits.filecoin.vanilla_json import random_request
 from cuzk.engine import EngineConfig, ProofRequest
-from cuzk.engine.core import _open
+from cuzk.engine.intake import open_request
 from cuzk.engine.opener import PayloadOpener, portable
 from cuzk.errors import BadInput, BadPayload, UnsatisfiedConstraint
 
@@ -65,7 +65,7 @@ def test_a_statement_that_does_not_pickle_is_opened_locally_from_then_on(opener,
 def test_a_bad_payload_is_refused_through_the_helper(opener, tmp_path, seed):
     config = EngineConfig(param_dir=tmp_path)
     with pytest.raises(BadPayload, match="not valid JSON"):
-        _open(ProofRequest("snap-2k", payload=b'{"not": json'), config, opener)
+        open_request(ProofRequest("snap-2k", payload=b'{"not": json'), config, opener)
     payload = bytearray(generate_update(2048, seed).encode())
     at = payload.index(b"comm_r_new")
     payload[at : at + 40] = b"x" * 40  # a field name and value gone

@@ -132,3 +132,21 @@ def test_block_witness_frees_every_segment_when_gathering_fails(synth_pool, monk
     monkeypatch.undo()
     assert len(names) == 3 + (failure == "open")  # header + two challenges (+ one retry)
     assert not [n for n in set(names) if os.path.exists(f"/dev/shm/{n.lstrip('/')}")]
+
+
+def _caches_in_worker() -> tuple[int, int]:
+    """(memos in the worker's own synthesis cache, memos in its process default), read in a
+    pool worker."""
+    from cuzk.engine import synth_pool as module
+    from cuzk.r1cs import PROCESS_CACHE
+
+    assert module._cache is not None and module._cache is not PROCESS_CACHE
+    return len(module._cache._memos), len(PROCESS_CACHE._memos)
+
+
+def test_a_worker_synthesizes_with_its_own_cache(synth_pool, seed):
+    """What a worker's syntheses learn goes into the cache the worker made, not the default."""
+    text, _ = random_request(post_params("wpost-2k"), np.random.default_rng(seed))
+    synth_pool.synthesize(open_statement("wpost-2k", payload=text.encode()).circuit(0), PLAIN)
+    own, default = synth_pool._pool.submit(_caches_in_worker).result()
+    assert own and not default

@@ -4,12 +4,56 @@ returns, made from the live objects (kept apart from the state machine in
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections import Counter
+from collections.abc import Collection, Iterable, Sequence
 
 from cuzk.engine.budget import MemoryBudget
-from cuzk.engine.request import BudgetStatus, DeviceStatus, SrsStatus, WorkerStatus
-from cuzk.engine.srs import Resident
+from cuzk.engine.job import Job
+from cuzk.engine.request import (
+    BudgetStatus,
+    DeviceStatus,
+    EngineStatus,
+    JobState,
+    PartitionState,
+    Priority,
+    SrsStatus,
+    WorkerStatus,
+)
+from cuzk.engine.srs import Resident, SrsManager
 from cuzk.engine.workers import Device, Worker
+
+
+def engine_status(
+    uptime: float,
+    accepting: bool,
+    jobs: Collection[Job],
+    budget: MemoryBudget,
+    srs: SrsManager,
+    workers: Sequence[Worker],
+    devices: Sequence[Device],
+) -> EngineStatus:
+    """The whole status (engine lock held): job and partition counts by priority and state,
+    every remembered job, memory, residency, workers and devices."""
+    counts = {p.name: Counter[str]() for p in Priority}
+    parts: Counter[str] = Counter()
+    for job in jobs:
+        counts[job.request.priority.name][job.state.value] += 1
+        for p in job.parts:
+            parts[p.state.value] += 1
+    budgets = srs.device_budgets
+    return EngineStatus(
+        uptime=uptime,
+        accepting=accepting,
+        counts={k: {s.value: c[s.value] for s in JobState} for k, c in counts.items()},
+        partitions={s.value: parts[s.value] for s in PartitionState},
+        jobs=tuple(j.snapshot() for j in jobs),
+        budget=budget_status(budget),
+        srs=srs_statuses(srs.entries()),
+        evictions=srs.evictions,
+        workers=worker_statuses(workers),
+        devices=device_statuses(devices, budgets),
+        device_budgets=tuple(budget_status(b) for b in budgets or ()),
+    )
 
 
 def budget_status(budget: MemoryBudget) -> BudgetStatus:

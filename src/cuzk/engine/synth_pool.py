@@ -18,6 +18,11 @@ A partition whose circuit is a header and k independent blocks (:mod:`cuzk.r1cs.
 per PoRep challenge) is itself spread over the pool: one task per block view, reassembled
 straight from the workers' shared memory into the partition's vector (one copy), so a 32 GiB
 partition takes the time of its slowest challenge, not of all 18 in a row.
+
+Each worker process makes its own :class:`~cuzk.r1cs.memo.SynthesisCache` when it starts and
+passes it to every synthesis it runs: what it learns (SHA-256 tapes, Poseidon first-use checks,
+the last SnapDeals header, which the next view of the same partition replays) is owned by the
+process that runs the syntheses, not by a module default.
 """
 
 from __future__ import annotations
@@ -30,7 +35,7 @@ from multiprocessing import resource_tracker, shared_memory
 import numpy as np
 
 from cuzk.errors import InternalError
-from cuzk.r1cs import Circuit, SynthesisOptions
+from cuzk.r1cs import Circuit, SynthesisCache, SynthesisOptions
 from cuzk.r1cs.blocks import BlockCircuit, assemble, groups
 from cuzk.r1cs.deferred import DeferredAux, RunGroup
 
@@ -141,10 +146,16 @@ def _take(name: str, rows: int) -> np.ndarray:
     return aux
 
 
+#: This worker process's synthesis cache, made by :func:`_init_worker` (None in the parent).
+_cache: SynthesisCache | None = None
+
+
 def _init_worker() -> None:
+    global _cache
     import numba
 
     numba.set_num_threads(1)  # the pool is the parallelism; keep each worker on one core
+    _cache = SynthesisCache()
 
 
 def _remote(circuit: Circuit, options: SynthesisOptions) -> tuple[list[int], str, int, Runs]:
@@ -152,12 +163,14 @@ def _remote(circuit: Circuit, options: SynthesisOptions) -> tuple[list[int], str
     shared-memory segment for the parent."""
     from cuzk.r1cs import BulkWitness, synthesize_witness
 
+    if _cache is None:
+        raise InternalError("a synthesis task ran outside a pool worker (no synthesis cache)")
     runs: Runs = None
     if isinstance(circuit, BulkWitness):
         inputs, bulk = circuit.assignment()
         rows = len(bulk)
     else:
-        cs = synthesize_witness(circuit, options)
+        cs = synthesize_witness(circuit, options, _cache)
         inputs, rows = cs.inputs, cs.host_len
     shm = shared_memory.SharedMemory(create=True, size=max(1, rows * 32))
     try:

@@ -8,6 +8,9 @@ knows none of them. A constraint system carries the cache it fills (:attr:`Const
 <cuzk.r1cs.system.ConstraintSystem.cache>`); every system a synthesis makes inside another (a
 probe, a recording) is given the same one. A process's syntheses share :data:`PROCESS_CACHE`
 unless they pass their own: a test that must see a first use passes a fresh cache or clears it.
+The engine's synthesis processes (:mod:`cuzk.engine.synth_pool`) each make one and pass it;
+the default serves whoever passes none: syntheses in the engine's own process (shapes, and
+witnesses built in its threads), one-shot command-line paths and tests.
 """
 
 from __future__ import annotations
@@ -39,5 +42,6 @@ class SynthesisCache:
             self._memos.clear()
 
 
-#: The cache of this process's syntheses, every system's unless it is given another.
+#: The cache of this process's syntheses, every system's unless it is given another (the
+#: engine's synthesis processes give theirs).
 PROCESS_CACHE = SynthesisCache()
