@@ -18,8 +18,8 @@ The shape's matrices stay before any vector: a partition reads them four times (
 twice under a cap), about 7 GB of transfers for porep-32g's 5.5 GB, and their products are
 too short to hide an upload. They stream too (:meth:`cuzk.backend.base.Backend.stream_shape`,
 two slots of :data:`MATRIX_BLOCK_BYTES`) only when the points' buffers would otherwise shrink
-below :data:`MATRIX_STREAM_BELOW`: the device is then so small that the working set of one
-partition and two buffers barely fit (a 24 GB card for porep-32g).
+below :data:`MATRIX_STREAM_BELOW`, which costs more (porep-32g: on devices of less than about
+30 GB, where one partition's working set leaves less than 7.5 GB for the key).
 """
 
 from __future__ import annotations
@@ -39,9 +39,11 @@ MIN_STREAM_BUFFER_BYTES = 1 << 20
 #: Bytes of each of the two device slots streamed matrices pass through: porep-32g's 1.8 GB
 #: matrices in 7–8 blocks each, a block's upload ≈ 5 ms at 55 GB/s.
 MATRIX_BLOCK_BYTES = 256 << 20
-#: Points' stream buffers smaller than this make a plan stream the shape's matrices as well
-#: (more passes per MSM cost more than the matrices' transfers).
-MATRIX_STREAM_BELOW = 256 << 20
+#: Points' stream buffers smaller than this make a plan stream the shape's matrices as well:
+#: more passes per MSM cost more than the matrices' transfers. Measured on porep-32g (H200):
+#: 0.4 GiB buffers beside resident matrices, 2.47 s of GPU per partition; 0.9 GiB buffers with
+#: the matrices streamed, 2.36 s; 1 GiB buffers beside resident matrices, 2.19 s.
+MATRIX_STREAM_BELOW = STREAM_BUFFER_BYTES
 #: The name a plan's ``streamed`` gives the shape's matrices.
 MATRICES = "matrices"
 #: What a key of unknown per-vector sizes (a snarkjs key before it is prepared) is planned as:
