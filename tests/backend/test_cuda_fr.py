@@ -84,6 +84,7 @@ def test_classify_and_split_plan(backend, rng, seed, n):
     d = backend.upload(v)
     assert np.array_equal(_host(backend, backend.fr.classify(d)), fr.classify(v)), seed
     ones, tail = backend.fr.split_plan(d)
+    assert ones.dtype == tail.dtype == np.int32  # (fewer than 2^31 scalars)
     plan = MsmPlan.of(v)
     assert np.array_equal(_host(backend, ones), plan.ones), seed
     assert np.array_equal(_host(backend, tail), plan.tail), seed

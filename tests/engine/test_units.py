@@ -5,7 +5,13 @@ from __future__ import annotations
 
 import pytest
 
-from cuzk.engine.budget import MemoryBudget, detect_total, partition_bytes
+from cuzk.engine.budget import (
+    CAPPED_KERNEL_SCRATCH,
+    MemoryBudget,
+    capped_kernel_bytes,
+    detect_total,
+    partition_bytes,
+)
 from cuzk.engine.config import EngineConfig, FaultInjection
 from cuzk.engine.request import PartitionTimeline, Priority, ProofRequest
 from cuzk.engine.scheduler import Scheduler, WorkKey
@@ -248,3 +254,20 @@ def test_gpu_partitions_weigh_only_their_witness_on_the_host():
     # at least its 32-byte values and a gathering copy; ten fit a 128 GiB host's budget
     assert 64 * n <= gpu["carry"] and 10 * gpu["carry"] < 120 << 30
     assert cpu["kernel"] >= 40 << 30
+
+
+def test_capped_kernel_bytes_count_each_msm_and_both_phases():
+    """Under a cap the kernels hold the larger of two phases; each MSM's scalars and int32
+    plan are counted at its own size (the key's point counts), every variable when unknown."""
+    gib = 1 << 30
+    m, n = 1 << 27, 130_278_869  # porep-32g: domain and variables
+    sizes = {"l": n - 2, "a": 65_000_000, "b_g1": 41_700_000}
+    got = capped_kernel_bytes(m, n, sizes)
+    held = 32 * sizes["b_g1"] + 4 * (sizes["l"] + 2 * sizes["b_g1"])
+    assert got == 64 * m + held + CAPPED_KERNEL_SCRATCH
+    assert 12 * gib < got < 12.3 * gib
+    unknown = max(64 * m + 44 * n, 32 * m + 80 * n) + CAPPED_KERNEL_SCRATCH  # all of z
+    assert capped_kernel_bytes(m, n) == unknown > got
+    # A dense A on a full domain: the phase after h (h, A's scalars and plan) is the larger.
+    dense = capped_kernel_bytes(1000, 1000, {"l": 10, "a": 1000, "b_g1": 10})
+    assert dense == 32 * 1000 + 36 * 1000 + 32 * 10 + 4 * 30 + CAPPED_KERNEL_SCRATCH

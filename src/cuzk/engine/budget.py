@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import os
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from cuzk.errors import InternalError, ResourceExhausted
@@ -37,42 +38,52 @@ GPU_SYNTH_BYTES_PER_VARIABLE = 96
 KERNEL_BYTES_PER_DOMAIN = 320  # measured peak ~288, rounded up
 #: The kernel region's device memory per domain element on a GPU (one partition under the
 #: compute lock, z staged apart): a, b, c (96 B, h made in place in their buffers), the A and B
-#: scalars gathered from z (≤ 64 B), the split MSMs' int64 plans (≈ 16 B) and one whole MSM's
-#: sorted entries (52 B at 13 windows). Rounded up to what session 14 measured the uncapped
+#: scalars gathered from z (≤ 64 B), the split MSMs' plans (≈ 16 B as int64 when measured;
+#: int32 since) and one whole MSM's sorted entries (52 B at 13 windows). Rounded up to what session 14 measured the uncapped
 #: path with (porep-32g: 106.8 GiB at peak with two partitions and the whole key resident).
 GPU_KERNEL_BYTES_PER_DOMAIN = 320
 #: Under a device memory cap the kernels hold less (:func:`capped_kernel_bytes`): the H
-#: quotient in two domain buffers, the A scalars gathered only after h is made, and the MSMs
-#: run in passes of at most 2^24 points.
+#: quotient in two domain buffers, the A scalars gathered only after h is made, the split MSMs'
+#: plans as int32 indices, and the MSMs run in passes of at most 2^24 points.
 CAPPED_KERNEL_BYTES_PER_DOMAIN = 64  # two domain buffers: a then a·b − c then h; b then c
-CAPPED_KERNEL_BYTES_PER_VARIABLE = 48  # B scalars (32) and the L and B plans (8 each)
+FR_BYTES = 32  # one gathered scalar
+PLAN_BYTES = 4  # one int32 index of a split MSM's plan (fewer than 2^31 scalars)
 #: The rest under a cap, bounded whatever the circuit: one MSM pass's sorted entries, gathered
 #: tail and window sums (2^24 points) beside the a·b = c check's slices (2^24 rows).
 CAPPED_KERNEL_SCRATCH = 2 << 30
 
 
 def kernel_bytes(
-    domain_size: int, num_variables: int = 0, backend: str = "cpu", capped: bool = False
+    domain_size: int,
+    num_variables: int = 0,
+    backend: str = "cpu",
+    capped: bool = False,
+    msm_sizes: Mapping[str, int] | None = None,
 ) -> int:
     """One partition's kernel working set: host memory on the CPU backend, device memory on
     a GPU (where the staging area counts it); ``capped``: a GPU under a memory cap."""
     if backend == "cpu":
         return KERNEL_BYTES_PER_DOMAIN * domain_size
     if capped:
-        return capped_kernel_bytes(domain_size, num_variables)
+        return capped_kernel_bytes(domain_size, num_variables, msm_sizes)
     return GPU_KERNEL_BYTES_PER_DOMAIN * domain_size
 
 
-def capped_kernel_bytes(domain_size: int, num_variables: int) -> int:
-    """A GPU's kernel working set under a cap: the larger of its two phases, bounded by the
-    first. While h is made: two domain buffers, the B scalars and the L and B MSMs' plans.
-    After: h (one domain buffer) and the A scalars and plan (40 B per variable), which is
-    less for every circuit (n ≤ m)."""
-    return (
-        CAPPED_KERNEL_BYTES_PER_DOMAIN * domain_size
-        + CAPPED_KERNEL_BYTES_PER_VARIABLE * num_variables
-        + CAPPED_KERNEL_SCRATCH
-    )
+def capped_kernel_bytes(
+    domain_size: int, num_variables: int, msm_sizes: Mapping[str, int] | None = None
+) -> int:
+    """A GPU's kernel working set under a cap: the larger of its two phases. While h is
+    made: two domain buffers, B's scalars, and the plans of the L MSM and the two B MSMs.
+    After: h (one domain buffer) and A's scalars and plan, beside what L's and B's MSMs may
+    still hold. ``msm_sizes``: the scalars of each MSM by vector name (the key's point
+    counts); every variable where unknown. porep-32g: 10.1 GiB while h is made, 2 GiB of
+    scratch beside (it was 15.8 GiB in all at 48 B per variable for B and the plans)."""
+    sizes = msm_sizes or {}
+    n_l, n_a, n_b = (sizes.get(v, num_variables) for v in ("l", "a", "b_g1"))
+    held = FR_BYTES * n_b + PLAN_BYTES * (n_l + 2 * n_b)
+    while_h = CAPPED_KERNEL_BYTES_PER_DOMAIN * domain_size + held
+    after_h = FR_BYTES * domain_size + (FR_BYTES + PLAN_BYTES) * n_a + held
+    return max(while_h, after_h) + CAPPED_KERNEL_SCRATCH
 
 
 #: Host bytes per file byte of points while a key is resident: the CPU backend's MSM workers

@@ -190,14 +190,16 @@ class GpuFr:
         return out
 
     def split_plan(self, v: Any) -> tuple[Any, Any]:
-        """(indices of ones, indices of the others that are not zero), int64 device arrays:
-        the split MSM's plan (cf. cuzk.backend.base.MsmPlan)."""
+        """(indices of ones, indices of the others that are not zero) as device arrays: the
+        split MSM's plan (cf. cuzk.backend.base.MsmPlan). int32 below 2^31 scalars: a PoRep
+        partition's L and B plans are then 1 GB, not 2, while the H quotient runs beside them."""
         kinds = self.classify(v)
         xp = self.gpu.xp
+        index = xp.int32 if int(v.shape[0]) < 1 << 31 else xp.int64
         with self.gpu.context():
             return (
-                xp.flatnonzero(kinds == 1).astype(xp.int64),
-                xp.flatnonzero(kinds == 2).astype(xp.int64),
+                xp.flatnonzero(kinds == 1).astype(index),
+                xp.flatnonzero(kinds == 2).astype(index),
             )
 
 
