@@ -15,7 +15,8 @@ from cuzk.circuits import get_circuit
 from cuzk.engine import EngineConfig, FaultInjection, JobState, Priority, ProofRequest, key_plan
 from cuzk.engine.budget import DEVICE_MARGIN, device_key_budget
 from cuzk.engine.family import circuit_info
-from cuzk.engine.srs import AUTO_COPIES, device_bytes, matrix_bytes
+from cuzk.engine.srs import AUTO_COPIES
+from cuzk.engine.srs_entry import device_bytes, matrix_bytes
 from cuzk.errors import BadInput, ResourceExhausted
 from cuzk.r1cs import synthesize_shape
 from cuzk.server.http import status_json
@@ -441,7 +442,7 @@ def test_a_tight_cap_with_four_workers_never_deadlocks(make_engine, param_dir, s
     keys and staging area stay within the cap."""
     import random
 
-    from cuzk.engine.srs import least_device_bytes
+    from cuzk.engine.srs_entry import least_device_bytes
     from cuzk.engine.workers import staged_bytes_for
 
     infos = [_info(param_dir, cid) for cid in (SMALL, LARGER)]

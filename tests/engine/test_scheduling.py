@@ -9,7 +9,7 @@ import pytest
 from cuzk.circuits import get_circuit
 from cuzk.engine import FaultInjection, Priority, ProofRequest
 from cuzk.engine.family import circuit_info
-from cuzk.engine.srs import shape_nbytes
+from cuzk.engine.srs_entry import shape_nbytes
 from cuzk.errors import ResourceExhausted
 from cuzk.r1cs import synthesize_shape
 from cuzk.r1cs.cache import ShapeCache

@@ -61,7 +61,8 @@ from cuzk.engine.request import (
 )
 from cuzk.engine.residency import make_residency
 from cuzk.engine.scheduler import Scheduler, WorkKey
-from cuzk.engine.srs import LOADING, RESIDENT, CircuitInfo, Placement, Resident
+from cuzk.engine.srs import CircuitInfo, Resident
+from cuzk.engine.srs_entry import LOADING, RESIDENT, Placement
 from cuzk.engine.status_view import engine_status
 from cuzk.engine.synth_pool import SynthesisPool
 from cuzk.engine.timeline import Clock

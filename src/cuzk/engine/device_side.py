@@ -22,7 +22,8 @@ from cuzk.engine.job import Partition
 from cuzk.engine.lifecycle import Lifecycle, srs_wait
 from cuzk.engine.request import JobResult, JobState, PartitionState, Priority
 from cuzk.engine.scheduler import Scheduler
-from cuzk.engine.srs import LOADING, CircuitInfo, Resident, SrsManager
+from cuzk.engine.srs import CircuitInfo, Resident, SrsManager
+from cuzk.engine.srs_entry import LOADING
 from cuzk.errors import InternalError
 
 if TYPE_CHECKING:

@@ -9,7 +9,7 @@ is confined to a :class:`ProverFamily`:
 * ``open``: parse and check a request at submit, size its job (:class:`CircuitInfo`);
 * ``load``: read the key as :class:`~cuzk.groth16.keys.Parameters` (a snarkjs key's bases
   translated into bellperson's layout, its QAP reduction recorded in the key) and make its
-  vectors resident (on the :class:`SrsManager`'s backends);
+  vectors resident (through the :class:`SrsManager`'s loader, on its backends);
 * ``synthesize``: turn a partition into an assignment (a synthesis worker);
 * ``unverified``: the error a proof that fails the final check becomes.
 
@@ -171,9 +171,9 @@ class BellpersonFamily(ProverFamily):
     ) -> tuple[Parameters, R1CSShape]:
         """Read the key, get the shape, check they match and preload ``devices``."""
         params = read_params(info.params_path)
-        shape = srs.shape_for(info.circuit_id, get_circuit(info.circuit_id))
+        shape = srs.loader.shape_for(info.circuit_id, get_circuit(info.circuit_id))
         check_compatible(params, shape)
-        srs.preload(params.vectors, devices, info.circuit_id, shape)
+        srs.loader.preload(params.vectors, devices, info.circuit_id, shape)
         return params, shape
 
     def synthesize(
@@ -280,7 +280,7 @@ class SnarkjsFamily(ProverFamily):
         zkey = read_zkey(info.params_path)
         if (zkey.n_vars, zkey.domain_size) != (info.num_variables, info.domain_size):
             raise BadInput(f"{info.params_path} changed after the request was accepted")
-        cache = _bases_cache_dir(srs.shape_cache_dir, info.params_path.parent)
+        cache = _bases_cache_dir(srs.loader.shape_cache_dir, info.params_path.parent)
         try:
             key = prepare(zkey, cache_dir=cache)
         except OSError as e:  # a read-only directory: translate into a temporary file
@@ -289,7 +289,7 @@ class SnarkjsFamily(ProverFamily):
             key = prepare(zkey)
             weakref.finalize(key.params, key.bases.remove)  # the engine keeps the params
         with key.section_errors():
-            srs.preload(key.vectors, devices, info.circuit_id, key.shape)
+            srs.loader.preload(key.vectors, devices, info.circuit_id, key.shape)
         return key.params, key.shape
 
     def synthesize(

@@ -19,7 +19,8 @@ from cuzk.engine.budget import MemoryBudget
 from cuzk.engine.job import ACTIVE, Job, Partition
 from cuzk.engine.request import JobCancelled, JobOutcome, JobResult, JobState, PartitionState
 from cuzk.engine.scheduler import Scheduler
-from cuzk.engine.srs import DRAINING, SrsManager
+from cuzk.engine.srs import SrsManager
+from cuzk.engine.srs_entry import DRAINING
 from cuzk.engine.timeline import Clock
 from cuzk.errors import BadInput, CuzkError, DeviceFault, InternalError, ResourceExhausted
 

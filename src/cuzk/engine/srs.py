@@ -9,218 +9,63 @@ a queued job pins nothing, so when nothing runs every entry is evictable and the
 queue can always make room — the budget cannot deadlock on residency.
 
 Table methods run under the engine's lock; :meth:`SrsManager.load_placement` does the slow part
-outside it.
+outside it, through the table's :class:`~cuzk.engine.srs_load.KeyLoader`. The types the table
+hands out (:class:`~cuzk.engine.srs_entry.Resident` and the rest) and the sizes it reserves are
+:mod:`cuzk.engine.srs_entry`'s.
 
 Where a key is on the devices is tracked per device (``Resident.placed``): a new key goes to every
 device with room for it (:meth:`SrsManager.room_on`, evicting keys idle there), and a device only
 takes partitions of keys it holds. On GPUs the points live in device memory, which each device's
-*key budget* accounts for (what the device keeps for resident parameters beside its staging
-area; see :func:`cuzk.engine.budget.device_key_budget`): a key reserves its points and its
-shape's matrices there (:func:`device_bytes`). Without it, two 32 GiB keys (44 + 57 GiB on an
-H200) became resident together beside a 70 GiB staging area: the device ran out of memory and
-the WindowPoSt failed. When no device has room, one device gives up a busy key that other
-devices also hold (:meth:`SrsManager.drain_for`): its partitions there finish, no new one comes,
-and the waiting key loads there while the rest of the devices keep the busy key's work going.
-On one device (or when every busy key lives on one device only) the waiting key waits for the
-busy key's partitions to drain and the key to go idle. A key taken off every device stays in
-host memory (its shape) until the host budget needs the room. CPU virtual devices report no
-memory: every key goes to every device there.
-
-On the CPU backend ``preload`` registers the vectors with the device's MSM pool, whose worker
-processes decode their chunks in the background, in order, ahead of any later MSM; RESIDENT
-therefore means "registered", and the first kernel region after a load may wait for the
-decode. (``CpuBackend.preload`` drops the pool's load future; if it returned it, the engine
-could wait for true residency here.)
+*key budget* accounts for (what the device keeps for resident parameters beside its staging area;
+see :func:`cuzk.engine.budget.device_key_budget`): a key reserves its points and its shape's
+matrices there (:func:`~cuzk.engine.srs_entry.device_bytes`). Without it, two 32 GiB keys
+(44 + 57 GiB on an H200) became resident together beside a 70 GiB staging area: the device ran out
+of memory and the WindowPoSt failed. When no device has room, one device gives up a busy key that
+other devices also hold (:meth:`SrsManager.drain_for`): its partitions there finish, no new one
+comes, and the waiting key loads there while the rest of the devices keep the busy key's work going.
+On one device (or when every busy key lives on one device only) the waiting key waits for the busy
+key's partitions to drain and the key to go idle. A key taken off every device stays in host memory
+(its shape) until the host budget needs the room. CPU virtual devices report no memory: every key
+goes to every device there.
 """
 
 from __future__ import annotations
 
 import logging
-from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 
-from cuzk.backend.base import Backend, PointSet
-from cuzk.engine.budget import (
-    SHAPE_DERIVED_BYTES_PER_VARIABLE,
-    MemoryBudget,
-    Reservation,
-    fmt_bytes,
-    partition_bytes,
+from cuzk.backend.base import Backend
+from cuzk.engine.budget import MemoryBudget, fmt_bytes
+from cuzk.engine.key_plan import MATRICES, plan_key
+from cuzk.engine.srs_entry import (
+    DRAINING,
+    FAILED,
+    LOADING,
+    RESIDENT,
+    CircuitInfo,
+    LoadOutcome,
+    Placement,
+    Resident,
+    device_bytes,
+    least_device_bytes,
+    matrix_bytes,
+    shape_nbytes,
 )
-from cuzk.engine.key_plan import (
-    MATRICES,
-    VECTORS,
-    WHOLE,
-    KeyPlan,
-    min_device_bytes,
-    plan_key,
-)
+from cuzk.engine.srs_load import KeyLoader
 from cuzk.engine.staging import StagingArea
-from cuzk.errors import BadInput, InternalError, ResourceExhausted
+from cuzk.errors import InternalError, ResourceExhausted
 from cuzk.groth16.keys import Parameters
-from cuzk.r1cs import Circuit, R1CSShape, synthesize_shape
-from cuzk.r1cs.cache import ShapeCache
 
 log = logging.getLogger(__name__)
 
 #: Copies of a key's bases that make one bucket row at the 20-bit window (⌈256/20⌉ windows).
 AUTO_COPIES = 13
 
-LOADING, RESIDENT, FAILED = "loading", "resident", "failed"
-#: A device whose place for a key is being given up: its partitions finish, no new one comes.
-DRAINING = "draining"
-
-
-@dataclass(frozen=True)
-class CircuitInfo:
-    """What the engine knows about a circuit from its key file's header alone (cheap)."""
-
-    circuit_id: str
-    params_path: Path
-    num_variables: int  # inputs (with ONE) + aux
-    domain_size: int  # m
-    srs_bytes: int  # host bytes to keep its points resident on every device
-    shape_bytes: int  # estimate until the shape is loaded
-    family: str = "bellperson"  # the prover family (:mod:`cuzk.engine.family`) that proves it
-    vk_file: Path | None = None  # where its verifying key is, when not beside the params
-    backend: str = "cpu"  # where its partitions run (what of their working set is host memory)
-    point_bytes: int = 0  # its key's points as a device holds them (affine, one device)
-    #: (name, bytes) of each vector (key_plan.VECTORS' names); one WHOLE block when unknown
-    vector_bytes: tuple[tuple[str, int], ...] = ()
-
-    @property
-    def vectors(self) -> dict[str, int]:
-        return dict(self.vector_bytes) if self.vector_bytes else {WHOLE: self.point_bytes}
-
-    @property
-    def partition_parts(self) -> dict[str, int]:
-        return partition_bytes(self.num_variables, self.domain_size, self.backend)
-
-    @property
-    def vk_path(self) -> Path:
-        """The file results point clients to: ``.vk`` beside bellperson params; the
-        ``.zkey`` itself for snarkjs keys (it carries the verifying key)."""
-        return self.vk_file if self.vk_file is not None else self.params_path.with_suffix(".vk")
-
-
-@dataclass(eq=False)
-class Resident:
-    """One circuit's residency entry (mutable, guarded by the engine's lock).
-
-    ``state`` is the key's own: LOADING until it has been read once, then RESIDENT (or FAILED).
-    Where it is on the devices is per device (``placed``): a device may be LOADING it, hold it
-    (RESIDENT) or be DRAINING it (partitions already there finish; no new one comes; it leaves
-    when the last one ends, to make room for another key)."""
-
-    info: CircuitInfo
-    state: str  # LOADING, RESIDENT or FAILED
-    srs: Reservation
-    shape_res: Reservation
-    last_used: float
-    users: int = 0  # partitions in flight that need it (any device, or none yet)
-    params: Parameters | None = None
-    shape: R1CSShape | None = None
-    error: BaseException | None = None
-    load_span: tuple[float, float] | None = None  # engine clock: when its first load ran
-    placed: dict[int, str] = field(default_factory=dict)  # device → LOADING/RESIDENT/DRAINING
-    device_res: dict[int, Reservation] = field(default_factory=dict)  # each device's key budget
-    copies: dict[int, int] = field(default_factory=dict)  # shifted copies of its bases there
-    plans: dict[int, KeyPlan] = field(default_factory=dict)  # what streams on each device
-    bound: Counter[int] = field(default_factory=Counter)  # partitions on each device now
-
-    @property
-    def held(self) -> int:
-        return self.srs.held + self.shape_res.held
-
-    @property
-    def device_held(self) -> int:
-        """Bytes of a device's key budget it holds (the most on any device; 0 without one)."""
-        return max((r.held for r in self.device_res.values()), default=0)
-
-    @property
-    def msm_copies(self) -> int:
-        """Copies of its bases on every device that holds it (1: none on one of them)."""
-        return min((self.copies.get(d, 1) for d in self.placed), default=1)
-
-    @property
-    def streamed(self) -> tuple[str, ...]:
-        """Its vectors (and its shape's matrices) that stream from host memory on some
-        device that holds it."""
-        names = {n for p in self.plans.values() for n in p.streamed}
-        return tuple(n for n in (*VECTORS, WHOLE, MATRICES) if n in names)
-
-    @property
-    def devices(self) -> tuple[int, ...]:
-        """The devices that hold it now (loaded, draining included)."""
-        return tuple(sorted(d for d, s in self.placed.items() if s != LOADING))
-
-    def takes(self, device: int) -> bool:
-        """A ready partition of it may go to ``device``: the key is there or on its way, not
-        draining. A failed key's partitions go anywhere, to meet its error there."""
-        return self.state == FAILED or self.placed.get(device) in (LOADING, RESIDENT)
-
-    def _usable_elsewhere(self, device: int) -> bool:
-        return any(s in (LOADING, RESIDENT) for d, s in self.placed.items() if d != device)
-
-    def idle_on(self, device: int) -> bool:
-        """Its place on ``device`` can go now without stopping any work: nothing runs there,
-        and either nothing needs it at all or it is draining (its work goes elsewhere)."""
-        state = self.placed.get(device)
-        if state is None or state == LOADING or self.bound[device]:
-            return False
-        return self.users == 0 or state == DRAINING
-
-    def drainable_on(self, device: int) -> bool:
-        """Its place on ``device`` may be taken from it while it is busy: another device holds
-        it (or is loading it) for the work that remains."""
-        return self.placed.get(device) == RESIDENT and self._usable_elsewhere(device)
-
-
-@dataclass(frozen=True)
-class LoadOutcome:
-    """What a placement's load came to: the key and shape (or the error that stopped it), the
-    copies of its bases each device made, and the devices of a later load that failed."""
-
-    loaded: tuple[Parameters, R1CSShape] | BaseException
-    copies: dict[int, int] = field(default_factory=dict)
-    failed: dict[int, BaseException] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class Placement:
-    """A load to run outside the engine's lock: ``entry``'s key onto ``devices`` (``first``:
-    read it from its file too; else its key is in memory and goes to more devices)."""
-
-    entry: Resident
-    devices: tuple[int, ...]
-    first: bool
-
-
-def device_bytes(info: CircuitInfo) -> int:
-    """What a circuit holds on each device while wholly resident: its points, and its shape's
-    matrices (the a/b/c kernels keep them there; the estimate until the shape is loaded,
-    less what the prover derives from them on the host). wpost-32g: 56.6 + 9.0 GiB."""
-    return info.point_bytes + matrix_bytes(info)
-
-
-def matrix_bytes(info: CircuitInfo) -> int:
-    """The shape's matrices on a device (estimated until the shape is loaded)."""
-    return max(0, info.shape_bytes - SHAPE_DERIVED_BYTES_PER_VARIABLE * info.num_variables)
-
-
-def least_device_bytes(info: CircuitInfo) -> int:
-    """The least a circuit's key can take on a device: every vector streamed."""
-    return min(device_bytes(info), min_device_bytes(info.vectors, matrix_bytes(info)))
-
-
-def shape_nbytes(shape: R1CSShape) -> int:
-    """The matrices, plus the masks and row indices the prover derives and keeps."""
-    return shape.nbytes + SHAPE_DERIVED_BYTES_PER_VARIABLE * shape.num_variables
-
 
 class SrsManager:
+    """The residency table: which keys are loaded and where (see the module docstring)."""
+
     def __init__(
         self,
         budget: MemoryBudget,
@@ -253,7 +98,8 @@ class SrsManager:
         self.device_budgets = list(device_budgets) if device_budgets is not None else None
         self.msm_copies = msm_copies  # copies of each key's bases per device (_plan_copies)
         self._backends = list(backends)
-        self._shape_cache = ShapeCache(shape_cache) if shape_cache is not None else None
+        #: Reads keys and puts them on the devices, outside the lock (:meth:`load_placement`).
+        self.loader = KeyLoader(self._backends, shape_cache, self.get)
         self._clock = clock
         self._entries: dict[str, Resident] = {}
         #: Keys taken off a device (one per device) or out of host memory to make room for
@@ -588,98 +434,14 @@ class SrsManager:
     def _device_budget(self, device: int) -> MemoryBudget | None:
         return self.device_budgets[device] if self.device_budgets is not None else None
 
-    # -- the slow part (outside the lock) ------------------------------------------------------
-    def shape_for(self, circuit_id: str, circuit: Circuit) -> R1CSShape:
-        """``circuit``'s shape: from the shape cache (synthesized into it once) or made now."""
-        if self._shape_cache is not None:
-            return self._shape_cache.get(circuit_id, circuit)
-        return synthesize_shape(circuit, circuit_id)
-
-    @property
-    def shape_cache_dir(self) -> Path | None:
-        return self._shape_cache.directory if self._shape_cache is not None else None
-
-    def preload(
-        self,
-        vectors: Sequence[PointSet],
-        devices: Sequence[int],
-        circuit_id: str | None = None,
-        shape: R1CSShape | None = None,
-    ) -> None:
-        """Make ``vectors`` (a key's, in :data:`VECTORS` order) resident on ``devices``, all or
-        none; those that ``circuit_id``'s plan on a device streams go to host memory there, and
-        so does ``shape``'s matrices where the plan streams them."""
-        entry = self._entries.get(circuit_id) if circuit_id is not None else None
-        done: list[tuple[Backend, PointSet]] = []
-        streamed: list[Backend] = []
-        try:
-            for d in devices:
-                backend = self._backends[d]
-                plan = entry.plans.get(d) if entry is not None else None
-                if plan is not None and shape is not None and plan.streams(MATRICES):
-                    streamed.append(backend)
-                    backend.stream_shape(shape, plan.block_bytes)
-                for name, vector in zip(VECTORS, vectors, strict=False):
-                    stream = plan.stream_bytes if plan is not None and plan.streams(name) else 0
-                    backend.preload(vector, stream)
-                    done.append((backend, vector))
-        except BaseException:
-            for backend, vector in done:  # a half-loaded circuit must not stay resident
-                try:
-                    backend.evict(vector)
-                except Exception:  # best effort on an error path
-                    pass
-            for backend in streamed:
-                try:
-                    backend.forget_shape(shape)  # type: ignore[arg-type]  # (set when streamed)
-                except Exception:  # best effort on an error path
-                    pass
-            raise
-
-    def precompute(
-        self, entry: Resident, vectors: Sequence[PointSet], devices: Sequence[int]
-    ) -> dict[int, int]:
-        """(After the load.) Make the copies :meth:`_plan_copies` reserved on each of
-        ``devices``; a device that cannot hold them (out of memory) drops them again and goes
-        on without. Returns the copies each device holds, for :meth:`finish`."""
-        made: dict[int, int] = {}
-        for d in devices:
-            k = entry.copies.get(d, 1)
-            if k <= 1:
-                continue
-            backend, held = self._backends[d], k
-            try:
-                for vector in vectors:
-                    held = min(held, backend.precompute(vector, k))
-            except (ResourceExhausted, BadInput) as e:  # out of memory, or too many points
-                log.warning("no MSM copies for %s on device %d: %s", entry.info.circuit_id, d, e)
-                for vector in vectors:
-                    backend.precompute(vector, 1)
-                held = 1
-            made[d] = held
-        return made
-
+    # -- the slow part (outside the lock): the loader's ----------------------------------------
     def load_placement(
         self, placement: Placement, first_load: Callable[[Sequence[int]], tuple]
     ) -> LoadOutcome:
-        """Run a placement (outside the lock): the first load through ``first_load`` (the
-        circuit family's reader, given the devices; all of them or none), a later one from
-        the key in memory, device by device (a device that fails is left out)."""
-        entry, devices = placement.entry, placement.devices
-        failed: dict[int, BaseException] = {}
-        try:
-            if placement.first:
-                params, shape = first_load(devices)
-            else:
-                if entry.params is None or entry.shape is None:
-                    raise InternalError(f"{entry.info.circuit_id} has no key in memory")
-                params, shape = entry.params, entry.shape
-                for d in devices:
-                    try:
-                        self.preload(params.vectors, (d,), entry.info.circuit_id, shape)
-                    except Exception as e:  # that device goes without it
-                        failed[d] = e
-            ok = [d for d in devices if d not in failed]
-            return LoadOutcome((params, shape), self.precompute(entry, params.vectors, ok), failed)
-        except Exception as e:  # reported to every user of the entry
-            return LoadOutcome(e)
+        """Run a placement outside the lock (:meth:`.KeyLoader.load_placement`); the caller
+        records the outcome with :meth:`finish`, under the lock."""
+        return self.loader.load_placement(placement, first_load)
+
+
+#: The entry's types that most of the engine imports from here, beside the table.
+__all__ = ["AUTO_COPIES", "CircuitInfo", "Resident", "SrsManager"]

@@ -76,7 +76,8 @@ from cuzk.groth16.proof import Proof
 
 if TYPE_CHECKING:
     from cuzk.engine.job import Partition
-    from cuzk.engine.srs import CircuitInfo, Placement, Resident
+    from cuzk.engine.srs import CircuitInfo, Resident
+    from cuzk.engine.srs_entry import Placement
     from cuzk.engine.synth_pool import SynthesisPool
 
 log = logging.getLogger(__name__)
