@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from concurrent.futures import Future
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, TypeAlias, runtime_checkable
 
 import numpy as np
 
@@ -73,10 +73,20 @@ class MsmPlan:
         return np.sort(np.concatenate((self.ones, self.tail)), kind="stable")
 
 
-#: A backend's handle to an (n, 4) uint64 Fr vector in Montgomery form: a NumPy array on the
-#: CPU backend, a device array on CUDA. Only the backend that made a handle reads it; the
-#: caller moves data across with :meth:`Backend.upload` and :meth:`Backend.download`.
-Vec = Any
+#: A backend's handle to an (n, 4) uint64 Fr vector in Montgomery form: a host NumPy array on
+#: the CPU backend; on CUDA a CuPy array on the backend's device (and, for the c that
+#: :meth:`Backend.evaluate_abc` returns under a memory cap, a product not made yet, which only
+#: that backend's H quotient and a·b = c check read). Only the backend that made a handle reads
+#: it; the caller moves data across with :meth:`Backend.upload` and :meth:`Backend.download`,
+#: and otherwise only slices rows off one (z's aux tail).
+#:
+#: For mypy the ndarray stands for host handles and ``Any`` for device ones: CuPy has no type
+#: information (and type-checking must not need it installed). So every *use* of a handle is
+#: checked as a host array's (an attribute it lacks, or a handle passed where an int or a
+#: PointSet belongs, is an error), while what a backend returns as one is not. A Protocol of the
+#: members the prover uses (shape, slicing) would check that too, but the CPU backend hands its
+#: handles to the NumPy kernels (a cast at each of them) and the capped c cannot be sliced.
+Vec: TypeAlias = np.ndarray | Any
 
 
 @dataclass(frozen=True)
