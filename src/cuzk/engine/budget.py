@@ -39,8 +39,9 @@ KERNEL_BYTES_PER_DOMAIN = 320  # measured peak ~288, rounded up
 #: The kernel region's device memory per domain element on a GPU (one partition under the
 #: compute lock, z staged apart): a, b, c (96 B, h made in place in their buffers), the A and B
 #: scalars gathered from z (≤ 64 B), the split MSMs' plans (≈ 16 B as int64 when measured;
-#: int32 since) and one whole MSM's sorted entries (52 B at 13 windows). Rounded up to what session 14 measured the uncapped
-#: path with (porep-32g: 106.8 GiB at peak with two partitions and the whole key resident).
+#: int32 since) and one whole MSM's sorted entries (52 B at 13 windows). Rounded up to what
+#: session 14 measured the uncapped path with (porep-32g: 106.8 GiB at peak with two
+#: partitions and the whole key resident).
 GPU_KERNEL_BYTES_PER_DOMAIN = 320
 #: Under a device memory cap the kernels hold less (:func:`capped_kernel_bytes`): the H
 #: quotient in two domain buffers, the A scalars gathered only after h is made, the split MSMs'
