@@ -471,3 +471,25 @@ def test_a_tight_cap_with_four_workers_never_deadlocks(make_engine, param_dir, s
     st = engine.status()
     assert any(s.streamed for s in st.srs), "the cap was meant to make a key stream"
     assert all(s.state == "resident" for s in st.srs)
+
+
+@pytest.mark.parametrize(("totals", "capped"), [((24, 40), True), ((80,), False)])
+def test_a_small_gpu_runs_the_capped_kernels_without_a_cap_set(make_engine, totals, capped):
+    """GPUs below AUTO_CAP_BELOW with no device_memory_limit run as if capped at the largest
+    one's size (each plans with its own memory); larger ones keep the default kernels. The
+    devices are CPU backends reporting GPU sizes under a cuda config (nothing is proved)."""
+    from cuzk.engine.api import AUTO_CAP_BELOW
+
+    made: list[_ReportsMemory] = []
+
+    def factory(i: int) -> _ReportsMemory:
+        made.append(_ReportsMemory(get_backend("cpu", workers=1), totals[i] << 30))
+        return made[-1]
+
+    engine = make_engine(devices=len(totals), backend="cuda", staging=True,
+                         backend_factory=factory)  # fmt: skip
+    assert engine.config.capped == capped == (min(totals) << 30 < AUTO_CAP_BELOW)
+    want = (max(totals) << 30) if capped else None
+    assert engine.config.device_memory_limit == want
+    assert [d.memory_total for d in engine.devices] == [t << 30 for t in totals]
+    assert len(made) == len(totals) * (2 if capped else 1)  # reopened under the cap
