@@ -180,3 +180,20 @@ def test_row_blocks_cut_within_the_slot_size(rng, ptr):
             if hi < len(counts):  # greedy: one row more would not fit
                 assert abc.block_nbytes(indptr, 2, lo, hi + 1) > block
     assert abc.row_blocks(indptr, 2, 1 << 30) == (0, len(counts))
+
+
+def test_a_streamed_shape_is_never_pushed_out_by_newer_ones(rng):
+    """Newer shapes push out the oldest matrices on the device, never a streamed shape's
+    (its next product would upload all of it to a device that has no room for it)."""
+    gabc = abc.GpuAbc(FakeGpu())
+    streamed = _shape(rng, [(np.uint32, np.uint8)] * 3)
+    m = streamed.a
+    host = abc.HostCsr(m.indptr, m.indices, m.coeff_ids, m.table, len(m.indptr) - 1,
+                       m.num_cols, "u32_u8", (0, len(m.indptr) - 1), None)  # fmt: skip
+    gabc._remember(streamed, (host, host, host))
+    others = [_shape(rng, [(np.uint32, np.uint16)] * 3) for _ in range(abc.KEEP_SHAPES + 2)]
+    for s in others:
+        gabc.matrices(s)
+    kept = [ref() for ref, _ in gabc._shapes.values()]
+    assert kept == [streamed, *others[-abc.KEEP_SHAPES :]]
+    assert gabc.streams(streamed) and gabc.matrices(streamed)[0] is host

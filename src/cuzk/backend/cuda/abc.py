@@ -210,8 +210,12 @@ class GpuAbc:
         with self._lock:
             self._shapes[key] = (weakref.ref(shape, partial(self._dropped, key)), mats)
             self._shapes.move_to_end(key)
-            while len(self._shapes) > KEEP_SHAPES:
-                self._shapes.popitem(last=False)
+            # Only matrices on the device make room for newer ones. A streamed shape stays
+            # until it is forgotten or collected: pushed out, its next product would upload
+            # all of it to a device chosen for having no room for it.
+            resident = [k for k, (_, m) in self._shapes.items() if not isinstance(m[0], HostCsr)]
+            for k in resident[: max(0, len(resident) - KEEP_SHAPES)]:
+                del self._shapes[k]
 
     def _dropped(self, key: int, ref: weakref.ref) -> None:
         """A cached shape was collected: its matrices leave the device now, not when two
