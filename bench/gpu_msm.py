@@ -47,6 +47,8 @@ from cuzk.field import fr
 from cuzk.openmp import configure_openmp
 
 RESULTS = Path(__file__).resolve().parent / "results" / "h200.json"
+#: The Fp product-rate probe: outside the package, compiled by absolute path.
+FP_BENCH = str(Path(__file__).resolve().parent / "kernels" / "fp_bench.cu")
 SPPARK = {  # ms, H200, device-resident (the sppark anchors in BENCHMARKS.md)
     "g1": {16: 6.8, 18: 20.3, 20: 22.1, 22: 54.9, 24: 162.3, 26: 567.4},
     "g2": {14: 6.3, 18: 32.7, 20: 49.3, 22: 137.9},
@@ -276,26 +278,18 @@ class Bench:
         return out
 
     def fp_rate(self) -> float:
-        """Fp Montgomery multiplications per second (msm_fp_bench, median of --runs), for each
-        product in --fp-impls; returns the default product's rate."""
+        """Fp Montgomery multiplications per second (msm_fp_bench, median of --runs)."""
         nthreads, iters = 1 << 18, 512
         data = self.rng.integers(0, 2**32, (nthreads, 24), dtype=np.uint64).astype(np.uint32)
         data[:, 11] %= 0x1A0111EA  # top limb below p's: every value < p
         data[:, 23] %= 0x1A0111EA
-        rates = {}
-        for impl in [None, *self.args.fp_impls]:
-            defines = {} if impl is None else {"FP_MUL_IMPL": impl}
-            rate = self._probe_rate("msm_fp_bench", data, nthreads, iters, defines)
-            rates[impl] = rate
-            name = "default" if impl is None else f"FP_MUL_IMPL={impl}"
-            print(f"Fp mul ({name}): {rate / 1e9:.1f}e9/s (floor to beat 13e9/s)", flush=True)
-        return rates[None]
+        rate = self._probe_rate("msm_fp_bench", data, nthreads, iters)
+        print(f"Fp mul: {rate / 1e9:.1f}e9/s (floor to beat 13e9/s)", flush=True)
+        return rate
 
-    def _probe_rate(
-        self, kernel: str, data: np.ndarray, nthreads: int, iters: int, defines: dict | None = None
-    ) -> float:
+    def _probe_rate(self, kernel: str, data: np.ndarray, nthreads: int, iters: int) -> float:
         """Products per second of one fp_bench.cu probe (2·iters products per thread), with
-        the MSM's kernel defines plus ``defines``."""
+        the MSM's kernel defines."""
         cp, gpu = self.cp, self.gpu
         times = []
         with cp.cuda.Device(gpu.device), gpu._stream:
@@ -303,10 +297,9 @@ class Bench:
             for k in range(self.args.runs + 1):
                 start, end = cp.cuda.Event(), cp.cuda.Event()
                 start.record(gpu._stream)
-                gpu.gpu.launch("fp_bench.cu", kernel, -(-nthreads // 128), 128,
+                gpu.gpu.launch(FP_BENCH, kernel, -(-nthreads // 128), 128,
                                (d, np.uint32(nthreads), np.uint32(iters)),
-                               defines={**gpu.defines, **(defines or {})},
-                               stream=gpu._stream)  # fmt: skip
+                               defines=gpu.defines, stream=gpu._stream)  # fmt: skip
                 end.record(gpu._stream)
                 end.synchronize()
                 if k:
@@ -418,12 +411,6 @@ def main() -> None:
     ap.add_argument("--no-check", dest="check", action="store_false")
     ap.add_argument("--no-save", dest="save", action="store_false")
     ap.add_argument("--no-fp", dest="fp", action="store_false", help="skip the Fp mul probe")
-    ap.add_argument(
-        "--fp-impls",
-        type=lambda s: [int(x) for x in s.split(",") if x],
-        default=[],
-        help="FP_MUL_IMPL values to probe besides the default, e.g. 0,1",
-    )
     ap.add_argument(
         "--variant",
         action="append",

@@ -1,38 +1,68 @@
 """Device kernels compiled by nvcc on machines without a GPU, with the loader's options and
 the device architecture the daemon runs on (sm_90), so a kernel that does not build fails in CI
-rather than in the first device call. NVRTC (what the loader uses) accepts the same C++."""
+rather than in the first device call. NVRTC (what the loader uses) accepts the same C++.
+
+Each module is built with every set of ``-D`` options production or a benchmark compiles it
+with; the benchmark-only kernels under ``bench/kernels`` are named by absolute path, as the
+benchmarks hand them to the loader, and find the package's headers on its include path."""
 
 from __future__ import annotations
 
 import shutil
 import subprocess
+from pathlib import Path
 
 import pytest
 
-from cuzk.backend.cuda.loader import BASE_OPTIONS, KERNEL_DIR
+from cuzk.backend.cuda.loader import BASE_OPTIONS, KERNEL_DIR, source_path
+from cuzk.backend.cuda.msm_ba import BA_BLOCK
 
 NVCC = shutil.which("nvcc")
 pytestmark = pytest.mark.skipif(NVCC is None, reason="nvcc is not installed on this machine")
 #: NVRTC-only options the nvcc driver spells differently or does not need.
 NVRTC_ONLY = {"-default-device"}
 ARCH = "sm_90"
+BENCH_KERNELS = Path(__file__).resolve().parents[2] / "bench" / "kernels"
+
+MSM = ["msm_to_mont", "msm_from_zcash", "msm_digits", "msm_accumulate", "msm_seg_reduce",
+       "msm_reduce_level", "msm_sum_rows", "msm_sum_affine", "msm_shift_copy"]  # fmt: skip
+MSM_BA = ["msm_ba_round", "msm_ba_to_dense"]
+FIXED_BASE = [f"fb_{k}_{g}" for g in ("g1", "g2") for k in ("table", "mul", "affine")]
+FR_ELEMENTWISE = ["fr_add_k", "fr_sub_k", "fr_mul_k", "fr_mul_sub_k", "fr_scale_k",
+                  "fr_scale_powers_k", "fr_powers_k", "fr_classify_k"]  # fmt: skip
+FR_BENCH = ["fr_mul_bench_k", "fr_mul_eo_bench_k", "fr_mul_paired_bench_k", "fr_mul64_bench_k"]
+
+CASES = [
+    # msm.py: one module per group (GpuMsm.defines, empty unless a benchmark sets them, on top).
+    ("msm.cu", {"MSM_G2": 0}, MSM),
+    ("msm.cu", {"MSM_G2": 1}, MSM),
+    # bench/gpu_msm.py --variant: the accumulation's register cap at another value.
+    ("msm.cu", {"MSM_G2": 0, "ACC_MIN_BLOCKS": 4}, MSM),
+    # msm.py's batch-affine accumulation.
+    ("msm_ba.cu", {"MSM_G2": 0, "BA_BLOCK": BA_BLOCK}, MSM_BA),
+    ("msm_ba.cu", {"MSM_G2": 1, "BA_BLOCK": BA_BLOCK}, MSM_BA),
+    # fixed_base.py (key generation) and msm.py's precomputed copies: both groups, no options.
+    ("fixed_base.cu", {}, FIXED_BASE),
+    # ntt.py's elementwise kernels; bench/gpu.py --impls also builds them with the other product.
+    ("fr_kernels.cu", {}, FR_ELEMENTWISE),
+    ("fr_kernels.cu", {"FR_MUL_IMPL": 2}, FR_ELEMENTWISE),
+    # The benchmark-only kernels (bench/gpu_msm.py's Fp probe, bench/gpu.py's Fr products).
+    (str(BENCH_KERNELS / "fp_bench.cu"), {}, ["msm_fp_bench"]),
+    (str(BENCH_KERNELS / "fr_bench.cu"), {}, FR_BENCH),
+]
+
+
+def case_id(filename: str, defines: dict[str, object]) -> str:
+    return "-".join([Path(filename).name, *(f"{k}={v}" for k, v in defines.items())])
 
 
 @pytest.mark.parametrize(
     "filename,defines,kernels",
-    [
-        ("msm_ba.cu", {"MSM_G2": 0}, ["msm_ba_round", "msm_ba_to_dense"]),
-        ("msm_ba.cu", {"MSM_G2": 1}, ["msm_ba_round", "msm_ba_to_dense"]),
-        ("fp_bench.cu", {}, ["msm_fp_bench"]),
-        ("msm.cu", {"MSM_G2": 0}, ["msm_accumulate", "msm_digits", "msm_shift_copy"]),
-        (
-            "msm.cu",
-            {"MSM_G2": 1},
-            ["msm_accumulate", "msm_reduce_level", "msm_digits", "msm_shift_copy"],
-        ),
-    ],
+    [pytest.param(f, d, k, id=case_id(f, d)) for f, d, k in CASES],
 )
 def test_kernels_compile(tmp_path, filename, defines, kernels):
+    source = source_path(filename)
+    assert source.is_file(), source
     out = tmp_path / "module.cubin"
     cmd = [
         NVCC,
@@ -43,10 +73,19 @@ def test_kernels_compile(tmp_path, filename, defines, kernels):
         "-cubin",
         "-o",
         str(out),
-        str(KERNEL_DIR / filename),
+        str(source),
     ]
     run = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, f"{' '.join(cmd)}\n{run.stderr}"
     binary = out.read_bytes()
     for name in kernels:
         assert name.encode() in binary, f"{name} missing from {filename} {defines}"
+
+
+def test_bench_kernels_are_outside_the_package():
+    """The loader resolves a package kernel by name and a benchmark kernel by absolute path;
+    no benchmark-only module ships in the package."""
+    assert source_path("msm.cu") == KERNEL_DIR / "msm.cu"
+    bench = BENCH_KERNELS / "fr_bench.cu"
+    assert source_path(str(bench)) == bench
+    assert not list(KERNEL_DIR.glob("*bench*.cu"))

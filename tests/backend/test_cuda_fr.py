@@ -6,6 +6,8 @@ and in every assertion message) plus the edge values 0, 1 and r − 1.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -22,6 +24,8 @@ pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not _OK, reason=_WHY)]
 
 SIZES = [1, 2, 4, 7, 1000, 4097]
 EDGE = [0, 1, R - 1]
+#: bench/gpu.py's Fr product-rate kernels, outside the package (the loader takes their path).
+FR_BENCH = str(Path(__file__).resolve().parents[2] / "bench" / "kernels" / "fr_bench.cu")
 
 
 @pytest.fixture(scope="module")
@@ -104,7 +108,7 @@ def test_microbenchmark_kernels_compute_products(backend, rng, seed, kernel):
     a = fr.random(n, rng)
     out = backend.gpu.empty(n)
     backend.gpu.launch(
-        "fr_bench.cu", kernel, 1, 64, (out, backend.upload(a), np.int32(iters), np.int64(n))
+        FR_BENCH, kernel, 1, 64, (out, backend.upload(a), np.int32(iters), np.int64(n))
     )
     ints = fr.to_ints(a)
     want = [

@@ -112,10 +112,9 @@ FP_FN xyzz_t<F> add_affine(const xyzz_t<F>& p, const affine_t<F>& q) {
     return {X3, Y3, p.ZZ * PP, p.ZZZ * PPP};
 }
 
-// p + q, both XYZZ; add-2008-s. add_inline is for the hot loops of the G1 bucket reduction
-// (operands stay in registers); add is the out-of-line copy everywhere else.
+// p + q, both XYZZ; add-2008-s.
 template <class F>
-FP_FN xyzz_t<F> add_inline(const xyzz_t<F>& p, const xyzz_t<F>& q) {
+CURVE_NOINLINE xyzz_t<F> add(const xyzz_t<F>& p, const xyzz_t<F>& q) {
     if (q.is_inf()) return p;
     if (p.is_inf()) return q;
     F U1 = p.X * q.ZZ;
@@ -134,9 +133,4 @@ FP_FN xyzz_t<F> add_inline(const xyzz_t<F>& p, const xyzz_t<F>& q) {
     F X3 = sqr(R) - PPP - fp_dbl(Q);
     F Y3 = R * (Q - X3) - S1 * PPP;
     return {X3, Y3, p.ZZ * q.ZZ * PP, p.ZZZ * q.ZZZ * PPP};
-}
-
-template <class F>
-CURVE_NOINLINE xyzz_t<F> add(const xyzz_t<F>& p, const xyzz_t<F>& q) {
-    return add_inline(p, q);
 }

@@ -11,9 +11,8 @@
 // fb_affine inverts with Montgomery's trick: thread t takes the K points t, t+T, t+2T, ...
 // (T threads; neighbouring threads touch neighbouring points), one Fermat inversion per thread.
 #include "curve.cuh"
+#include "grid.cuh"
 #include "scalar.cuh"
-
-__device__ __forceinline__ u64 global_thread() { return (u64)blockIdx.x * blockDim.x + threadIdx.x; }
 
 // 1/a = a^(p-2) for a != 0: square-and-multiply over the fixed exponent (~380 squarings and
 // ~190 products, paid once per K points).

@@ -2,13 +2,14 @@
 // and Fp2 = Fp[u]/(u^2 + 1).
 //
 // Every value is kept fully reduced (< p), so equality and is_zero are plain limb compares.
-// Multiplication is CIOS Montgomery (R = 2^384). The default (FP_MUL_IMPL=1) is the paired
-// product of mont.cuh: 448 SASS instructions, 2.6·10^10 products/s on the H200. The older one
-// (0) runs four carry chains per row of the multiplier, the low and high halves of a[i]*b[j],
-// then of m*p[i], one PTX instruction per statement (1272 instructions, 1.66·10^10/s);
-// `asm volatile` keeps their order so no carry flag is lost between statements. On the host (no __CUDA_ARCH__) the same
-// primitives are emulated in C++ with an explicit carry flag, so the arithmetic can be checked
-// against big integers without a GPU.
+// Multiplication is CIOS Montgomery (R = 2^384), the paired product of mont.cuh: 448 SASS
+// instructions, 2.6·10^10 products/s on the H200. The older fp_mul_chains runs four carry
+// chains per row of the multiplier, the low and high halves of a[i]*b[j], then of m*p[i], one
+// PTX instruction per statement (1272 instructions, 1.66·10^10/s); no kernel uses it, it is
+// the reference the host check (tests/backend/host/mont_check.cpp) compares the paired product
+// with. `asm volatile` keeps the primitives' order so no carry flag is lost between statements.
+// On the host (no __CUDA_ARCH__) the same primitives are emulated in C++ with an explicit carry
+// flag, so the arithmetic can be checked against big integers without a GPU.
 //
 // No standard headers: NVRTC compiles this without a C++ library.
 #pragma once
@@ -150,7 +151,8 @@ FP_FN fp_t operator-(const fp_t& a) { return fp_t::zero() - a; }
 
 FP_FN fp_t fp_dbl(const fp_t& a) { return a + a; }
 
-// Montgomery product a*b*R^-1 mod p (inputs < p, output < p), separate lo and hi chains.
+// Montgomery product a*b*R^-1 mod p (inputs < p, output < p), separate lo and hi chains (the
+// host check's reference; kernels multiply with fp_mul_paired).
 FP_FN fp_t fp_mul_chains(const fp_t& a, const fp_t& b) {
     u32 t[FP_LIMBS + 1];
 #pragma unroll
@@ -199,17 +201,7 @@ FP_FN fp_t fp_mul_paired(const fp_t& a, const fp_t& b) {
     return r;
 }
 
-// FP_MUL_IMPL selects the product: 0 = separate lo/hi PTX chains, 1 = paired (mont.cuh).
-#ifndef FP_MUL_IMPL
-#define FP_MUL_IMPL 1
-#endif
-FP_FN fp_t operator*(const fp_t& a, const fp_t& b) {
-#if FP_MUL_IMPL == 1
-    return fp_mul_paired(a, b);
-#else
-    return fp_mul_chains(a, b);
-#endif
-}
+FP_FN fp_t operator*(const fp_t& a, const fp_t& b) { return fp_mul_paired(a, b); }
 
 FP_FN fp_t sqr(const fp_t& a) { return a * a; }
 FP_FN bool is_zero(const fp_t& a) { return a.is_zero(); }

@@ -3,10 +3,10 @@
 // Grid-stride loops, one element per iteration; constants arrive as four 64-bit words (the
 // element's Montgomery limbs), tables of powers as two device arrays (see fr_pow_lookup).
 #include "fr.cuh"
+#include "grid.cuh"
 
 #define FR_GRID_LOOP(i, n) \
-    for (fr_u64 i = (fr_u64)blockIdx.x * blockDim.x + threadIdx.x; i < (fr_u64)(n); \
-         i += (fr_u64)blockDim.x * gridDim.x)
+    for (fr_u64 i = global_thread(); i < (fr_u64)(n); i += (fr_u64)blockDim.x * gridDim.x)
 
 FR_FN fr_t fr_from_u64x4(fr_u64 k0, fr_u64 k1, fr_u64 k2, fr_u64 k3) {
     fr_t r;

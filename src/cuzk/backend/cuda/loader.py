@@ -5,6 +5,9 @@ own architecture (sm_90 on Hopper), and one compiled module per (file, defines, 
 for the life of the process (CuPy also caches the binaries on disk). Nothing compiles at
 import time, and importing this module does not import CuPy. A compile error is re-raised as
 :class:`~cuzk.errors.DeviceFault` carrying NVRTC's log, which names the file and line.
+
+A ``.cu`` outside this package (the benchmark-only kernels under ``bench/kernels``) is named by
+its absolute path; it compiles the same way, with this package's headers on its include path.
 """
 
 from __future__ import annotations
@@ -49,9 +52,16 @@ def device_arch(device: int) -> str:
     return f"sm_{cupy().cuda.Device(device).compute_capability}"  # e.g. "90" on Hopper
 
 
+def source_path(filename: str) -> Path:
+    """Where ``filename`` is: a name relative to this package, or an absolute path."""
+    path = Path(filename)
+    return path if path.is_absolute() else KERNEL_DIR / path
+
+
 def load_module(filename: str, *, device: int, defines: dict[str, object] | None = None) -> Any:
-    """The compiled ``cupy.RawModule`` for ``filename`` (relative to this package) on
-    ``device``; ``defines`` become ``-DNAME=VALUE`` options."""
+    """The compiled ``cupy.RawModule`` for ``filename`` (relative to this package, or an
+    absolute path: :func:`source_path`) on ``device``; ``defines`` become ``-DNAME=VALUE``
+    options."""
     key_defines = tuple(sorted((k, str(v)) for k, v in (defines or {}).items()))
     key = (filename, key_defines, device)
     with _lock:
@@ -73,8 +83,8 @@ def load_module(filename: str, *, device: int, defines: dict[str, object] | None
 
 def _compile(filename: str, key_defines: tuple[tuple[str, str], ...], device: int) -> Any:
     cp = cupy()
-    source_path = KERNEL_DIR / filename
-    source = source_path.read_text()
+    path = source_path(filename)
+    source = path.read_text()
     options = (
         *BASE_OPTIONS,
         f"-I{KERNEL_DIR}",
@@ -87,12 +97,13 @@ def _compile(filename: str, key_defines: tuple[tuple[str, str], ...], device: in
             module = cp.RawModule(code=source, options=options, name_expressions=None)
             module.compile()
         except cp.cuda.compiler.CompileException as e:
-            raise DeviceFault(f"compiling {source_path} failed:\n{e.get_message()}") from e
+            raise DeviceFault(f"compiling {path} failed:\n{e.get_message()}") from e
     return module
 
 
 def get_kernel(
     filename: str, name: str, *, device: int, defines: dict[str, object] | None = None
 ) -> Any:
-    """One ``__global__`` function (declared ``extern "C"``) from ``filename``."""
+    """One ``__global__`` function (declared ``extern "C"``) from ``filename`` (as in
+    :func:`load_module`)."""
     return load_module(filename, device=device, defines=defines).get_function(name)

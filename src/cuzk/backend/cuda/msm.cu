@@ -23,31 +23,13 @@
 // 2^(c·j)·P (msm_shift_copy doubles a copy c times, fixed_base.cu's fb_affine makes it
 // affine). Window w then adds its digit's point from copy w mod K into the bucket row
 // w / K, so only ceil(W/K) rows of buckets are reduced and the host's weights are 2^(c·K·row).
+#include "grid.cuh"
 #include "msm_group.cuh"
 #include "scalar.cuh"
 
-// REDUCE_INLINE=1: the segment tree, the bucket reduction and the row sums use the inlined full
-// addition (XYZZ operands in registers, 165 instead of 234 registers in msm_reduce_level).
-// Measured on the H200 (bench/NOTES.md, MSM v4): G1 2^20 30.3 → 30.0 ms, 2^24 245.4 → 249.1 ms,
-// i.e. no gain — the reduction is bound by its few long chains of dependent additions, not by
-// the call. Off by default; G2 with it on would take minutes to compile.
-#ifndef REDUCE_INLINE
-#define REDUCE_INLINE 0
-#endif
-#if REDUCE_INLINE
-#define ADD_FULL add_inline
-#else
-#define ADD_FULL add
-#endif
-
-// ACC_PREFETCH=1: the accumulation loads the next entry's point before adding the current one
-// (its load latency overlaps the addition, at 24 more live registers for G1). Measured: G1 2^24
-// 249 → 263 ms (spills at the 128-register cap), 256 ms with ACC_MIN_BLOCKS=3. Off.
-#ifndef ACC_PREFETCH
-#define ACC_PREFETCH 0
-#endif
-
-__device__ __forceinline__ u64 global_thread() { return (u64)blockIdx.x * blockDim.x + threadIdx.x; }
+// The full additions (segment tree, bucket reduction, row sums) call curve.cuh's out-of-line
+// add: inlining them measured no faster, and loading the accumulation's next point ahead of
+// the current addition measured slower (bench/NOTES.md, "MSM v4").
 
 // Field elements stored canonically -> Montgomery form, in place (count Fp elements).
 extern "C" __global__ void msm_to_mont(u32* __restrict__ data, u64 count) {
@@ -157,10 +139,6 @@ extern "C" __global__ void __launch_bounds__(128, ACC_MIN_BLOCKS) msm_accumulate
     u32 k = lo;
     u32 bend = offsets[k + 1];
     xyzz acc = xyzz::inf();
-#if ACC_PREFETCH
-    u32 v_next = entries[start];
-    affine q_next = load_affine(bases, v_next & ~SIGN_BIT);
-#endif
     for (u32 e = (u32)start; e < end; e++) {
         if (e == bend) {
             const u32 slot = seg_base[k] + (u32)t - offsets[k] / L;
@@ -170,17 +148,8 @@ extern "C" __global__ void __launch_bounds__(128, ACC_MIN_BLOCKS) msm_accumulate
             do { k++; } while (offsets[k + 1] <= e);
             bend = offsets[k + 1];
         }
-#if ACC_PREFETCH
-        const u32 v = v_next;
-        affine q = q_next;
-        if (e + 1 < end) {
-            v_next = entries[e + 1];
-            q_next = load_affine(bases, v_next & ~SIGN_BIT);
-        }
-#else
         const u32 v = entries[e];
         affine q = load_affine(bases, v & ~SIGN_BIT);
-#endif
         if (q.is_inf()) continue;
         if (v & SIGN_BIT) q = neg(q);
         acc = add_affine(acc, q);
@@ -207,7 +176,7 @@ extern "C" __global__ void __launch_bounds__(128) msm_seg_reduce(
     for (u32 i = 1; i < F; i++) {
         const u32 jj = j + i * stride;
         if (jj >= n) break;
-        acc = ADD_FULL(acc, partials[base + jj]);
+        acc = add(acc, partials[base + jj]);
     }
     partials[s] = acc;
 }
@@ -232,11 +201,11 @@ extern "C" __global__ void __launch_bounds__(128) msm_reduce_level(
         if (use_seg) {
             const u32 k = w * nb + b;
             const u32 s0 = seg_base[k];
-            if (seg_base[k + 1] != s0) T = ADD_FULL(T, in[s0]);
+            if (seg_base[k + 1] != s0) T = add(T, in[s0]);
         } else {
-            T = ADD_FULL(T, in[(u64)w * row_stride + col_off + b]);
+            T = add(T, in[(u64)w * row_stride + col_off + b]);
         }
-        R = ADD_FULL(R, T);
+        R = add(R, T);
     }
     for (u32 i = 0; i < shift; i++) R = dbl(R);
     out_a[(u64)w * a_stride + a_off + g] = R;
@@ -254,7 +223,7 @@ extern "C" __global__ void __launch_bounds__(128) msm_sum_rows(
     for (u32 i = 0; i < K; i++) {
         u32 col = j * K + i;
         if (col >= cols_in) break;
-        acc = ADD_FULL(acc, in[(u64)r * cols_in + col]);
+        acc = add(acc, in[(u64)r * cols_in + col]);
     }
     out[t] = acc;
 }

@@ -17,6 +17,7 @@
 // both passes (ba_task) and take no part in the product chain except doublings.
 // msm_ba_to_dense writes each bucket's single remaining point (or infinity) as XYZZ into the
 // dense (window, bucket) array that msm.cu's msm_reduce_level reads.
+#include "grid.cuh"
 #include "msm_group.cuh"
 
 // Threads per block (msm_ba.py's BA_BLOCK passes it) and blocks per SM the round kernel is
@@ -73,8 +74,6 @@ __device__ __forceinline__ fp2_t ba_inv(const fp2_t& a) {
     return {a.c0 * n, -(a.c1 * n)};
 }
 
-__device__ __forceinline__ u64 ba_thread() { return (u64)blockIdx.x * blockDim.x + threadIdx.x; }
-
 // Point `pos` of the level: gathered from the bases (level 0) or read from the level array.
 __device__ __forceinline__ affine ba_load(const affine* __restrict__ bases,
                                           const u32* __restrict__ entries,
@@ -128,7 +127,7 @@ extern "C" __global__ void __launch_bounds__(BA_BLOCK, BA_MIN_BLOCKS) msm_ba_rou
     extern __shared__ unsigned char ba_smem[];
     field_t* tree = reinterpret_cast<field_t*>(ba_smem);
     const u32 n = blockDim.x, tid = threadIdx.x;
-    const u64 g = ba_thread();
+    const u64 g = global_thread();
     const u64 T = (u64)gridDim.x * blockDim.x;
     const u32 ntasks = out_off[nk];
     const u64 first = g * K;
@@ -207,7 +206,7 @@ extern "C" __global__ void msm_ba_to_dense(const affine* __restrict__ bases,
                                            const affine* __restrict__ level, u32 gathered,
                                            const u32* __restrict__ off, u32 nk, u64 key0,
                                            xyzz* __restrict__ dense) {
-    const u64 k = ba_thread();
+    const u64 k = global_thread();
     if (k >= nk) return;
     xyzz r = xyzz::inf();
     if (off[k + 1] > off[k]) r = from_affine(ba_load(bases, entries, level, gathered, off[k]));

@@ -1,8 +1,7 @@
-// Fp product-rate microbenchmark (bench/gpu_msm.py): the MSM never launches it, so it stays out
-// of msm.cu.
+// Fp product-rate microbenchmark (bench/gpu_msm.py): the MSM never launches it, so it lives
+// here, outside the package; the loader compiles it by path with the package's headers.
 #include "curve.cuh"
-
-__device__ __forceinline__ u64 bench_thread() { return (u64)blockIdx.x * blockDim.x + threadIdx.x; }
+#include "grid.cuh"
 
 // A probe thread's two inputs (words t*24 .. t*24+24 of data, each < p) and its two outputs.
 __device__ __forceinline__ void bench_load(const u32* data, u64 t, fp_t& x, fp_t& y) {
@@ -23,7 +22,7 @@ __device__ __forceinline__ void bench_store(u32* data, u64 t, const fp_t& x, con
 // Fp multiplication throughput probe for the benchmark: two independent chains of `iters`
 // products per thread (2 * iters multiplications), inputs data[t*24 .. t*24+24) (< p).
 extern "C" __global__ void msm_fp_bench(u32* __restrict__ data, u32 nthreads, u32 iters) {
-    u64 t = bench_thread();
+    u64 t = global_thread();
     if (t >= nthreads) return;
     fp_t x, y;
     bench_load(data, t, x, y);

@@ -1,10 +1,11 @@
-// Fr product-rate microbenchmarks (bench/gpu.py, and their correctness test): the prover never
-// launches them, so they stay out of the production modules.
+// Fr product-rate microbenchmarks (bench/gpu.py, and their correctness test in
+// tests/backend/test_cuda_fr.py): the prover never launches them, so they live here, outside
+// the package; the loader compiles them by path with the package's headers.
 #include "fr.cuh"
+#include "grid.cuh"
 
 #define FR_GRID_LOOP(i, n) \
-    for (fr_u64 i = (fr_u64)blockIdx.x * blockDim.x + threadIdx.x; i < (fr_u64)(n); \
-         i += (fr_u64)blockDim.x * gridDim.x)
+    for (fr_u64 i = global_thread(); i < (fr_u64)(n); i += (fr_u64)blockDim.x * gridDim.x)
 
 // Microbenchmarks: each thread runs FR_BENCH_CHAINS independent chains x_c ← x_c·y for iters
 // rounds (FR_BENCH_CHAINS·iters multiplications per thread); out[i] = Σ_c x_c keeps them live.
