@@ -118,9 +118,9 @@ def bench_mul(be: CudaBackend, t: Timer, out: dict[str, Any]) -> None:
         a = rand_dev(be, n)
         res = gpu.empty(n)
         for kern, key in (
-            ("fr_mul_eo_bench_k", "fr_mul32_eo"),
-            ("fr_mul_paired_bench_k", "fr_mul32_paired"),
-            ("fr_mul64_bench_k", "fr_mul64"),
+            ("fr_bench_mul_eo", "fr_mul32_eo"),
+            ("fr_bench_mul_paired", "fr_mul32_paired"),
+            ("fr_bench_mul64", "fr_mul64"),
         ):
             blocks = gpu.sm_count * blocks_per_sm
 

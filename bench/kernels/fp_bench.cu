@@ -21,7 +21,7 @@ __device__ __forceinline__ void bench_store(u32* data, u64 t, const fp_t& x, con
 
 // Fp multiplication throughput probe for the benchmark: two independent chains of `iters`
 // products per thread (2 * iters multiplications), inputs data[t*24 .. t*24+24) (< p).
-extern "C" __global__ void msm_fp_bench(u32* __restrict__ data, u32 nthreads, u32 iters) {
+extern "C" __global__ void fp_bench_mul(u32* __restrict__ data, u32 nthreads, u32 iters) {
     u64 t = global_thread();
     if (t >= nthreads) return;
     fp_t x, y;

@@ -29,7 +29,7 @@
         }                                                                                      \
     }
 
-FR_BENCH_KERNEL(fr_mul_bench_k, fr_mul)
-FR_BENCH_KERNEL(fr_mul_eo_bench_k, fr_mul_eo)
-FR_BENCH_KERNEL(fr_mul_paired_bench_k, fr_mul_paired)
-FR_BENCH_KERNEL(fr_mul64_bench_k, fr_mul64)
+FR_BENCH_KERNEL(fr_bench_mul, fr_mul)
+FR_BENCH_KERNEL(fr_bench_mul_eo, fr_mul_eo)
+FR_BENCH_KERNEL(fr_bench_mul_paired, fr_mul_paired)
+FR_BENCH_KERNEL(fr_bench_mul64, fr_mul64)

@@ -27,10 +27,10 @@ BENCH_KERNELS = Path(__file__).resolve().parents[2] / "bench" / "kernels"
 MSM = ["msm_to_mont", "msm_from_zcash", "msm_digits", "msm_accumulate", "msm_seg_reduce",
        "msm_reduce_level", "msm_sum_rows", "msm_sum_affine", "msm_shift_copy"]  # fmt: skip
 MSM_BA = ["msm_ba_round", "msm_ba_to_dense"]
-FIXED_BASE = [f"fb_{k}_{g}" for g in ("g1", "g2") for k in ("table", "mul", "affine")]
-FR_ELEMENTWISE = ["fr_add_k", "fr_sub_k", "fr_mul_k", "fr_mul_sub_k", "fr_scale_k",
-                  "fr_scale_powers_k", "fr_powers_k", "fr_classify_k"]  # fmt: skip
-FR_BENCH = ["fr_mul_bench_k", "fr_mul_eo_bench_k", "fr_mul_paired_bench_k", "fr_mul64_bench_k"]
+FIXED_BASE = [f"fixed_base_{k}_{g}" for g in ("g1", "g2") for k in ("table", "mul", "affine")]
+FR_ELEMENTWISE = ["fr_vec_add", "fr_vec_sub", "fr_vec_mul", "fr_vec_mul_sub", "fr_vec_scale",
+                  "fr_vec_scale_powers", "fr_vec_powers", "fr_vec_classify"]  # fmt: skip
+FR_BENCH = ["fr_bench_mul", "fr_bench_mul_eo", "fr_bench_mul_paired", "fr_bench_mul64"]
 
 CASES = [
     # msm.py: one module per group (GpuMsm.defines, empty unless a benchmark sets them, on top).
@@ -44,10 +44,10 @@ CASES = [
     # fixed_base.py (key generation) and msm.py's precomputed copies: both groups, no options.
     ("fixed_base.cu", {}, FIXED_BASE),
     # ntt.py's elementwise kernels; bench/gpu.py --impls also builds them with the other product.
-    ("fr_kernels.cu", {}, FR_ELEMENTWISE),
-    ("fr_kernels.cu", {"FR_MUL_IMPL": 2}, FR_ELEMENTWISE),
+    ("fr_vec.cu", {}, FR_ELEMENTWISE),
+    ("fr_vec.cu", {"FR_MUL_IMPL": 2}, FR_ELEMENTWISE),
     # The benchmark-only kernels (bench/gpu_msm.py's Fp probe, bench/gpu.py's Fr products).
-    (str(BENCH_KERNELS / "fp_bench.cu"), {}, ["msm_fp_bench"]),
+    (str(BENCH_KERNELS / "fp_bench.cu"), {}, ["fp_bench_mul"]),
     (str(BENCH_KERNELS / "fr_bench.cu"), {}, FR_BENCH),
 ]
 

@@ -97,10 +97,10 @@ def test_classify_and_split_plan(backend, rng, seed, n):
 @pytest.mark.parametrize(
     "kernel",
     [
-        "fr_mul_bench_k",
-        "fr_mul_eo_bench_k",
-        "fr_mul_paired_bench_k",
-        "fr_mul64_bench_k",
+        "fr_bench_mul",
+        "fr_bench_mul_eo",
+        "fr_bench_mul_paired",
+        "fr_bench_mul64",
     ],
 )
 def test_microbenchmark_kernels_compute_products(backend, rng, seed, kernel):
@@ -164,13 +164,11 @@ def test_bad_launch_is_a_device_fault_and_the_device_survives(backend, rng, seed
     a = backend.upload(fr.random(8, rng))
     out = backend.gpu.empty(8)
     with pytest.raises(DeviceFault) as err:  # 4096 threads per block: rejected at launch
-        backend.gpu.launch("fr_kernels.cu", "fr_add_k", 1, 4096, (out, a, a, np.int64(8)))
+        backend.gpu.launch("fr_vec.cu", "fr_vec_add", 1, 4096, (out, a, a, np.int64(8)))
     msg = str(err.value)
-    assert "device 0" in msg and "fr_add_k" in msg, msg
+    assert "device 0" in msg and "fr_vec_add" in msg, msg
     with pytest.raises(DeviceFault):  # more shared memory than any block may have
-        backend.gpu.launch(
-            "fr_kernels.cu", "fr_add_k", 1, 32, (out, a, a, np.int64(8)), smem=1 << 30
-        )
+        backend.gpu.launch("fr_vec.cu", "fr_vec_add", 1, 32, (out, a, a, np.int64(8)), smem=1 << 30)
     v = fr.random(100, rng)
     assert np.array_equal(
         _host(backend, backend.fr.add(backend.upload(v), backend.upload(v))), fr.add(v, v)

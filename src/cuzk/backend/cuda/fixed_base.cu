@@ -155,17 +155,17 @@ __device__ __forceinline__ void fb_affine(const xyzz_t<F>* __restrict__ pts, u64
 }
 
 #define FB_KERNELS(SUFFIX, F)                                                                    \
-    extern "C" __global__ void __launch_bounds__(128) fb_table_##SUFFIX(                        \
+    extern "C" __global__ void __launch_bounds__(128) fixed_base_table_##SUFFIX(                \
         const affine_t<F>* __restrict__ bases, u32 nwin, u32 half,                              \
         xyzz_t<F>* __restrict__ out) {                                                           \
         fb_table<F>(bases, nwin, half, out);                                                     \
     }                                                                                            \
-    extern "C" __global__ void __launch_bounds__(128) fb_mul_##SUFFIX(                          \
+    extern "C" __global__ void __launch_bounds__(128) fixed_base_mul_##SUFFIX(                  \
         const u64* __restrict__ scalars, u32 m, u32 c, u32 nwin,                                \
         const affine_t<F>* __restrict__ table, xyzz_t<F>* __restrict__ out) {                    \
         fb_mul<F>(scalars, m, c, nwin, table, out);                                              \
     }                                                                                            \
-    extern "C" __global__ void __launch_bounds__(128) fb_affine_##SUFFIX(                       \
+    extern "C" __global__ void __launch_bounds__(128) fixed_base_affine_##SUFFIX(               \
         const xyzz_t<F>* __restrict__ pts, u64 n, u32 K, F* __restrict__ scratch,               \
         u32* __restrict__ out, u32 mode) {                                                       \
         fb_affine<F>(pts, n, K, scratch, out, mode);                                             \

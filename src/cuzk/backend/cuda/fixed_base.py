@@ -99,7 +99,7 @@ class GpuFixedBase:
                 m = hi - lo
                 d_s = self.gpu.upload(np.ascontiguousarray(s[lo:hi]))
                 pts = self.gpu.empty(m, np.uint32, 4 * nfp * 12)
-                self.gpu.launch(KERNEL_FILE, f"fb_mul_{group}", -(-m // BLOCK), BLOCK,
+                self.gpu.launch(KERNEL_FILE, f"fixed_base_mul_{group}", -(-m // BLOCK), BLOCK,
                                 (d_s, u32(m), u32(c), u32(nwin), table, pts))  # fmt: skip
                 del d_s
                 enc = self._to_affine(group, pts, m, zcash=True)
@@ -117,7 +117,7 @@ class GpuFixedBase:
         bases = self.gpu.upload(_window_bases(group, c, nwin))
         xyzz = self.gpu.empty(nwin * half, np.uint32, 4 * nfp * 12)
         u32 = np.uint32
-        self.gpu.launch(KERNEL_FILE, f"fb_table_{group}", -(-nwin * half // BLOCK), BLOCK,
+        self.gpu.launch(KERNEL_FILE, f"fixed_base_table_{group}", -(-nwin * half // BLOCK), BLOCK,
                         (bases, u32(nwin), u32(half), xyzz))  # fmt: skip
         table = self._to_affine(group, xyzz, nwin * half, zcash=False)
         self._tables[group] = (c, table)
@@ -129,7 +129,7 @@ class GpuFixedBase:
         scratch = self.gpu.empty(n, np.uint32, nfp * 12)
         out = self.gpu.empty(n, np.uint32, 2 * nfp * 12)
         threads = -(-n // AFFINE_K)
-        self.gpu.launch(KERNEL_FILE, f"fb_affine_{group}", -(-threads // BLOCK), BLOCK,
+        self.gpu.launch(KERNEL_FILE, f"fixed_base_affine_{group}", -(-threads // BLOCK), BLOCK,
                         (xyzz, np.uint64(n), np.uint32(AFFINE_K), scratch, out,
                          np.uint32(1 if zcash else 0)))  # fmt: skip
         return out

@@ -8,6 +8,10 @@ import time, and importing this module does not import CuPy. A compile error is 
 
 A ``.cu`` outside this package (the benchmark-only kernels under ``bench/kernels``) is named by
 its absolute path; it compiles the same way, with this package's headers on its include path.
+
+Kernels are named ``<file stem>_<operation>[_<variant>]`` (``fr_vec_mul``, ``msm_digits``,
+``fixed_base_table_g1``, ``spmv_abc_u32_u16``); a file with one kernel names it by its stem
+(``poseidon_witness``).
 """
 
 from __future__ import annotations

@@ -422,10 +422,11 @@ class GpuMsm:
                     self._launch(group, "msm_shift_copy", cnt, src, xyzz, np.uint64(cnt), u32(c))
                     dst = points[j * n + start : j * n + start + cnt]
                     threads = -(-cnt // COPY_AFFINE_K)
-                    self.gpu.launch(FIXED_BASE_FILE, f"fb_affine_{group}", -(-threads // BLOCK),
-                                    BLOCK, (xyzz, np.uint64(cnt), u32(COPY_AFFINE_K), scratch,
-                                            dst, u32(0)), stream=self._stream)  # fmt: skip
-                    self._mark("fb_affine")
+                    self.gpu.launch(FIXED_BASE_FILE, f"fixed_base_affine_{group}",
+                                    -(-threads // BLOCK), BLOCK,
+                                    (xyzz, np.uint64(cnt), u32(COPY_AFFINE_K), scratch, dst,
+                                     u32(0)), stream=self._stream)  # fmt: skip
+                    self._mark("fixed_base_affine")
             self._stream.synchronize()
         with self._lock:
             self._bases[bases.key] = _Resident(group, n, points, k, c)

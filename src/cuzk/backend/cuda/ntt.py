@@ -30,7 +30,7 @@ from cuzk.field.constants import FR_GENERATOR, R
 from cuzk.poly.domain import Domain, root_of_unity
 
 SRC = "ntt.cu"
-ELT = "fr_kernels.cu"
+ELT = "fr_vec.cu"
 
 #: log2 of the most points one block holds (2^11 · 32 B = 64 KiB of shared memory).
 TILE_LOG = 11
@@ -129,17 +129,17 @@ class GpuFr:
         return out
 
     def add(self, a: Any, b: Any) -> Any:
-        return self._binary("fr_add_k", a, b)
+        return self._binary("fr_vec_add", a, b)
 
     def sub(self, a: Any, b: Any) -> Any:
-        return self._binary("fr_sub_k", a, b)
+        return self._binary("fr_vec_sub", a, b)
 
     def mul(self, a: Any, b: Any) -> Any:
-        return self._binary("fr_mul_k", a, b)
+        return self._binary("fr_vec_mul", a, b)
 
     def mul_sub(self, a: Any, b: Any, c: Any) -> Any:
         """a·b − c."""
-        return self._binary("fr_mul_sub_k", a, b, c)
+        return self._binary("fr_vec_mul_sub", a, b, c)
 
     def scale(self, v: Any, k: int) -> Any:
         """v·k for an integer constant k."""
@@ -148,7 +148,7 @@ class GpuFr:
         with self.gpu.context():
             out = self.gpu.empty(n)
             if n:
-                self._elementwise("fr_scale_k", n, out, v, *words, np.int64(n))
+                self._elementwise("fr_vec_scale", n, out, v, *words, np.int64(n))
         return out
 
     def scale_by_powers(self, v: Any, base: int, start: int = 1) -> Any:
@@ -159,7 +159,7 @@ class GpuFr:
             if n:
                 t = self.pow_table(base, start, n)
                 self._elementwise(
-                    "fr_scale_powers_k",
+                    "fr_vec_scale_powers",
                     n,
                     out,
                     v,
@@ -177,7 +177,8 @@ class GpuFr:
             out = self.gpu.empty(n)
             if n:
                 t = self.pow_table(base, start, n)
-                self._elementwise("fr_powers_k", n, out, t.lo, t.hi, np.int32(t.bits), np.int64(n))
+                bits = np.int32(t.bits)
+                self._elementwise("fr_vec_powers", n, out, t.lo, t.hi, bits, np.int64(n))
         return out
 
     def classify(self, v: Any) -> Any:
@@ -186,7 +187,7 @@ class GpuFr:
         with self.gpu.context():
             out = self.gpu.empty(n, np.int8, 0)
             if n:
-                self._elementwise("fr_classify_k", n, out, v, np.int64(n))
+                self._elementwise("fr_vec_classify", n, out, v, np.int64(n))
         return out
 
     def split_plan(self, v: Any) -> tuple[Any, Any]:
@@ -225,7 +226,7 @@ class GpuNtt(GpuFr):
                 t = self.pow_table(root_of_unity(log_m), 1, half)
                 tw = self.gpu.empty(half)
                 self._elementwise(
-                    "fr_powers_k", half, tw, t.lo, t.hi, np.int32(t.bits), np.int64(half)
+                    "fr_vec_powers", half, tw, t.lo, t.hi, np.int32(t.bits), np.int64(half)
                 )
                 self._tw, self._tw_log = tw, log_m
                 # the per-size tables of ω were only needed to build this one
@@ -430,10 +431,10 @@ class GpuNtt(GpuFr):
             coset_in = self.pow_table(domain.coset_shift, domain.m_inv, m)
             self._to_coset(a, wa, n, domain, coset_in)
             self._to_coset(b, wb, n, domain, coset_in)
-            self._elementwise("fr_mul_k", m, wa, wa, wb, np.int64(m))  # in place: a·b
+            self._elementwise("fr_vec_mul", m, wa, wa, wb, np.int64(m))  # in place: a·b
             fill_c(wb[:n])
             self._to_coset(wb[:n], wb, n, domain, coset_in)  # reads c's n values, zero beyond
-            self._elementwise("fr_sub_k", m, wa, wa, wb, np.int64(m))  # a·b − c
+            self._elementwise("fr_vec_sub", m, wa, wa, wb, np.int64(m))  # a·b − c
             return self._from_coset(wa, wb, domain)[: m - 1]
 
     def _from_coset(self, wa: Any, out: Any, domain: Domain, wb: Any = None, wc: Any = None) -> Any:

@@ -17,20 +17,20 @@ FR_FN fr_t fr_from_u64x4(fr_u64 k0, fr_u64 k1, fr_u64 k2, fr_u64 k3) {
     return r;
 }
 
-extern "C" __global__ void fr_add_k(fr_u64* out, const fr_u64* a, const fr_u64* b, long long n) {
+extern "C" __global__ void fr_vec_add(fr_u64* out, const fr_u64* a, const fr_u64* b, long long n) {
     FR_GRID_LOOP(i, n) fr_store(out, i, fr_add(fr_load(a, i), fr_load(b, i)));
 }
 
-extern "C" __global__ void fr_sub_k(fr_u64* out, const fr_u64* a, const fr_u64* b, long long n) {
+extern "C" __global__ void fr_vec_sub(fr_u64* out, const fr_u64* a, const fr_u64* b, long long n) {
     FR_GRID_LOOP(i, n) fr_store(out, i, fr_sub(fr_load(a, i), fr_load(b, i)));
 }
 
-extern "C" __global__ void fr_mul_k(fr_u64* out, const fr_u64* a, const fr_u64* b, long long n) {
+extern "C" __global__ void fr_vec_mul(fr_u64* out, const fr_u64* a, const fr_u64* b, long long n) {
     FR_GRID_LOOP(i, n) fr_store(out, i, fr_mul(fr_load(a, i), fr_load(b, i)));
 }
 
 // out = a·b - c (the H quotient's pointwise step)
-extern "C" __global__ void fr_mul_sub_k(fr_u64* out, const fr_u64* a, const fr_u64* b,
+extern "C" __global__ void fr_vec_mul_sub(fr_u64* out, const fr_u64* a, const fr_u64* b,
                                         const fr_u64* c, long long n) {
     FR_GRID_LOOP(i, n) {
         fr_store(out, i, fr_sub(fr_mul(fr_load(a, i), fr_load(b, i)), fr_load(c, i)));
@@ -38,14 +38,14 @@ extern "C" __global__ void fr_mul_sub_k(fr_u64* out, const fr_u64* a, const fr_u
 }
 
 // out = a·k for one constant k (Montgomery limbs k0..k3)
-extern "C" __global__ void fr_scale_k(fr_u64* out, const fr_u64* a, fr_u64 k0, fr_u64 k1,
+extern "C" __global__ void fr_vec_scale(fr_u64* out, const fr_u64* a, fr_u64 k0, fr_u64 k1,
                                       fr_u64 k2, fr_u64 k3, long long n) {
     const fr_t k = fr_from_u64x4(k0, k1, k2, k3);
     FR_GRID_LOOP(i, n) fr_store(out, i, fr_mul(fr_load(a, i), k));
 }
 
 // out[i] = a[i]·scale·base^(i + offset), from the two tables of fr_pow_lookup
-extern "C" __global__ void fr_scale_powers_k(fr_u64* out, const fr_u64* a, const fr_u64* pw_lo,
+extern "C" __global__ void fr_vec_scale_powers(fr_u64* out, const fr_u64* a, const fr_u64* pw_lo,
                                              const fr_u64* pw_hi, int pw_bits, long long offset,
                                              long long n) {
     FR_GRID_LOOP(i, n) {
@@ -55,13 +55,13 @@ extern "C" __global__ void fr_scale_powers_k(fr_u64* out, const fr_u64* a, const
 }
 
 // out[i] = scale·base^i (twiddle tables)
-extern "C" __global__ void fr_powers_k(fr_u64* out, const fr_u64* pw_lo, const fr_u64* pw_hi,
+extern "C" __global__ void fr_vec_powers(fr_u64* out, const fr_u64* pw_lo, const fr_u64* pw_hi,
                                        int pw_bits, long long n) {
     FR_GRID_LOOP(i, n) fr_store(out, i, fr_pow_lookup(pw_lo, pw_hi, pw_bits, i));
 }
 
 // 0 for zero, 1 for one, 2 otherwise (int8), as cuzk.field.fr.classify
-extern "C" __global__ void fr_classify_k(signed char* out, const fr_u64* a, long long n) {
+extern "C" __global__ void fr_vec_classify(signed char* out, const fr_u64* a, long long n) {
     FR_GRID_LOOP(i, n) {
         fr_t x = fr_load(a, i);
         out[i] = fr_is_zero(x) ? 0 : (fr_is_one(x) ? 1 : 2);
