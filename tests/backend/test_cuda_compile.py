@@ -31,6 +31,9 @@ FIXED_BASE = [f"fixed_base_{k}_{g}" for g in ("g1", "g2") for k in ("table", "mu
 FR_ELEMENTWISE = ["fr_vec_add", "fr_vec_sub", "fr_vec_mul", "fr_vec_mul_sub", "fr_vec_scale",
                   "fr_vec_scale_powers", "fr_vec_powers", "fr_vec_classify"]  # fmt: skip
 FR_BENCH = ["fr_bench_mul", "fr_bench_mul_eo", "fr_bench_mul_paired", "fr_bench_mul64"]
+SPMV = [
+    f"spmv{k}_{ip}_{i}" for k in ("", "_abc") for ip in ("u32", "u64") for i in ("u8", "u16", "u32")
+]
 
 CASES = [
     # msm.py: one module per group (GpuMsm.defines, empty unless a benchmark sets them, on top).
@@ -46,6 +49,10 @@ CASES = [
     # ntt.py's elementwise kernels; bench/gpu.py --impls also builds them with the other product.
     ("fr_vec.cu", {}, FR_ELEMENTWISE),
     ("fr_vec.cu", {"FR_MUL_IMPL": 2}, FR_ELEMENTWISE),
+    # abc.py's sparse products, witness.py's placement and bit programs and its Poseidon hashes.
+    ("spmv.cu", {}, SPMV),
+    ("witness.cu", {}, ["witness_place", "witness_bitprog"]),
+    ("poseidon_witness.cu", {}, ["poseidon_witness"]),
     # The benchmark-only kernels (bench/gpu_msm.py's Fp probe, bench/gpu.py's Fr products).
     (str(BENCH_KERNELS / "fp_bench.cu"), {}, ["fp_bench_mul"]),
     (str(BENCH_KERNELS / "fr_bench.cu"), {}, FR_BENCH),

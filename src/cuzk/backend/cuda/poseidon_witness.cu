@@ -4,6 +4,7 @@
 // tables are uploaded once per (arity, strength, tag) by cuzk.backend.cuda.witness; every
 // thread reads the same entries at the same time, so they stay in cache.
 #include "poseidon.cuh"
+#include "grid.cuh"
 
 extern "C" __global__ void poseidon_witness(fr_u64* z, const fr_u64* __restrict__ pre,
                                             const long long* __restrict__ starts, long long m,
@@ -14,7 +15,7 @@ extern "C" __global__ void poseidon_witness(fr_u64* z, const fr_u64* __restrict_
                                             const fr_u64* __restrict__ v_rest,
                                             const fr_u64* __restrict__ mds, int half,
                                             int partial) {
-    const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    const long long i = (long long)global_thread();
     if (i >= m || t > POSEIDON_MAX_T) return;
     fr_t st[POSEIDON_MAX_T], nx[POSEIDON_MAX_T];
     poseidon_start(st, pre + (fr_u64)i * (fr_u64)(t - 1) * 4, t, fr_load(tag, 0), crc);

@@ -10,6 +10,7 @@
 // real circuits) skip the multiplication. One kernel pair per (row pointer, id) width:
 // spmv_abc_<ip>_<id> and spmv_<ip>_<id>, e.g. spmv_abc_u32_u16.
 #include "fr.cuh"
+#include "grid.cuh"
 
 template <typename IP, typename ID>
 FR_FN void spmv_row(fr_u64* __restrict__ out, const IP* __restrict__ indptr,
@@ -50,7 +51,7 @@ FR_FN void spmv_row(fr_u64* __restrict__ out, const IP* __restrict__ indptr,
         } else {                                                                               \
             out = out_c; ip = ip_c; ix = ix_c; id = id_c; t = t_c;                             \
         }                                                                                      \
-        for (fr_u64 row = (fr_u64)blockIdx.x * blockDim.x + threadIdx.x; row < (fr_u64)rows;  \
+        for (fr_u64 row = global_thread(); row < (fr_u64)rows;                                 \
              row += (fr_u64)blockDim.x * gridDim.x) {                                          \
             spmv_row<IP, ID>(out, ip, ix, id, t, z, row, 0);                                   \
         }                                                                                      \
@@ -59,7 +60,7 @@ FR_FN void spmv_row(fr_u64* __restrict__ out, const IP* __restrict__ indptr,
                                                   const unsigned int* indices, const ID* ids,  \
                                                   const fr_u64* table, const fr_u64* z,        \
                                                   long long rows, long long base) {            \
-        for (fr_u64 row = (fr_u64)blockIdx.x * blockDim.x + threadIdx.x; row < (fr_u64)rows;  \
+        for (fr_u64 row = global_thread(); row < (fr_u64)rows;                                 \
              row += (fr_u64)blockDim.x * gridDim.x) {                                          \
             spmv_row<IP, ID>(out, indptr, indices, ids, table, z, row, (fr_u64)base);        \
         }                                                                                      \

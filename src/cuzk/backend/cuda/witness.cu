@@ -11,11 +11,12 @@
 // (scratch[node * m + i]): every thread runs the same op at the same time, so one op's loads
 // and stores are coalesced across the warp, and the ops themselves are uniform loads.
 #include "fr.cuh"
+#include "grid.cuh"
 
 extern "C" __global__ void witness_place(fr_u64* z, const fr_u64* vals, long long count,
                                          const long long* dst, const long long* src,
                                          long long segments) {
-    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < count;
+    for (long long i = (long long)global_thread(); i < count;
          i += (long long)gridDim.x * blockDim.x) {
         long long lo = 0, hi = segments - 1;
         while (lo < hi) {
@@ -32,7 +33,7 @@ extern "C" __global__ void witness_bitprog(fr_u64* z, const int* __restrict__ op
                                            const unsigned char* __restrict__ inputs,
                                            const long long* __restrict__ starts, long long m,
                                            unsigned char* scratch) {
-    const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    const long long i = (long long)global_thread();
     if (i >= m) return;
 #define NODE(n) scratch[(long long)(n) * m + i]
 #define LIT(l) (NODE((l) >> 1) ^ ((l) & 1))
