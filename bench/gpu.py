@@ -188,40 +188,6 @@ def bench_configs(
         ntt_mod.TILE_LOG, ntt_mod.GROUP_LOG, ntt_mod.THREADS = saved
 
 
-@section("product implementations (FR_MUL_IMPL)")
-def bench_impls(
-    be: CudaBackend, t: Timer, impls: list[int], logs: list[int], out: dict[str, Any]
-) -> None:
-    saved = dict(be.gpu.defines)
-    ref = None
-    try:
-        for impl in impls:
-            be.gpu.defines = {**saved, "FR_MUL_IMPL": impl}
-            d = Domain(1 << 20)
-            v = rand_dev(be, d.m) if ref is None else ref[0]
-            got = be.fr.ntt(v, d, coset=True)
-            if ref is None:
-                ref = (v, got)
-            else:
-                with be.gpu.context():
-                    same = bool((got == ref[1]).all())
-                print(f"impl {impl}: coset NTT 2^20 equals impl {impls[0]}: {same}", flush=True)
-            for L in logs:
-                d = Domain(1 << L)
-                v = rand_dev(be, d.m)
-                ms_n = t.ms(lambda v=v, d=d: be.fr.ntt(v, d), runs=5)
-                a, b, c = v, rand_dev(be, d.m), rand_dev(be, d.m)
-                ms_h = t.ms(lambda a=a, b=b, c=c, d=d: be.h_quotient(a, b, c, d), runs=3, warmup=1)
-                out.setdefault("impls", {})[f"{impl}:{L}"] = {
-                    "ntt": round(ms_n, 4),
-                    "h": round(ms_h, 4),
-                }
-                print(f"impl {impl} 2^{L}: ntt {ms_n:9.3f} ms  h {ms_h:9.3f} ms", flush=True)
-                del v, a, b, c
-    finally:
-        be.gpu.defines = saved
-
-
 @section("h pipeline")
 def bench_h(be: CudaBackend, t: Timer, logs: list[int], out: dict[str, Any]) -> None:
     for L in logs:
@@ -337,7 +303,7 @@ def write(result: dict[str, Any], gpu_name: str) -> None:
         if k in result:
             kernels.setdefault(k, {}).update(result[k])
     extra = doc.setdefault("fr", {})
-    for k in ("fr_mul_per_s", "ntt_configs", "transfer_GBps", "impls"):
+    for k in ("fr_mul_per_s", "ntt_configs", "transfer_GBps"):
         if k in result:
             extra[k] = result[k]
     text = json.dumps(doc, indent=1, sort_keys=True)
@@ -378,8 +344,6 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--config-logs", default="24,27")
     ap.add_argument("--transfer-mib", type=int, default=512)
     ap.add_argument("--no-mul", action="store_true")
-    ap.add_argument("--impls", default="", help="FR_MUL_IMPL values to compare, e.g. 2,3")
-    ap.add_argument("--impl-logs", default="24,27")
     ap.add_argument("--device", type=int, default=0)
     ap.add_argument(
         "--defines", default="", help="kernel defines for every module, e.g. NTT_MIN_BLOCKS=4"
@@ -396,14 +360,6 @@ def main(argv: list[str] | None = None) -> int:
     result: dict[str, Any] = {}
     if not args.no_mul:
         bench_mul(be, t, result)
-    if args.impls:
-        bench_impls(
-            be,
-            t,
-            [int(x) for x in args.impls.split(",")],
-            [int(x) for x in args.impl_logs.split(",") if x],
-            result,
-        )
     bench_ntt(be, t, log_range(args.ntt), result)
     if args.configs:
         configs = [tuple(int(x) for x in c.split(",")) for c in args.configs.split(";") if c]

@@ -46,9 +46,8 @@ CASES = [
     ("msm_ba.cu", {"MSM_G2": 1, "BA_BLOCK": BA_BLOCK}, MSM_BA),
     # fixed_base.py (key generation) and msm.py's precomputed copies: both groups, no options.
     ("fixed_base.cu", {}, FIXED_BASE),
-    # ntt.py's elementwise kernels; bench/gpu.py --impls also builds them with the other product.
+    # ntt.py's elementwise kernels.
     ("fr_vec.cu", {}, FR_ELEMENTWISE),
-    ("fr_vec.cu", {"FR_MUL_IMPL": 2}, FR_ELEMENTWISE),
     # abc.py's sparse products, witness.py's placement and bit programs and its Poseidon hashes.
     ("spmv.cu", {}, SPMV),
     ("witness.cu", {}, ["witness_place", "witness_bitprog"]),

@@ -78,7 +78,8 @@ class Gpu:
 
     def __init__(self, device: int = 0, *, defines: dict[str, object] | None = None) -> None:
         cp = loader.cupy()
-        #: -D options for every module this object loads (e.g. {"FR_MUL_IMPL": 2}).
+        #: -D options for every module this object loads (benchmarks' switches, e.g.
+        #: {"ACC_MIN_BLOCKS": 4}).
         self.defines: dict[str, object] = dict(defines or {})
         self.cp = cp
         self.xp = cp

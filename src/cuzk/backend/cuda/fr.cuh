@@ -7,15 +7,14 @@
 //
 // Multiplication is CIOS over eight 32-bit words (r's low word is 1, so -r^-1 mod 2^32 =
 // 0xffffffff, m = -t0 and m·r0 = m); the running value stays below 2r (r < 2^255), so no round
-// needs a tenth word and one conditional subtraction finishes. Two versions, chosen by
-// FR_MUL_IMPL (default 3, the fastest on the H200, see bench/NOTES.md "CUDA Fr/NTT" and "Paired
-// products"):
-//   2 fr_mul_eo     whole products (IMAD.WIDE.U32) added by even/odd add.cc chains (456 SASS
-//                   instructions, 4.0·10^10 mul/s),
-//   3 fr_mul_paired whole products with their carries, IMAD.WIDE.U32.X (248, 5.6·10^10; mont.cuh).
+// needs a tenth word and one conditional subtraction finishes. Two versions were measured (see
+// bench/NOTES.md "CUDA Fr/NTT" and "Paired products"); fr_mul is the paired one:
+//   fr_mul_eo     whole products (IMAD.WIDE.U32) added by even/odd add.cc chains (456 SASS
+//                 instructions, 4.0·10^10 mul/s),
+//   fr_mul_paired whole products with their carries, IMAD.WIDE.U32.X (248, 5.6·10^10; mont.cuh).
 // sm_90 has no IMAD with a carry-out unless both halves of one product are added back to back,
-// which is what 3 arranges; eo pays two IADD3(.X) per product. (Versions 0, PTX lo/hi chains
-// at 608 instructions, and 1, 64-bit carries in C at 536, were measured and removed.)
+// which is what the paired product arranges; eo pays two IADD3(.X) per product. (PTX lo/hi
+// chains at 608 instructions and 64-bit carries in C at 536 were measured and removed.)
 //
 // Off the device (__CUDA_ARCH__ undefined) the carry primitives have a portable C++ version
 // with an explicit carry flag, so the same code can be checked on a host compiler.
@@ -319,99 +318,11 @@ FR_FN fr_t fr_mul_paired(const fr_t& a, const fr_t& b) {
     return r;
 }
 
-// FR_MUL_IMPL selects the product every kernel uses: 2 = whole products + even/odd add chains,
-// 3 = paired (mont.cuh).
-#ifndef FR_MUL_IMPL
-#define FR_MUL_IMPL 3
-#endif
-
-FR_FN fr_t fr_mul(const fr_t& a, const fr_t& b) {
-#if FR_MUL_IMPL == 2
-    return fr_mul_eo(a, b);
-#elif FR_MUL_IMPL == 3
-    return fr_mul_paired(a, b);
-#else
-#error "FR_MUL_IMPL must be 2 (eo) or 3 (paired)"
-#endif
-}
+// The product every kernel uses (fr_mul_eo stays as the host check's second product,
+// tests/backend/host/mont_check.cpp, and the microbenchmark's).
+FR_FN fr_t fr_mul(const fr_t& a, const fr_t& b) { return fr_mul_paired(a, b); }
 
 FR_FN fr_t fr_sqr(const fr_t& a) { return fr_mul(a, a); }
-
-// --- the plain 64-bit-limb version (the anchor floor); only the microbenchmark uses it -------
-FR_FN fr_u64 fr_mulhi64(fr_u64 a, fr_u64 b) {
-#if defined(__CUDA_ARCH__)
-    return __umul64hi(a, b);
-#else
-    return (fr_u64)(((unsigned __int128)a * b) >> 64);
-#endif
-}
-
-FR_FN fr_t fr_mul64(const fr_t& a32, const fr_t& b32) {
-    const fr_u64 N[4] = {0xffffffff00000001ull, 0x53bda402fffe5bfeull, 0x3339d80809a1d805ull,
-                         0x73eda753299d7d48ull};
-    const fr_u64 INV = 0xfffffffeffffffffull;
-    fr_u64 a[4], b[4], t[6];
-#pragma unroll
-    for (int i = 0; i < 4; i++) {
-        a[i] = (fr_u64)a32.w[2 * i] | ((fr_u64)a32.w[2 * i + 1] << 32);
-        b[i] = (fr_u64)b32.w[2 * i] | ((fr_u64)b32.w[2 * i + 1] << 32);
-    }
-#pragma unroll
-    for (int i = 0; i < 6; i++) t[i] = 0;
-#pragma unroll
-    for (int i = 0; i < 4; i++) {
-        fr_u64 c = 0;
-#pragma unroll
-        for (int j = 0; j < 4; j++) {
-            fr_u64 lo = a[j] * b[i], hi = fr_mulhi64(a[j], b[i]);
-            lo += t[j];
-            hi += lo < t[j];
-            lo += c;
-            hi += lo < c;
-            t[j] = lo;
-            c = hi;
-        }
-        fr_u64 s = t[4] + c;
-        t[5] = s < c;
-        t[4] = s;
-        fr_u64 m = t[0] * INV;
-        c = 0;
-#pragma unroll
-        for (int j = 0; j < 4; j++) {
-            fr_u64 lo = m * N[j], hi = fr_mulhi64(m, N[j]);
-            lo += t[j];
-            hi += lo < t[j];
-            lo += c;
-            hi += lo < c;
-            t[j] = lo;
-            c = hi;
-        }
-        s = t[4] + c;
-        t[5] += s < c;
-        t[4] = s;
-#pragma unroll
-        for (int j = 0; j < 5; j++) t[j] = t[j + 1];
-    }
-    fr_u64 d[4], br = 0;
-#pragma unroll
-    for (int j = 0; j < 4; j++) {
-        fr_u64 x = t[j] - N[j];
-        fr_u64 b1 = t[j] < N[j];
-        fr_u64 y = x - br;
-        fr_u64 b2 = x < br;
-        d[j] = y;
-        br = b1 | b2;
-    }
-    bool keep = br && !t[4];
-    fr_t r;
-#pragma unroll
-    for (int i = 0; i < 4; i++) {
-        fr_u64 v = keep ? t[i] : d[i];
-        r.w[2 * i] = (fr_u32)v;
-        r.w[2 * i + 1] = (fr_u32)(v >> 32);
-    }
-    return r;
-}
 
 // --- powers from two tables --------------------------------------------------------------
 // value(i) = hi[i >> bits] · lo[i & (2^bits - 1)]: with lo[j] = base^j and
