@@ -115,9 +115,16 @@ def test_msms_against_one_scalar_multiplication(backend, rng, seed, tmp_path, gr
     mul, gen = (g1_mul, g1_generator()) if group == "g1" else (g2_mul, g2_generator())
     want = mul(gen, sum(a * b for a, b in zip(s, k, strict=True)) % R)
     scalars = backend.upload(fr.from_ints(s))
+    # the same scalars among others, picked by sorted row indices (how the prover passes A's
+    # and B's scalars: rows of z)
+    rows = np.sort(rng.choice(3 * (n + 1), size=n + 1, replace=False)).astype(np.uint32)
+    z = fr.random(3 * (n + 1), rng)
+    z[rows] = fr.from_ints(s)
     try:
         assert backend.msm(bases, scalars).result() == want, f"msm seed {seed}"
         assert backend.split_msm(bases, scalars).result() == want, f"split_msm seed {seed}"
+        got = backend.split_msm(bases, backend.upload(z), rows).result()
+        assert got == want, f"split_msm over rows, seed {seed}"
     finally:
         backend.evict(bases)
 

@@ -352,3 +352,40 @@ def test_memory_limit_is_enforced():
             pool.set_limit(size=0)
         cupy.cuda.set_allocator(pool.malloc)
         backend.close()
+
+
+@pytest.mark.parametrize("group", ["g1", "g2"])
+def test_planned_split_msm_gathers_and_plans_each_pass(gpu, rng, seed, tmp_path, group):
+    """The capped backend's split MSM (``split_msm_planned``): each pass gathers its scalars
+    from a longer vector through row indices (or reads them in place), classifies them and
+    splits ones from the rest on the device. Resident bases in passes of 777 points and bases
+    streamed in passes of 700, with scalars mostly ones, mostly other values, or skewed, give
+    the CPU's result."""
+    n = 3000
+    bases, points = make_bases(group, n, rng, tmp_path)
+    z_len = 5000
+    rows = np.sort(rng.choice(z_len, size=n, replace=False)).astype(np.uint32)
+    mixed = make_scalars(n, rng)
+    mixed[rng.random(n) < 0.7] = fr.from_int(1)  # ones common enough to split off
+    cases = (make_scalars(n, rng), mixed, *skewed_scalars(n, rng))
+    for streamed in (False, True):
+        if streamed:
+            gpu.preload(bases, stream_bytes=700 * GROUPS[group][0])
+        else:
+            gpu.preload(bases)
+            gpu.max_pass_points = 777
+        try:
+            for scalars in cases:
+                want = reference(group, points, scalars)
+                z = fr.random(z_len, rng)  # the other rows are noise the gather must skip
+                z[rows] = scalars
+                d_z, d_rows = cupy.asarray(z), cupy.asarray(rows)
+                got = gpu.split_msm_planned(bases, d_z, d_rows).result()
+                assert encoded(group, got) == want, f"seed {seed}, rows, streamed={streamed}"
+                got = gpu.split_msm_planned(bases, cupy.asarray(scalars)).result()
+                assert encoded(group, got) == want, f"seed {seed}, in place, streamed={streamed}"
+            with pytest.raises(BadInput):
+                gpu.split_msm_planned(bases, cupy.asarray(z), cupy.asarray(rows[:-1]))
+        finally:
+            gpu.max_pass_points = None
+            gpu.evict(bases)

@@ -155,8 +155,8 @@ def test_unsatisfied_circuit_names_constraint_and_gives_no_proof(tmp_path, pool,
     submitted = []
     split_msm = cpu_backend.split_msm
 
-    def spy(bases, scalars):
-        submitted.append(split_msm(bases, scalars))
+    def spy(bases, scalars, rows=None):
+        submitted.append(split_msm(bases, scalars, rows))
         return submitted[-1]
 
     cpu_backend.split_msm = spy

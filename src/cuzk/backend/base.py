@@ -197,9 +197,11 @@ class Backend(Protocol):
     def msm(self, bases: PointSet, scalars: Vec) -> Future:
         """Σ scalars[i]·bases[i] (len(scalars) == bases.count); a point of the bases' group."""
 
-    def split_msm(self, bases: PointSet, scalars: Vec) -> Future:
+    def split_msm(self, bases: PointSet, scalars: Vec, rows: np.ndarray | None = None) -> Future:
         """The same sum, computed as batch addition over scalars equal to 1 plus a tail MSM
-        over the others (zeros skipped) — far cheaper for bit-heavy witnesses."""
+        over the others (zeros skipped) — far cheaper for bit-heavy witnesses. With ``rows``
+        (a shape's sorted indices, one per point) the scalars are scalars[rows]: the backend
+        may gather them as it goes instead of as a whole vector (:meth:`take`)."""
 
     # -- key generation ----------------------------------------------------------------------
     def fixed_base(self, group: Group, scalars: fr.FrVec) -> np.ndarray:

@@ -171,7 +171,11 @@ class CpuBackend:
         self.preload(bases)
         return self._pool.msm(bases.key, fr.to_bytes_le(scalars))
 
-    def split_msm(self, bases: PointSet, scalars: fr.FrVec) -> Future:
+    def split_msm(
+        self, bases: PointSet, scalars: fr.FrVec, rows: np.ndarray | None = None
+    ) -> Future:
+        if rows is not None:
+            scalars = self.take(scalars, rows)
         self._check_length(bases, scalars)
         self.preload(bases)
         plan = MsmPlan.of(scalars)

@@ -44,13 +44,13 @@ KERNEL_BYTES_PER_DOMAIN = 320  # measured peak ~288, rounded up
 #: partitions and the whole key resident).
 GPU_KERNEL_BYTES_PER_DOMAIN = 320
 #: Under a device memory cap the kernels hold less (:func:`capped_kernel_bytes`): the H
-#: quotient in two domain buffers, the A scalars gathered only after h is made, the split MSMs'
-#: plans as int32 indices, and the MSMs run in passes of at most 2^24 points.
+#: quotient in two domain buffers, and every split MSM gathering and planning its scalars pass by
+#: pass (passes of at most 2^23 resident points or one 1 GiB stream buffer).
 CAPPED_KERNEL_BYTES_PER_DOMAIN = 64  # two domain buffers: a then a·b − c then h; b then c
-FR_BYTES = 32  # one gathered scalar
-PLAN_BYTES = 4  # one int32 index of a split MSM's plan (fewer than 2^31 scalars)
-#: The rest under a cap, bounded whatever the circuit: one MSM pass's sorted entries, gathered
-#: tail and window sums (2^24 points) beside the a·b = c check's slices (2^24 rows).
+ROW_BYTES = 4  # one uint32 row index of A's or B's gather from z (the device keeps them per shape)
+#: The rest under a cap, bounded whatever the circuit: one MSM pass (≤ 11.2M points, a 1 GiB
+#: buffer of G1: its gathered scalars, their kinds and indices and the split-off rest ≈ 75 B a
+#: point, sorted entries 52 B: ≈ 1.3 GiB) beside the a·b = c check's slices (2^23 rows: 0.5 GiB).
 CAPPED_KERNEL_SCRATCH = 2 << 30
 
 
@@ -73,18 +73,18 @@ def kernel_bytes(
 def capped_kernel_bytes(
     domain_size: int, num_variables: int, msm_sizes: Mapping[str, int] | None = None
 ) -> int:
-    """A GPU's kernel working set under a cap: the larger of its two phases. While h is
-    made: two domain buffers, B's scalars, and the plans of the L MSM and the two B MSMs.
-    After: h (one domain buffer) and A's scalars and plan, beside what L's and B's MSMs may
-    still hold. ``msm_sizes``: the scalars of each MSM by vector name (the key's point
-    counts); every variable where unknown. porep-32g: 10.1 GiB while h is made, 2 GiB of
-    scratch beside (it was 15.8 GiB in all at 48 B per variable for B and the plans)."""
+    """A GPU's kernel working set under a cap: two domain buffers while h is made (one after),
+    the row indices A's and B's MSMs gather through, and the scratch. ``msm_sizes``: the
+    scalars of each MSM by vector name (the key's point counts); every variable where unknown.
+    porep-32g: 8 GiB + 0.4 GiB + 2 GiB (session 15 counted 15.8 GiB, whole B scalars and int64
+    plans at every variable; session 16 first 12.1 GiB, per MSM with int32 plans)."""
     sizes = msm_sizes or {}
-    n_l, n_a, n_b = (sizes.get(v, num_variables) for v in ("l", "a", "b_g1"))
-    held = FR_BYTES * n_b + PLAN_BYTES * (n_l + 2 * n_b)
-    while_h = CAPPED_KERNEL_BYTES_PER_DOMAIN * domain_size + held
-    after_h = FR_BYTES * domain_size + (FR_BYTES + PLAN_BYTES) * n_a + held
-    return max(while_h, after_h) + CAPPED_KERNEL_SCRATCH
+    n_a, n_b = (sizes.get(v, num_variables) for v in ("a", "b_g1"))
+    return (
+        CAPPED_KERNEL_BYTES_PER_DOMAIN * domain_size
+        + ROW_BYTES * (n_a + n_b)
+        + CAPPED_KERNEL_SCRATCH
+    )
 
 
 #: Host bytes per file byte of points while a key is resident: the CPU backend's MSM workers

@@ -256,17 +256,17 @@ def start(
     domain = Domain.for_size(shape.num_constraints)
 
     # The order keeps few vectors alive at once and the MSM stream busy. L's MSM reads z's tail
-    # and B's MSMs a small gather (a quarter of z for PoRep): they go first and run while a,
-    # b, c are evaluated and checked and the H pipeline runs (on a GPU, the check's wait for
+    # and B's MSMs a small gather of z (a quarter of it for PoRep): they go first and run while
+    # a, b, c are evaluated and checked and the H pipeline runs (on a GPU, the check's wait for
     # its answer does not leave the MSM stream idle). A's scalars — nearly all of z — are
     # gathered only once a, b and c have become h, so they never share the device with them.
+    # (Under a memory cap the CUDA backend gathers and plans each MSM pass by pass instead.)
     t1 = time.perf_counter()
     futures: dict[str, Future] = {}
-    b_scalars = backend.take(staged.z, shape.b_z_rows)
+    z, b_rows = staged.z, shape.b_z_rows
     _submit(futures, "l", backend.split_msm(params.l, staged.aux), timings, t1)
-    _submit(futures, "b_g1", backend.split_msm(params.b_g1, b_scalars), timings, t1)
-    _submit(futures, "b_g2", backend.split_msm(params.b_g2, b_scalars), timings, t1)
-    del b_scalars  # the MSMs hold it while they need it
+    _submit(futures, "b_g1", backend.split_msm(params.b_g1, z, b_rows), timings, t1)
+    _submit(futures, "b_g2", backend.split_msm(params.b_g2, z, b_rows), timings, t1)
 
     t0 = time.perf_counter()
     try:
@@ -285,8 +285,7 @@ def start(
     del a, b, c  # consumed: h may live in their memory
     timings.record("h", time.perf_counter() - t2)
     t3 = time.perf_counter()
-    _submit(futures, "a", backend.split_msm(params.a, backend.take(staged.z, shape.a_z_rows)),
-            timings, t3)  # fmt: skip
+    _submit(futures, "a", backend.split_msm(params.a, z, shape.a_z_rows), timings, t3)
     _submit(futures, "h", backend.msm(params.h, h), timings, t3)
 
     return PendingProof(

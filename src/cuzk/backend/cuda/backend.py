@@ -38,11 +38,12 @@ from cuzk.r1cs import R1CSShape
 from cuzk.r1cs.deferred import DeferredAux
 
 #: Under a memory cap, a resident MSM runs in passes of at most this many points: the scratch of
-#: a 2^27-point MSM's one pass (≈ 52 B per point and window) would be 7 GB; 2^24 keeps it near
-#: 0.9 GB for a few percent of time (one more bucket reduction per pass).
-MAX_PASS_POINTS_CAPPED = 1 << 24
-#: Rows of the a·b = c check at a time (its temporaries: 0.5 GiB, not a fourth vector of n).
-CHECK_ROWS = 1 << 24
+#: a 2^27-point MSM's one pass (≈ 52 B per point and window) would be 7 GB; each pass also gathers
+#: and plans its own scalars (≈ 75 B a point), so 2^23 keeps a pass near 1 GB, for a few percent
+#: of time (one more bucket reduction per pass).
+MAX_PASS_POINTS_CAPPED = 1 << 23
+#: Rows of the a·b = c check at a time (its temporaries: 0.25 GiB, not a fourth vector of n).
+CHECK_ROWS = 1 << 23
 
 
 class CudaBackend:
@@ -221,9 +222,18 @@ class CudaBackend:
         scalars = self._handle(scalars, "scalars")
         return self.msms.msm(bases, scalars, after=self.gpu.record())
 
-    def split_msm(self, bases: PointSet, scalars: Vec) -> Future:
-        """The ones/tail plan is made on the compute stream; the MSM waits for it there."""
+    def split_msm(self, bases: PointSet, scalars: Vec, rows: np.ndarray | None = None) -> Future:
+        """Uncapped, the scalars are gathered and planned whole on the compute stream and the
+        MSM waits for them there. Under a cap each pass gathers and plans its own scalars on
+        the MSM stream (:meth:`GpuMsm.split_msm_planned`): no vector or plan of the whole MSM
+        is held beside the H quotient's buffers (bases with precomputed copies run whole)."""
         scalars = self._handle(scalars, "scalars")
+        self.msms.preload(bases)  # (as the MSM would: a key's bases are loaded already)
+        if self.memory_limit is not None and self.msms.precomputed(bases)[0] == 1:
+            d_rows = None if rows is None else self.witness.device_rows(rows, scalars.shape[0])
+            return self.msms.split_msm_planned(bases, scalars, d_rows, after=self.gpu.record())
+        if rows is not None:
+            scalars = self.take(scalars, rows)
         check_fr_vec(scalars, "scalars", bases.count)
         plan = self.fr.split_plan(scalars)
         return self.msms.split_msm(bases, scalars, plan=plan, after=self.gpu.record())

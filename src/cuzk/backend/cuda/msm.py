@@ -40,6 +40,7 @@ from __future__ import annotations
 import math
 import os
 import threading
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -49,6 +50,7 @@ import numpy as np
 from cuzk.backend.base import MIN_ONES_SHARE_FOR_SPLIT, MsmPlan, PointSet, check_fr_vec
 from cuzk.backend.cuda import msm_ba
 from cuzk.backend.cuda.device import Gpu, Relay
+from cuzk.backend.cuda.ntt import GpuFr
 from cuzk.backend.cuda.points import FLAG_INFINITY, FLAG_MASK, FP_WORDS, GROUPS, xyzz_to_zcash
 from cuzk.errors import BadInput
 
@@ -198,6 +200,17 @@ def _cuts(cp: Any, idx: Any, edges: np.ndarray, stream: Any) -> np.ndarray | Non
     return cp.asnumpy(found, stream=stream)
 
 
+#: What a pass of an MSM reads: ``(k, lo, hi)`` → (the scalars of its tail, their indices among
+#: the pass's points or None for all of them in order, the indices of its scalar-one points or
+#: None), device arrays on the MSM stream.
+PassScalars = Callable[[int, int, int], tuple[Any, Any, Any]]
+
+
+def _edges(n: int, step: int) -> np.ndarray:
+    """Pass boundaries over ``n`` points, ``step`` at a time."""
+    return np.array([*range(0, n, step), n], dtype=np.int64)
+
+
 def _horner(terms: list[tuple[int, Any]], identity: Any) -> Any:
     """Σ 2^e·P over (e, P) pairs: max(e) doublings in all."""
     terms = sorted(terms, key=lambda t: -t[0])
@@ -273,6 +286,7 @@ class GpuMsm:
         self._cp = gpu.cp
         self._stream = gpu.side_stream()
         self._copy_stream = gpu.side_stream()  # uploads of streamed bases
+        self._fr = GpuFr(gpu)  # classifies a planned MSM's scalars, pass by pass
         #: With a device memory cap: a resident MSM over more points runs in passes of this
         #: many (its scratch, ≈ 52 B per point and window, stays bounded); None: one pass.
         self.max_pass_points: int | None = None
@@ -481,6 +495,42 @@ class GpuMsm:
                 after = self.gpu.record()
         return self._executor.submit(self._run, bases, scalars, ones, tail, window, after)
 
+    def split_msm_planned(
+        self,
+        bases: PointSet,
+        source: Any,
+        rows: Any = None,
+        *,
+        window: int | None = None,
+        after: Any = None,
+    ) -> Future:
+        """The split MSM of the scalars source[rows] (``rows``: device indices, one per point)
+        or of ``source`` itself, planned pass by pass on the device (:meth:`_planned`): under
+        a memory cap neither the gathered scalars nor a plan of the whole MSM is held (for a
+        PoRep partition: B's 1.2 GiB of scalars and 0.8 GiB of L, A and B plans). ``source``
+        is a device FrVec of this GPU, complete once the event ``after`` has passed."""
+        check_fr_vec(source, "scalars")
+        count = int(source.shape[0]) if rows is None else int(rows.shape[0])
+        if count != bases.count:
+            raise BadInput(f"{count} scalars for {bases.count} points")
+        self.preload(bases)
+        self._window_for(self._bases[bases.key], count, window)  # a bad one fails here
+        return self._executor.submit(self._run_planned, bases, source, rows, window, after)
+
+    def _run_planned(
+        self, bases: PointSet, source: Any, rows: Any, window: int | None, after: Any
+    ) -> Any:
+        res = self._bases.get(bases.key)
+        if res is None:
+            raise BadInput(f"{bases.key} was evicted before its MSM ran")
+        with self.gpu.context(self._stream), self.gpu.guard(f"{res.group} MSM of {bases.key}"):
+            if after is not None:
+                self._stream.wait_event(after)
+            edges = _edges(res.count, self._pass_size(res))
+            parts, exponents = self._run_passes(res, edges, window, self._planned(source, rows))
+            host = self._download(parts)  # inside the guard: queued kernels' errors show here
+        return self._finish(res.group, host, exponents)
+
     def close(self) -> None:
         self._executor.shutdown(wait=True)
         with self._lock:
@@ -536,7 +586,9 @@ class GpuMsm:
             d_all = scalars if not isinstance(scalars, np.ndarray) else cp.asarray(scalars)
             step = self._pass_size(res)
             if res.streamed or step < res.count:
-                parts, exponents = self._run_passes(res, step, d_all, ones, tail, window)
+                edges = _edges(res.count, step)
+                slices = self._slices(d_all, ones, tail, edges)
+                parts, exponents = self._run_passes(res, edges, window, slices)
             else:
                 if tail is None:
                     d_scalars, gather = d_all, None
@@ -550,8 +602,14 @@ class GpuMsm:
                 if ones is not None and len(ones):
                     parts.append(self.enqueue_sum(res, _device_u32(cp, ones)))
                     exponents.append(0)
-            host = cp.asnumpy(cp.concatenate(parts), stream=self._stream) if parts else None
+            host = self._download(parts)  # inside the guard: queued kernels' errors show here
         return self._finish(res.group, host, exponents)
+
+    def _download(self, parts: list[Any]) -> np.ndarray | None:
+        """The terms the passes queued, on the host (waits for the MSM stream)."""
+        if not parts:
+            return None
+        return self._cp.asnumpy(self._cp.concatenate(parts), stream=self._stream)
 
     def _pass_size(self, res: _Resident) -> int:
         """Points per pass of an MSM over ``res``: the stream buffer's for streamed bases,
@@ -562,27 +620,60 @@ class GpuMsm:
             return self.max_pass_points
         return max(1, res.count)
 
+    def _slices(self, d_all: Any, ones: Any, tail: Any, edges: np.ndarray) -> PassScalars:
+        """Each pass's scalars from a whole MSM's device scalars and plan: ``ones`` and
+        ``tail`` (sorted indices, host or device) are cut at the pass boundaries with one
+        search (one small host wait for device ones)."""
+        cp = self._cp
+        ones_at = _cuts(cp, ones, edges, self._stream)
+        tail_at = _cuts(cp, tail, edges, self._stream)
+
+        def cut(k: int, lo: int, hi: int) -> tuple[Any, Any, Any]:
+            if tail is None or tail_at is None:
+                d_scalars, gather = d_all[lo:hi], None
+            else:
+                t = _device_index(cp, tail[tail_at[k] : tail_at[k + 1]])
+                d_scalars, gather = d_all[t], (t - lo).astype(cp.uint32)
+            o = None
+            if ones is not None and ones_at is not None:
+                o = (_device_index(cp, ones[ones_at[k] : ones_at[k + 1]]) - lo).astype(cp.uint32)
+            return d_scalars, gather, o
+
+        return cut
+
+    def _planned(self, source: Any, rows: Any) -> PassScalars:
+        """Each pass's scalars gathered and split on the device as the pass runs (MSM stream):
+        source[rows[lo:hi]] (or source[lo:hi]) classified, the ones apart from the rest when
+        they are common enough (as a whole plan would split them), zeros dropped. Neither the
+        MSM's scalar vector nor a plan of all of it is ever held."""
+        cp = self._cp
+
+        def plan(k: int, lo: int, hi: int) -> tuple[Any, Any, Any]:
+            vals = source[lo:hi] if rows is None else cp.take(source, rows[lo:hi], axis=0)
+            kinds = self._fr.classify(vals, self._stream)
+            ones = cp.flatnonzero(kinds == 1)  # (waits for the count: this pass's kernels)
+            if len(ones) < MIN_ONES_SHARE_FOR_SPLIT * max(1, hi - lo):
+                ones, rest = None, cp.flatnonzero(kinds != 0)
+            else:
+                ones, rest = ones.astype(cp.uint32), cp.flatnonzero(kinds == 2)
+            return vals[rest], rest.astype(cp.uint32), ones
+
+        return plan
+
     def _run_passes(
-        self,
-        res: _Resident,
-        step: int,
-        d_all: Any,
-        ones: Any,
-        tail: Any,
-        window: int | None,
+        self, res: _Resident, edges: np.ndarray, window: int | None, scalars: PassScalars
     ) -> tuple[list[Any], list[int]]:
-        """Launch the MSM as complete MSMs over slices of ``step`` points (current stream: the
-        MSM stream); returns their terms and exponents, summed with the rest on the host.
+        """Launch the MSM as complete MSMs over the slices of points between ``edges``
+        (current stream: the MSM stream), each with the scalars ``scalars(k, lo, hi)`` gives
+        (the tail's scalars, their point indices in the pass or None for all of them in order,
+        the indices of its scalar-one points or None); returns their terms and exponents,
+        summed with the rest on the host.
 
         Streamed bases are uploaded into two device buffers on the copy stream: pass i's
         upload waits for the kernels of pass i − 2 (the buffer's last reader), and pass i's
-        kernels wait for its upload. ``ones`` and ``tail`` (sorted indices, host or device)
-        are cut at the pass boundaries with one search (one small host wait for device ones)."""
+        kernels wait for its upload."""
         cp = self._cp
         n = res.count
-        edges = np.array([*range(0, n, step), n], dtype=np.int64)
-        ones_at = _cuts(cp, ones, edges, self._stream)
-        tail_at = _cuts(cp, tail, edges, self._stream)
         buffers: list[Any] = []
         relay = None
         if res.streamed:
@@ -591,6 +682,7 @@ class GpuMsm:
             # after pass 0's scratch was freed, written at once by the copy stream, corrupted
             # pass 0: points off the curve and illegal instructions in the GPU test).
             width = res.points.shape[1]
+            step = int(np.max(np.diff(edges))) if len(edges) > 1 else 0
             buffers = [cp.empty((min(step, n), width), dtype=cp.uint32) for _ in range(2)]
             relay = Relay(self.gpu, self._copy_stream, self._stream)
         parts: list[Any] = []
@@ -603,20 +695,14 @@ class GpuMsm:
             else:
                 points = res.points[lo:hi]
             view = _Resident(res.group, hi - lo, points)
-            if tail is None or tail_at is None:
-                d_scalars, gather = d_all[lo:hi], None
-            else:
-                t = _device_index(cp, tail[tail_at[k] : tail_at[k + 1]])
-                d_scalars, gather = d_all[t], (t - lo).astype(cp.uint32)
+            d_scalars, gather, ones = scalars(k, lo, hi)
             if len(d_scalars):
                 terms, exps = self.enqueue_windows(view, d_scalars, gather, window)
                 parts.append(terms)
                 exponents += exps
-            if ones is not None and ones_at is not None:
-                o = _device_index(cp, ones[ones_at[k] : ones_at[k + 1]])
-                if len(o):
-                    parts.append(self.enqueue_sum(view, (o - lo).astype(cp.uint32)))
-                    exponents.append(0)
+            if ones is not None and len(ones):
+                parts.append(self.enqueue_sum(view, ones))
+                exponents.append(0)
             if relay is not None:
                 relay.release(k)
         return parts, exponents

@@ -113,9 +113,9 @@ class GpuFr:
             return c
 
     # -- elementwise ---------------------------------------------------------------------------
-    def _elementwise(self, name: str, n: int, *args: Any) -> None:
+    def _elementwise(self, name: str, n: int, *args: Any, stream: Any = None) -> None:
         blocks = max(1, min(-(-n // ELT_THREADS), self.gpu.sm_count * 16))
-        self.gpu.launch(ELT, name, blocks, ELT_THREADS, args)
+        self.gpu.launch(ELT, name, blocks, ELT_THREADS, args, stream=stream)
 
     def _binary(self, name: str, *vs: Any) -> Any:
         n = int(vs[0].shape[0])
@@ -181,13 +181,14 @@ class GpuFr:
                 self._elementwise("fr_vec_powers", n, out, t.lo, t.hi, bits, np.int64(n))
         return out
 
-    def classify(self, v: Any) -> Any:
-        """int8 per element: 0 zero, 1 one, 2 otherwise (as cuzk.field.fr.classify)."""
+    def classify(self, v: Any, stream: Any = None) -> Any:
+        """int8 per element: 0 zero, 1 one, 2 otherwise (as cuzk.field.fr.classify), queued on
+        ``stream`` (default: the compute stream)."""
         n = int(v.shape[0])
-        with self.gpu.context():
-            out = self.gpu.empty(n, np.int8, 0)
+        with self.gpu.context(stream), self.gpu.guard("classifying scalars"):
+            out = self.gpu.cp.empty(n, dtype=np.int8)  # in ``stream``'s pool
             if n:
-                self._elementwise("fr_vec_classify", n, out, v, np.int64(n))
+                self._elementwise("fr_vec_classify", n, out, v, np.int64(n), stream=stream)
         return out
 
     def split_plan(self, v: Any) -> tuple[Any, Any]:

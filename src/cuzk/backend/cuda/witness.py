@@ -166,6 +166,15 @@ class GpuWitness:
     # -- gathers --------------------------------------------------------------------------------
     def take(self, v: Any, rows: np.ndarray) -> Any:
         """v[rows] on the device; ``rows`` (made once per shape) is uploaded once."""
+        d_rows = self.device_rows(rows, int(v.shape[0]))
+        with self.gpu.context(), self.gpu.guard("gathering rows"):
+            return self.gpu.cp.take(v, d_rows, axis=0)
+
+    def device_rows(self, rows: np.ndarray, length: int) -> Any:
+        """``rows`` (sorted, made once per shape) on the device, uploaded on first use and
+        kept while it lives (the few most recent); checked against a vector of ``length``."""
+        if len(rows) and int(rows[-1]) >= length:
+            raise InternalError(f"row {int(rows[-1])} of a {length}-row vector")
         key = id(rows)
         with self._lock:
             hit = self._rows.get(key)
@@ -177,10 +186,7 @@ class GpuWitness:
                 self._rows.move_to_end(key)
                 while len(self._rows) > KEEP_ROWS:
                     self._rows.popitem(last=False)
-        if len(rows) and int(rows[-1]) >= v.shape[0]:
-            raise InternalError(f"row {int(rows[-1])} of a {v.shape[0]}-row vector")
-        with self.gpu.context(), self.gpu.guard("gathering rows"):
-            return self.gpu.cp.take(v, d_rows, axis=0)
+        return d_rows
 
 
 #: Each kernel's launcher, by the name a program gives (:attr:`Program.kernel`).
