@@ -66,13 +66,13 @@ class KeyLoader:
         so does ``shape``'s matrices where the plan streams them."""
         entry = self._entry(circuit_id) if circuit_id is not None else None
         done: list[tuple[Backend, PointSet]] = []
-        streamed: list[Backend] = []
+        streamed: list[tuple[Backend, R1CSShape]] = []
         try:
             for d in devices:
                 backend = self._backends[d]
                 plan = entry.plans.get(d) if entry is not None else None
                 if plan is not None and shape is not None and plan.streams(MATRICES):
-                    streamed.append(backend)
+                    streamed.append((backend, shape))
                     backend.stream_shape(shape, plan.block_bytes)
                 for name, vector in zip(VECTORS, vectors, strict=False):
                     stream = plan.stream_bytes if plan is not None and plan.streams(name) else 0
@@ -84,9 +84,9 @@ class KeyLoader:
                     backend.evict(vector)
                 except Exception:  # best effort on an error path
                     pass
-            for backend in streamed:
+            for backend, streamed_shape in streamed:
                 try:
-                    backend.forget_shape(shape)  # type: ignore[arg-type]  # (set when streamed)
+                    backend.forget_shape(streamed_shape)
                 except Exception:  # best effort on an error path
                     pass
             raise

@@ -37,10 +37,11 @@ future resolves when its per-window results have been copied back (the only host
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -517,15 +518,22 @@ class GpuMsm:
         self._window_for(self._bases[bases.key], count, window)  # a bad one fails here
         return self._executor.submit(self._run_planned, bases, source, rows, window, after)
 
-    def _run_planned(
-        self, bases: PointSet, source: Any, rows: Any, window: int | None, after: Any
-    ) -> Any:
+    @contextlib.contextmanager
+    def _running(self, bases: PointSet, after: Any) -> Iterator[_Resident]:
+        """An MSM's run on the MSM stream (executor thread): its resident bases, once the
+        event ``after`` has passed, with CUDA errors mapped for the bases it names."""
         res = self._bases.get(bases.key)
         if res is None:
             raise BadInput(f"{bases.key} was evicted before its MSM ran")
         with self.gpu.context(self._stream), self.gpu.guard(f"{res.group} MSM of {bases.key}"):
             if after is not None:
                 self._stream.wait_event(after)
+            yield res
+
+    def _run_planned(
+        self, bases: PointSet, source: Any, rows: Any, window: int | None, after: Any
+    ) -> Any:
+        with self._running(bases, after) as res:
             edges = _edges(res.count, self._pass_size(res))
             parts, exponents = self._run_passes(res, edges, window, self._planned(source, rows))
             host = self._download(parts)  # inside the guard: queued kernels' errors show here
@@ -573,12 +581,7 @@ class GpuMsm:
         after: Any = None,
     ) -> Any:
         cp = self._cp
-        res = self._bases.get(bases.key)
-        if res is None:
-            raise BadInput(f"{bases.key} was evicted before its MSM ran")
-        with self.gpu.context(self._stream), self.gpu.guard(f"{res.group} MSM of {bases.key}"):
-            if after is not None:
-                self._stream.wait_event(after)
+        with self._running(bases, after) as res:
             parts: list[Any] = []
             exponents: list[int] = []
             # Host scalars: one upload of all rows (one DMA when the caller's buffer is
