@@ -56,3 +56,18 @@ def shown(value: object, limit: int = 80) -> str:
         except ValueError:  # an int too long to print in decimal
             text = f"<{type(value).__name__}>"
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def without_frames(error: BaseException) -> BaseException:
+    """``error`` (returned) with its traceback dropped, and its causes': an error kept after
+    it is handled — a failed job's, a failed load's — must not keep the frames it passed
+    through alive, with every array their locals held (a partition failed under a memory cap
+    held its 16 GiB of device vectors until its job was forgotten, and the next job's
+    partitions were refused for lack of them). Log it with its traceback first."""
+    seen: set[int] = set()
+    e: BaseException | None = error
+    while e is not None and id(e) not in seen:
+        seen.add(id(e))
+        e.__traceback__ = None
+        e = e.__cause__ or e.__context__
+    return error

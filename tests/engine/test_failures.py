@@ -81,8 +81,10 @@ def test_kernel_fault_fails_only_that_job(make_engine):
     engine = make_engine(devices=2, workers_per_device=1, faults=faults)
     bad = engine.submit(ProofRequest.of(SMALL, partitions=2, request_id="gpu-died"))
     good = engine.submit(ProofRequest.of(SMALL, partitions=2, seed=9))
-    with pytest.raises(DeviceFault, match=r"\(kernels\).*injected fault: kernel failed"):
+    with pytest.raises(DeviceFault, match=r"\(kernels\).*injected fault: kernel failed") as got:
         engine.result(bad, timeout=60)
+    # The job keeps its error but not the frames it passed through (nor their device arrays).
+    assert got.value.__cause__ is not None and got.value.__cause__.__traceback__ is None
     assert_verifies(engine.result(good, timeout=60), 2)
     wait_until(lambda: idle_budget(engine))
     # The device keeps working after a kernel fault.

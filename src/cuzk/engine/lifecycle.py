@@ -22,7 +22,14 @@ from cuzk.engine.scheduler import Scheduler
 from cuzk.engine.srs import SrsManager
 from cuzk.engine.srs_entry import DRAINING
 from cuzk.engine.timeline import Clock
-from cuzk.errors import BadInput, CuzkError, DeviceFault, InternalError, ResourceExhausted
+from cuzk.errors import (
+    BadInput,
+    CuzkError,
+    DeviceFault,
+    InternalError,
+    ResourceExhausted,
+    without_frames,
+)
 
 log = logging.getLogger(__name__)
 
@@ -108,7 +115,7 @@ class Lifecycle:
     ) -> None:
         """Fail or cancel ``job``: queued partitions are skipped, ready ones discarded with
         their memory returned; running ones are discarded at their next boundary."""
-        job.state, job.error = state, error
+        job.state, job.error = state, without_frames(error)
         job.error_text = text or str(error)
         queued, ready = self._scheduler.drop_job(job.seq)
         for p in queued:

@@ -54,7 +54,7 @@ from cuzk.engine.srs_entry import (
 )
 from cuzk.engine.srs_load import KeyLoader
 from cuzk.engine.staging import StagingArea
-from cuzk.errors import InternalError, ResourceExhausted
+from cuzk.errors import InternalError, ResourceExhausted, without_frames
 from cuzk.groth16.keys import Parameters
 
 log = logging.getLogger(__name__)
@@ -362,7 +362,7 @@ class SrsManager:
             return
         if isinstance(loaded, BaseException):
             if placement.first or not any(entry.takes(d) for d in entry.placed if d not in devices):
-                entry.state, entry.error = FAILED, loaded
+                entry.state, entry.error = FAILED, without_frames(loaded)
                 self.drop(entry)
                 return
             log.warning("%s could not be loaded on device(s) %s: %s", entry.info.circuit_id,
@@ -374,7 +374,7 @@ class SrsManager:
             log.warning("%s could not be loaded on device %d: %s", entry.info.circuit_id, d, error)
             self.unplace(entry, d)
         if outcome.failed and not any(entry.takes(d) for d in entry.placed):
-            entry.state, entry.error = FAILED, next(iter(outcome.failed.values()))
+            entry.state, entry.error = FAILED, without_frames(next(iter(outcome.failed.values())))
             self.drop(entry)  # no device is left for the work that needs it
             return
         if placement.first:

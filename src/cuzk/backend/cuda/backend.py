@@ -258,6 +258,8 @@ class CudaBackend:
         self.msms.close()
         self.abc.forget()
         self.watch.close()
+        if self.memory_limit is not None:
+            self.gpu.uncap_memory()
 
     def __enter__(self) -> CudaBackend:
         return self

@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from cuzk.backend.cuda import loader
+from cuzk.backend.cuda.memory import capped_allocator
 from cuzk.errors import DeviceFault, ResourceExhausted
 
 #: Shared memory a block gets without opting in.
@@ -136,8 +137,9 @@ class Gpu:
         """Keep this device's use under ``limit`` bytes: CuPy's pool (every array cuzk makes
         here) may hold ``limit`` less what the device holds now (the CUDA context) less
         :data:`MODULE_HEADROOM` for the kernel modules loaded later; an allocation past it is
-        ResourceExhausted. Returns the pool's limit. The device's own use (other processes
-        included) is what :class:`MemoryWatch` measures."""
+        ResourceExhausted (:mod:`cuzk.backend.cuda.memory`: large requests in pools of their
+        size class, so a cap is not lost to split blocks). Returns the pools' limit. The
+        device's own use (other processes included) is what :class:`MemoryWatch` measures."""
         free, total = self.memory()
         pool_limit = limit - (total - free) - MODULE_HEADROOM
         if pool_limit <= 0:
@@ -146,12 +148,13 @@ class Gpu:
                 f"leaves nothing beside the {(total - free) / (1 << 30):.1f} GiB already in "
                 "use on the device"
             )
-        pool = self.cp.get_default_memory_pool()
-        with self.cp.cuda.Device(self.device):
-            pool.set_limit(size=pool_limit)
-        if self._oom:
-            self.cp.cuda.set_allocator(_releasing_malloc(pool, self._oom))
+        capped_allocator(self.cp).limit(self.device, pool_limit)
         return pool_limit
+
+    def uncap_memory(self) -> None:
+        """Lift :meth:`cap_memory`'s limit (the backend closes; the device may be opened
+        again without one)."""
+        capped_allocator(self.cp).limit(self.device, None)
 
     def fault(self, what: str, e: BaseException) -> DeviceFault:
         msg = e.get_message() if hasattr(e, "get_message") else str(e)
@@ -332,24 +335,6 @@ class Gpu:
         if isinstance(a, np.generic):
             return a
         raise TypeError(f"kernel argument {a!r} must be a device array, None or a NumPy scalar")
-
-
-def _releasing_malloc(pool: Any, oom: tuple[type[BaseException], ...]) -> Any:
-    """CuPy's pool allocator, giving its cached free blocks back before it refuses. Under a
-    limit the pool counts the blocks it caches for reuse — every stream's — as allocated and
-    refuses an allocation past the limit without releasing them (it does release them for a
-    real out-of-memory): a porep-32g partition under a 20 GiB cap failed with 18.3 GiB
-    "allocated", most of it blocks the MSM and copy streams had freed. Releasing them waits
-    for the device (cudaFree synchronizes), once, near the cap only."""
-
-    def malloc(size: int) -> Any:
-        try:
-            return pool.malloc(size)
-        except oom:
-            pool.free_all_blocks()
-            return pool.malloc(size)
-
-    return malloc
 
 
 class Relay:

@@ -1,0 +1,157 @@
+"""Device memory under a cap: the allocator CuPy uses when a backend is given a memory limit.
+
+CuPy's pool caches freed blocks and serves later requests from them, splitting a large free
+block for a smaller request. Under a cap that splitting is what runs out first: a porep-32g
+partition at 20 GiB was refused a 4 GiB vector with 13.0 GiB in use and 16.6 GiB held, the
+3.6 GiB difference free pieces of large blocks that smaller, longer-lived arrays had been
+carved from, which the pool cannot give back while any piece is in use.
+
+So large requests never share a block with requests of another size. Each large request is
+rounded up to a size class (:func:`size_class`, at most 1/16 more) and served by a pool of
+its class only: every block there is a whole block of that size, so every cached one can be
+given back. Small requests share CuPy's default pool, whose blocks are then all small. The
+cap is checked over every pool together; past it the cached blocks of all pools are
+released (cudaFree waits for the device: near the cap only) before a request is refused.
+
+With :data:`memory_log` at DEBUG each request of :data:`TRACED_BYTES` or more is logged with
+the bytes in use and held and the cuzk frames that asked for it; a refusal is logged at
+WARNING (``bench/memory_trace.py`` turns the trace on for a bench run).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import traceback
+from collections.abc import Callable
+from typing import Any
+
+#: Requests of this size or more get a pool of their size class.
+LARGE_BYTES = 64 << 20
+#: Size classes per doubling: a large request is rounded up by less than 1/16.
+CLASSES_PER_OCTAVE = 16
+#: The device-memory trace's logger.
+memory_log = logging.getLogger("cuzk.device_memory")
+#: Requests the trace logs: the vectors and scratch that decide a cap, not the small ones.
+TRACED_BYTES = 64 << 20
+
+
+def size_class(nbytes: int) -> int:
+    """The bytes a large request is served with: ``nbytes`` rounded up to a multiple of
+    1/:data:`CLASSES_PER_OCTAVE` of its power of two (a porep-32g z of 3.88 GiB and its
+    4 GiB domain vectors share one class, 4 GiB)."""
+    step = max(1, (1 << (nbytes.bit_length() - 1)) // CLASSES_PER_OCTAVE)
+    return -(-nbytes // step) * step
+
+
+class CappedAllocator:
+    """CuPy's allocator (``cupy.cuda.set_allocator``) for every device, keeping each capped
+    device's pools under its limit (:meth:`limit`). ``small``: the pool for small requests
+    (CuPy's default); ``new_pool()`` makes a class's pool; ``oom``: CuPy's out-of-memory error
+    type (raised as ``oom(size, held, limit)``); ``device()``: the current device's index."""
+
+    def __init__(
+        self,
+        small: Any,
+        new_pool: Callable[[], Any],
+        oom: type[BaseException],
+        device: Callable[[], int],
+    ) -> None:
+        self._small = small
+        self._new_pool = new_pool
+        self._oom = oom
+        self._device = device
+        self._classes: dict[int, Any] = {}
+        self._limits: dict[int, int] = {}
+        self._lock = threading.Lock()
+
+    def limit(self, device: int, nbytes: int | None) -> None:
+        """Keep ``device``'s pools under ``nbytes`` together (None: no limit)."""
+        with self._lock:
+            if nbytes is None:
+                self._limits.pop(device, None)
+            else:
+                self._limits[device] = nbytes
+
+    def __call__(self, size: int) -> Any:
+        if size >= LARGE_BYTES:
+            size = size_class(size)
+            with self._lock:
+                pool = self._classes.get(size)
+                if pool is None:
+                    pool = self._classes[size] = self._new_pool()
+        else:
+            pool = self._small
+        if size >= TRACED_BYTES and memory_log.isEnabledFor(logging.DEBUG):
+            memory_log.debug("malloc %s: %s", _gib(size), self._state())
+        limit = self._limits.get(self._device())
+        for last in (False, True):
+            try:
+                block = pool.malloc(size)
+            except self._oom:  # the device itself is full: give back what is cached, retry
+                if last:
+                    memory_log.warning("refused %s: %s", _gib(size), self._state())
+                    raise
+                self.release()
+                continue
+            if limit is None or self.held() <= limit:
+                return block
+            del block  # past the cap: back to its pool's cache, then give the caches back
+            self.release()
+            if last:
+                held = self.held()
+                memory_log.warning("refused %s: %s", _gib(size), self._state())
+                raise self._oom(size, held, limit)
+        raise AssertionError("unreachable")
+
+    def _pools(self) -> list[Any]:
+        with self._lock:
+            return [self._small, *self._classes.values()]
+
+    def held(self) -> int:
+        """Bytes the current device's pools hold (in use or cached)."""
+        return sum(p.total_bytes() for p in self._pools())
+
+    def used(self) -> int:
+        """Bytes of the current device's pools in use."""
+        return sum(p.used_bytes() for p in self._pools())
+
+    def release(self) -> None:
+        """Give every pool's cached blocks back to the current device (every stream's)."""
+        for p in self._pools():
+            p.free_all_blocks()
+
+    def _state(self) -> str:
+        callers = [
+            f"{f.filename.rsplit('/cuzk/', 1)[-1]}:{f.lineno} {f.name}"
+            for f in traceback.extract_stack()[:-3]
+            if "/cuzk/" in f.filename
+        ][-4:]
+        return (
+            f"in use {_gib(self.used())}, held {_gib(self.held())} "
+            f"[{threading.current_thread().name}] {' < '.join(reversed(callers))}"
+        )
+
+
+def _gib(n: int) -> str:
+    return f"{n / (1 << 30):.2f} GiB"
+
+
+_installed: CappedAllocator | None = None
+_install_lock = threading.Lock()
+
+
+def capped_allocator(cp: Any) -> CappedAllocator:
+    """The process's CappedAllocator, handed to CuPy (again, should something have replaced
+    it): CuPy has one allocator per process, and each capped device registers its limit."""
+    global _installed
+    with _install_lock:
+        if _installed is None:
+            _installed = CappedAllocator(
+                cp.get_default_memory_pool(),
+                cp.cuda.MemoryPool,
+                cp.cuda.memory.OutOfMemoryError,
+                cp.cuda.runtime.getDevice,
+            )
+        cp.cuda.set_allocator(_installed)
+        return _installed
