@@ -50,6 +50,7 @@ CASES = [
     ("fr_vec.cu", {}, FR_ELEMENTWISE),
     # abc.py's sparse products, witness.py's placement and bit programs and its Poseidon hashes.
     ("spmv.cu", {}, SPMV),
+    ("ntt.cu", {}, [f"ntt_{d}_{w}" for d in ("dif", "dit") for w in ("fwd", "inv")]),
     ("witness.cu", {}, ["witness_place", "witness_bitprog"]),
     ("poseidon_witness.cu", {}, ["poseidon_witness"]),
     # The benchmark-only kernels (bench/gpu_msm.py's Fp probe, bench/gpu.py's Fr products).

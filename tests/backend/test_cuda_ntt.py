@@ -20,11 +20,16 @@ _OK, _WHY = cuda_available()
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not _OK, reason=_WHY)]
 
 
-@pytest.fixture(scope="module")
-def backend():
+@pytest.fixture(scope="module", params=["twiddle-table", "compact-twiddles"])
+def backend(request):
+    """Each test on both twiddle forms: one table of half the largest domain, and the two
+    small tables a capped backend uses (ω^j = lo[j mod 2^b]·hi[j >> b])."""
     from cuzk.backend.cuda.backend import CudaBackend
+    from cuzk.backend.cuda.ntt import GpuNtt
 
     with CudaBackend(0) as b:
+        if request.param == "compact-twiddles":
+            b.fr = GpuNtt(b.gpu, compact_twiddles=True)
         yield b
 
 

@@ -60,7 +60,8 @@ class CudaBackend:
         if memory_limit is not None:
             self.gpu.cap_memory(memory_limit)
         self.watch = MemoryWatch(self.gpu)
-        self.fr = GpuNtt(self.gpu)
+        # Under a cap the NTT's twiddles are two small tables, not one of half the domain.
+        self.fr = GpuNtt(self.gpu, compact_twiddles=memory_limit is not None)
         self.abc = GpuAbc(self.gpu)
         self.msms = GpuMsm(self.gpu)
         if memory_limit is not None:  # resident MSMs in passes: bounded scratch

@@ -12,7 +12,10 @@
 // down; DIT (Cooley-Tukey) passes take bit-reversed order to natural, bottom bit up. Both use
 // the butterfly twiddle ω^e, e = 2^(L-1-b)·(i mod 2^b) for the pair bit b, read from a table
 // tw[j] = ω_T^j (j < 2^(LT-1)) of a domain 2^LT ≥ 2^L at index e·2^(LT-L). Inverse transforms
-// use ω^-e = -ω^(m/2-e) and fold the sign into the butterfly (no extra work).
+// use ω^-e = -ω^(m/2-e) and fold the sign into the butterfly (no extra work). With tw_bits > 0
+// the table is two small ones, ω_T^j = tw[j mod 2^tw_bits]·tw_hi[j >> tw_bits]: one more
+// product per butterfly for a table of 2·2^(LT/2) entries instead of 2^(LT-1) (2 GiB at 2^27,
+// what a device under a memory cap cannot spare).
 //
 // Loads and stores can also: zero-pad the source beyond n_src, permute by bit reversal (the
 // out-of-place first or last pass), multiply by scale·base^idx from two small tables (coset
@@ -47,9 +50,9 @@ FR_FN void sm_put(uint4* sm, fr_u32 tile, fr_u32 pos, const fr_t& a) {
 
 template <bool DIT, bool INV>
 FR_FN void ntt_pass(fr_u64* dst, const fr_u64* src, const fr_u64* src_b, const fr_u64* src_c,
-                    long long n_src, const fr_u64* tw, int tw_shift, const fr_u64* pw_lo,
-                    const fr_u64* pw_hi, int pw_bits, const fr_u64* cst, int L, int R, int k,
-                    int g, int flags) {
+                    long long n_src, const fr_u64* tw, const fr_u64* tw_hi, int tw_bits,
+                    int tw_shift, const fr_u64* pw_lo, const fr_u64* pw_hi, int pw_bits,
+                    const fr_u64* cst, int L, int R, int k, int g, int flags) {
     FR_DYN_SMEM(uint4, sm);
     const int q = L - k;                  // bits that number the groups
     const int gg = g < q ? g : q;         // log2(groups per block)
@@ -126,7 +129,8 @@ FR_FN void ntt_pass(fr_u64* dst, const fr_u64* src, const fr_u64* src_b, const f
             const fr_u32 e = ((tm << R) | lo) << e_shift;
             const bool neg = INV && e != 0;
             const fr_u32 ti = neg ? half_m - e : e;
-            const fr_t w = fr_load(tw, (fr_u64)ti << tw_shift);
+            const fr_u64 j = (fr_u64)ti << tw_shift;
+            const fr_t w = tw_bits > 0 ? fr_pow_lookup(tw, tw_hi, tw_bits, j) : fr_load(tw, j);
             const fr_t a = sm_get(sm, tile, x);
             const fr_t c = sm_get(sm, tile, y);
             fr_t X, Y;
@@ -185,11 +189,11 @@ FR_FN void ntt_pass(fr_u64* dst, const fr_u64* src, const fr_u64* src_b, const f
 
 #define NTT_KERNEL(name, DIT, INV)                                                          \
     extern "C" __global__ void NTT_BOUNDS name(fr_u64* dst, const fr_u64* src, const fr_u64* src_b, const fr_u64* src_c,       \
-             long long n_src, const fr_u64* tw, int tw_shift, const fr_u64* pw_lo,           \
-             const fr_u64* pw_hi, int pw_bits, const fr_u64* cst, int L, int R, int k, int g, \
-             int flags) {                                                                    \
-        ntt_pass<DIT, INV>(dst, src, src_b, src_c, n_src, tw, tw_shift, pw_lo, pw_hi,        \
-                           pw_bits, cst, L, R, k, g, flags);                                 \
+             long long n_src, const fr_u64* tw, const fr_u64* tw_hi, int tw_bits,            \
+             int tw_shift, const fr_u64* pw_lo, const fr_u64* pw_hi, int pw_bits,             \
+             const fr_u64* cst, int L, int R, int k, int g, int flags) {                      \
+        ntt_pass<DIT, INV>(dst, src, src_b, src_c, n_src, tw, tw_hi, tw_bits, tw_shift,      \
+                           pw_lo, pw_hi, pw_bits, cst, L, R, k, g, flags);                   \
     }
 
 NTT_KERNEL(ntt_dif_fwd, false, false)

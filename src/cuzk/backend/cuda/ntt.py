@@ -212,26 +212,32 @@ class GpuNtt(GpuFr):
     pipeline's three work buffers are kept at the largest domain seen.
     """
 
-    def __init__(self, gpu: Any) -> None:
+    def __init__(self, gpu: Any, *, compact_twiddles: bool = False) -> None:
+        """``compact_twiddles``: butterflies read ω^e from two tables of ≈ √(m/2) entries
+        (one more product each) instead of one of m/2 (2 GiB at 2^27): under a memory cap."""
         super().__init__(gpu)
-        self._tw: Any = None
+        self.compact_twiddles = compact_twiddles
+        self._tw: PowTable | None = None
         self._tw_log = -1
         self._work: list[Any] = []
         self._work_m = 0
 
-    def twiddles(self, log_m: int) -> tuple[Any, int]:
-        """(table of ω_T^j for j < 2^(T−1), stride shift T − log_m) with T ≥ log_m."""
+    def twiddles(self, log_m: int) -> tuple[PowTable, int]:
+        """(table of ω_T^j for j < 2^(T−1), stride shift T − log_m) with T ≥ log_m: one
+        table (``bits`` 0) or, with compact twiddles, ω_T^j = lo[j mod 2^bits]·hi[j >> bits]."""
         with self._lock:
-            if self._tw_log < log_m:
+            if self._tw is None or self._tw_log < log_m:
                 half = 1 << (log_m - 1)
                 t = self.pow_table(root_of_unity(log_m), 1, half)
-                tw = self.gpu.empty(half)
-                self._elementwise(
-                    "fr_vec_powers", half, tw, t.lo, t.hi, np.int32(t.bits), np.int64(half)
-                )
-                self._tw, self._tw_log = tw, log_m
-                # the per-size tables of ω were only needed to build this one
+                # the per-size tables of ω are only needed to build this one (or are it)
                 self._pow.pop((root_of_unity(log_m), 1, half), None)
+                if not self.compact_twiddles:
+                    tw = self.gpu.empty(half)
+                    self._elementwise(
+                        "fr_vec_powers", half, tw, t.lo, t.hi, np.int32(t.bits), np.int64(half)
+                    )
+                    t = PowTable(tw, None, 0)
+                self._tw, self._tw_log = t, log_m
             return self._tw, self._tw_log - log_m
 
     def work_buffers(self, m: int) -> list[Any]:
@@ -297,7 +303,9 @@ class GpuNtt(GpuFr):
                     src_b if first else None,
                     src_c if first else None,
                     np.int64(n_src if first else 1 << log_m),
-                    tw,
+                    tw.lo,
+                    tw.hi,
+                    np.int32(tw.bits),
                     np.int32(tw_shift),
                     pw.lo if pw is not None else None,
                     pw.hi if pw is not None else None,
