@@ -322,7 +322,8 @@ def test_memory_limit_is_enforced():
     """A backend capped at 1 GiB above what the device holds now refuses a 2 GiB array with
     ResourceExhausted, but not one that fits once the blocks cached for another stream are
     released (and the cap is lifted when the backend closes)."""
-    from cuzk.backend.cuda.backend import CudaBackend
+    from cuzk.backend.cuda.backend import CAPPED_POOL_SLACK, CudaBackend
+    from cuzk.backend.cuda.device import MODULE_HEADROOM
     from cuzk.backend.cuda.memory import capped_allocator
     from cuzk.errors import ResourceExhausted
 
@@ -334,6 +335,9 @@ def test_memory_limit_is_enforced():
         info = backend.memory()
         assert info.limit == (total - free) + (1 << 30) and info.peak is not None
         assert info.usable == info.limit
+        # The margin the engine plans beside is what the cap set aside, and the slack.
+        aside = (total - free) + MODULE_HEADROOM + CAPPED_POOL_SLACK
+        assert aside <= info.margin < aside + (256 << 20), (info.margin, aside)
         small = backend.gpu.empty((256 << 20) // 32)  # well under the cap
         with pytest.raises(ResourceExhausted, match="out of memory"):
             backend.gpu.empty((2 << 30) // 32)

@@ -46,6 +46,11 @@ MAX_PASS_POINTS_CAPPED = 1 << 23
 CHECK_ROWS = 1 << 23
 
 
+#: Pool memory under a cap that no plan counts: split blocks of the pool for small requests and
+#: the rounding of large ones to their size class (cuzk.backend.cuda.memory). Not measured yet.
+CAPPED_POOL_SLACK = 512 << 20
+
+
 class CudaBackend:
     """Backend on CUDA device ``device`` (an explicit index, never CUDA_VISIBLE_DEVICES)."""
 
@@ -57,8 +62,9 @@ class CudaBackend:
         self.device = int(device)
         self.gpu = Gpu(self.device)
         self.memory_limit = memory_limit
+        self._pool_limit: int | None = None
         if memory_limit is not None:
-            self.gpu.cap_memory(memory_limit)
+            self._pool_limit = self.gpu.cap_memory(memory_limit)
         self.watch = MemoryWatch(self.gpu)
         # Under a cap the NTT's twiddles are two small tables, not one of half the domain.
         self.fr = GpuNtt(self.gpu, compact_twiddles=memory_limit is not None)
@@ -86,8 +92,14 @@ class CudaBackend:
         return self.gpu.pinned_empty((n, 4))
 
     def memory(self) -> MemoryInfo | None:
+        """Under a cap the margin is what the cap set aside beside CuPy's pools (the context
+        and every process's use when it was set, the kernel modules' headroom) and
+        :data:`CAPPED_POOL_SLACK`: the pools' limit is then exactly what the engine plans."""
         free, total = self.gpu.memory()
-        return MemoryInfo(free, total, self.memory_limit, self.watch.peak)
+        if self.memory_limit is None or self._pool_limit is None:
+            return MemoryInfo(free, total, None, self.watch.peak)
+        margin = self.memory_limit - self._pool_limit + CAPPED_POOL_SLACK
+        return MemoryInfo(free, total, self.memory_limit, self.watch.peak, margin)
 
     def reset_peak(self) -> None:
         self.watch.reset()
