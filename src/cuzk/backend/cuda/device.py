@@ -154,7 +154,10 @@ class Gpu:
     def uncap_memory(self) -> None:
         """Lift :meth:`cap_memory`'s limit (the backend closes; the device may be opened
         again without one)."""
-        capped_allocator(self.cp).limit(self.device, None)
+        alloc = capped_allocator(self.cp)
+        alloc.limit(self.device, None)
+        with self.cp.cuda.Device(self.device):
+            alloc.release()  # what its pools cache goes back to the device
 
     def fault(self, what: str, e: BaseException) -> DeviceFault:
         msg = e.get_message() if hasattr(e, "get_message") else str(e)
