@@ -26,8 +26,11 @@ import traceback
 from collections.abc import Callable
 from typing import Any
 
-#: Requests of this size or more get a pool of their size class.
-LARGE_BYTES = 64 << 20
+#: Requests of this size or more get a pool of their size class: the vectors of a domain or a
+#: witness, stream buffers and the larger MSM scratch. Below it an MSM pass's scratch, whose
+#: size changes from pass to pass, stays in one pool: in classes each size would cache its own
+#: blocks, and the cap would be reached (and every cache released, a device-wide wait) often.
+LARGE_BYTES = 256 << 20
 #: Size classes per doubling: a large request is rounded up by less than 1/16.
 CLASSES_PER_OCTAVE = 16
 #: The device-memory trace's logger.
