@@ -34,7 +34,8 @@ import numpy as np
 from cuzk.backend.base import PointSet
 from cuzk.backend.cuda import loader
 from cuzk.backend.cuda.device import Gpu
-from cuzk.backend.cuda.msm import REDUCE_THREADS, GpuMsm, choose_window
+from cuzk.backend.cuda.msm import REDUCE_THREADS, GpuMsm
+from cuzk.backend.cuda.msm_bases import choose_window
 from cuzk.curve import g1_generator, g2_generator
 from cuzk.curve.encoding import (
     g1_array_from_uncompressed,

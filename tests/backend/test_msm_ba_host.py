@@ -224,7 +224,7 @@ def _scalar(v: int):
 def test_cost_model_prefers_batch_affine_at_the_32g_size():
     """The prediction the kernels were built on (numbers in the report): at 2^27 batch-affine
     accumulation beats XYZZ, and 4 precomputed copies save less than it does."""
-    from cuzk.backend.cuda.msm import MAX_WINDOW, MIN_WINDOW, choose_window
+    from cuzk.backend.cuda.msm_bases import MAX_WINDOW, MIN_WINDOW, choose_window
 
     m = 1 << 27
     cost = msm_ba.accumulation_cost(m, choose_window(m))

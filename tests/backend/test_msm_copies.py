@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from cuzk.backend.cuda.msm import MAX_WINDOW, choose_window, window_rows
+from cuzk.backend.cuda.msm_bases import MAX_WINDOW, choose_window, window_rows
 from cuzk.field.constants import R
 from tests.backend.test_msm_ba_host import signed_digits
 
