@@ -48,10 +48,12 @@ GPU_KERNEL_BYTES_PER_DOMAIN = 320
 #: pass (passes of at most 2^23 resident points or one 1 GiB stream buffer).
 CAPPED_KERNEL_BYTES_PER_DOMAIN = 64  # two domain buffers: a then a·b − c then h; b then c
 ROW_BYTES = 4  # one uint32 row index of A's or B's gather from z (the device keeps them per shape)
-#: The rest under a cap, bounded whatever the circuit: one MSM pass (≤ 11.2M points, a 1 GiB
-#: buffer of G1: its gathered scalars, their kinds and indices and the split-off rest ≈ 75 B a
-#: point, sorted entries 52 B: ≈ 1.3 GiB) beside the a·b = c check's slices (2^23 rows: 0.5 GiB).
-CAPPED_KERNEL_SCRATCH = 2 << 30
+#: The rest under a cap, bounded whatever the circuit: the a·b = c check's slices (2^23 rows:
+#: 0.5 GiB) beside one MSM pass on the MSM stream (its gathered scalars, plan and sorted
+#: entries: at most 0.55 GiB above the pass's point buffers in session 17's trace of porep-32g
+#: at 20 GiB, 1 GiB buffers), with 0.2 GiB to spare. The NTT's twiddles are two small tables
+#: under a cap (its 2 GiB table was what the 2 GiB counted before covered).
+CAPPED_KERNEL_SCRATCH = 1280 << 20
 
 
 def kernel_bytes(
@@ -76,8 +78,9 @@ def capped_kernel_bytes(
     """A GPU's kernel working set under a cap: two domain buffers while h is made (one after),
     the row indices A's and B's MSMs gather through, and the scratch. ``msm_sizes``: the
     scalars of each MSM by vector name (the key's point counts); every variable where unknown.
-    porep-32g: 8 GiB + 0.4 GiB + 2 GiB (session 15 counted 15.8 GiB, whole B scalars and int64
-    plans at every variable; session 16 first 12.1 GiB, per MSM with int32 plans)."""
+    porep-32g: 8 GiB + 0.6 GiB + 1.25 GiB (session 15 counted 15.8 GiB, whole B scalars and int64
+    plans at every variable; session 16 12.1 then 10.4 GiB, per MSM with int32 plans, then
+    planned pass by pass; session 17 9.9 GiB, the scratch as traced)."""
     sizes = msm_sizes or {}
     n_a, n_b = (sizes.get(v, num_variables) for v in ("a", "b_g1"))
     return (
