@@ -1,4 +1,4 @@
-"""Multi-scalar multiplication on one CUDA device: Pippenger over bases resident in VRAM.
+"""Multi-scalar multiplication on one CUDA device: Pippenger over bases kept or streamed.
 
 :class:`GpuMsm` runs MSMs over point vectors kept on the device with the kernels of ``msm.cu``:
 
@@ -12,8 +12,9 @@
    results tree-reduced to one point per window;
 4. on the host, Σ 2^(c·w)·S_w by Horner's rule on py-arkworks points.
 
-Over bases an :class:`~cuzk.backend.cuda.msm_bases.MsmBases` keeps (resident, precomputed in
-shifted copies, or streamed from page-locked host memory). An MSM over streamed bases runs in
+The bases are what its :class:`~cuzk.backend.cuda.msm_bases.MsmBases` side keeps: resident,
+precomputed in shifted copies, or streamed from page-locked host memory. An MSM over streamed
+bases runs in
 *passes* of S bytes of points: two device buffers, filled on a copy stream, so the upload of
 pass i+1 overlaps the bucket work of pass i; each pass is a complete MSM over its slice of the
 points, and the passes' window sums are added on the host with the rest. The same passes bound
