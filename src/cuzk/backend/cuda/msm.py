@@ -14,11 +14,11 @@
 
 The bases are what its :class:`~cuzk.backend.cuda.msm_bases.MsmBases` side keeps: resident,
 precomputed in shifted copies, or streamed from page-locked host memory. An MSM over streamed
-bases runs in
-*passes* of S bytes of points: two device buffers, filled on a copy stream, so the upload of
-pass i+1 overlaps the bucket work of pass i; each pass is a complete MSM over its slice of the
-points, and the passes' window sums are added on the host with the rest. The same passes bound
-the scratch of a resident MSM when ``max_pass_points`` is set (under a device memory cap).
+bases runs in *passes* of S bytes of points: two device buffers, filled on a copy stream, so the
+upload of pass i+1 overlaps the bucket work of pass i; each pass is a complete MSM over its
+slice of the points, and the passes' window sums are added on the host with the rest. The same
+passes bound the scratch of a resident MSM when ``max_pass_points`` is set (under a device
+memory cap).
 
 A GpuMsm runs on its device's :class:`~cuzk.backend.cuda.device.Gpu` (the one runtime per
 device: launcher, error mapping, kernel cache) on a side stream of its own, submitted by one
