@@ -389,11 +389,12 @@ def test_memory_limit_is_not_lost_to_split_blocks():
 
 @pytest.mark.parametrize("group", ["g1", "g2"])
 def test_planned_split_msm_gathers_and_plans_each_pass(gpu, rng, seed, tmp_path, group):
-    """The capped backend's split MSM (``split_msm_planned``): each pass gathers its scalars
-    from a longer vector through row indices (or reads them in place), classifies them and
-    splits ones from the rest on the device. Resident bases in passes of 777 points and bases
-    streamed in passes of 700, with scalars mostly ones, mostly other values, or skewed, give
-    the CPU's result."""
+    """The capped backend's split MSM (``split_msm_planned``): each pass uploads its slice of
+    the host row indices (pageable here, through the staging chunks; page-locked in the
+    backend), gathers its scalars from a longer vector through them (or reads them in place),
+    classifies them and splits ones from the rest on the device. Resident bases in passes of
+    777 points and bases streamed in passes of 700, with scalars mostly ones, mostly other
+    values, or skewed, give the CPU's result."""
     n = 3000
     bases, points = make_bases(group, n, rng, tmp_path)
     z_len = 5000
@@ -412,13 +413,12 @@ def test_planned_split_msm_gathers_and_plans_each_pass(gpu, rng, seed, tmp_path,
                 want = reference(group, points, scalars)
                 z = fr.random(z_len, rng)  # the other rows are noise the gather must skip
                 z[rows] = scalars
-                d_z, d_rows = cupy.asarray(z), cupy.asarray(rows)
-                got = gpu.split_msm_planned(bases, d_z, d_rows).result()
+                got = gpu.split_msm_planned(bases, cupy.asarray(z), rows).result()
                 assert encoded(group, got) == want, f"seed {seed}, rows, streamed={streamed}"
                 got = gpu.split_msm_planned(bases, cupy.asarray(scalars)).result()
                 assert encoded(group, got) == want, f"seed {seed}, in place, streamed={streamed}"
             with pytest.raises(BadInput):
-                gpu.split_msm_planned(bases, cupy.asarray(z), cupy.asarray(rows[:-1]))
+                gpu.split_msm_planned(bases, cupy.asarray(z), rows[:-1])
         finally:
             gpu.max_pass_points = None
             gpu.evict(bases)

@@ -10,6 +10,7 @@ from cuzk.engine.budget import (
     MemoryBudget,
     capped_kernel_bytes,
     detect_total,
+    kernel_bytes,
     partition_bytes,
 )
 from cuzk.engine.config import EngineConfig, FaultInjection
@@ -256,14 +257,14 @@ def test_gpu_partitions_weigh_only_their_witness_on_the_host():
     assert cpu["kernel"] >= 40 << 30
 
 
-def test_capped_kernel_bytes_count_two_domain_buffers_and_the_gather_rows():
-    """Under a cap the kernels hold two domain buffers and the row indices A's and B's MSMs
-    gather through (the key's point counts, every variable when unknown); the MSMs' scalars
-    and plans are one pass's, inside the scratch."""
+def test_capped_kernel_bytes_count_two_domain_buffers_and_the_scratch():
+    """Under a cap the kernels hold two domain buffers and a bounded scratch: the MSMs gather
+    and plan their scalars pass by pass, through row indices uploaded a pass at a time, so
+    neither the variable count nor the MSMs' sizes weigh on the device."""
     gib = 1 << 30
-    m, n = 1 << 27, 130_278_869  # porep-32g: domain and variables
-    sizes = {"l": n - 2, "a": 65_000_000, "b_g1": 41_700_000}
-    got = capped_kernel_bytes(m, n, sizes)
-    assert got == 64 * m + 4 * (65_000_000 + 41_700_000) + CAPPED_KERNEL_SCRATCH
-    assert 9.6 * gib < got < 9.7 * gib
-    assert capped_kernel_bytes(m, n) == 64 * m + 8 * n + CAPPED_KERNEL_SCRATCH > got
+    m = 1 << 27  # porep-32g's domain
+    got = capped_kernel_bytes(m)
+    assert got == 64 * m + CAPPED_KERNEL_SCRATCH
+    assert 9.2 * gib < got < 9.3 * gib
+    assert kernel_bytes(m, 130_278_869, "cuda", capped=True) == got
+    assert kernel_bytes(m, 130_278_869, "cuda") > 4 * got  # the uncapped kernels hold more

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import os
 from collections import Counter
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from cuzk.errors import InternalError, ResourceExhausted
@@ -47,7 +46,6 @@ GPU_KERNEL_BYTES_PER_DOMAIN = 320
 #: quotient in two domain buffers, and every split MSM gathering and planning its scalars pass by
 #: pass (passes of at most 2^23 resident points or one 1 GiB stream buffer).
 CAPPED_KERNEL_BYTES_PER_DOMAIN = 64  # two domain buffers: a then a·b − c then h; b then c
-ROW_BYTES = 4  # one uint32 row index of A's or B's gather from z (the device keeps them per shape)
 #: The rest under a cap, bounded whatever the circuit: the a·b = c check's slices (2^23 rows:
 #: 0.5 GiB) beside one MSM pass on the MSM stream (its gathered scalars, plan and sorted
 #: entries: at most 0.55 GiB above the pass's point buffers in session 17's trace of porep-32g
@@ -57,37 +55,25 @@ CAPPED_KERNEL_SCRATCH = 1280 << 20
 
 
 def kernel_bytes(
-    domain_size: int,
-    num_variables: int = 0,
-    backend: str = "cpu",
-    capped: bool = False,
-    msm_sizes: Mapping[str, int] | None = None,
+    domain_size: int, num_variables: int = 0, backend: str = "cpu", capped: bool = False
 ) -> int:
     """One partition's kernel working set: host memory on the CPU backend, device memory on
     a GPU (where the staging area counts it); ``capped``: a GPU under a memory cap."""
     if backend == "cpu":
         return KERNEL_BYTES_PER_DOMAIN * domain_size
     if capped:
-        return capped_kernel_bytes(domain_size, num_variables, msm_sizes)
+        return capped_kernel_bytes(domain_size)
     return GPU_KERNEL_BYTES_PER_DOMAIN * domain_size
 
 
-def capped_kernel_bytes(
-    domain_size: int, num_variables: int, msm_sizes: Mapping[str, int] | None = None
-) -> int:
-    """A GPU's kernel working set under a cap: two domain buffers while h is made (one after),
-    the row indices A's and B's MSMs gather through, and the scratch. ``msm_sizes``: the
-    scalars of each MSM by vector name (the key's point counts); every variable where unknown.
-    porep-32g: 8 GiB + 0.6 GiB + 1.25 GiB (session 15 counted 15.8 GiB, whole B scalars and int64
-    plans at every variable; session 16 12.1 then 10.4 GiB, per MSM with int32 plans, then
-    planned pass by pass; session 17 9.9 GiB, the scratch as traced)."""
-    sizes = msm_sizes or {}
-    n_a, n_b = (sizes.get(v, num_variables) for v in ("a", "b_g1"))
-    return (
-        CAPPED_KERNEL_BYTES_PER_DOMAIN * domain_size
-        + ROW_BYTES * (n_a + n_b)
-        + CAPPED_KERNEL_SCRATCH
-    )
+def capped_kernel_bytes(domain_size: int) -> int:
+    """A GPU's kernel working set under a cap: two domain buffers while h is made (one after)
+    and the scratch; the MSMs gather their scalars pass by pass, through row indices uploaded
+    a pass at a time. porep-32g: 8 GiB + 1.25 GiB (session 15 counted 15.8 GiB, whole B
+    scalars and int64 plans at every variable; session 16 12.1 then 10.4 GiB, per MSM with
+    int32 plans, then planned pass by pass; session 17 9.25 GiB, the scratch as traced and no
+    row indices kept on the device)."""
+    return CAPPED_KERNEL_BYTES_PER_DOMAIN * domain_size + CAPPED_KERNEL_SCRATCH
 
 
 #: Host bytes per file byte of points while a key is resident: the CPU backend's MSM workers

@@ -71,7 +71,6 @@ from cuzk.engine.family import family_of
 from cuzk.engine.staging import PinnedPool, StagingArea
 from cuzk.errors import DeviceFault, InternalError
 from cuzk.groth16 import prover
-from cuzk.groth16.params_io import G1_SIZE, G2_SIZE
 from cuzk.groth16.proof import Proof
 
 if TYPE_CHECKING:
@@ -336,13 +335,7 @@ def staging_need(info: CircuitInfo, capped: bool = False) -> tuple[int, int]:
     on the host is gathered into is host memory: the host budget counts it
     (:meth:`cuzk.engine.core.EngineCore.synthesized`)."""
     device, _ = prover.staged_bytes(info.num_variables)
-    sizes = {
-        name: nbytes // (G2_SIZE if name == "b_g2" else G1_SIZE)
-        for name, nbytes in info.vector_bytes
-    }  # the scalars of each MSM: its key's points
-    return device, kernel_bytes(
-        info.domain_size, info.num_variables, info.backend, capped, sizes or None
-    )
+    return device, kernel_bytes(info.domain_size, info.num_variables, info.backend, capped)
 
 
 def staged_bytes_for(info: CircuitInfo, capped: bool = False) -> int:

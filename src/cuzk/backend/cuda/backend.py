@@ -238,13 +238,14 @@ class CudaBackend:
     def split_msm(self, bases: PointSet, scalars: Vec, rows: np.ndarray | None = None) -> Future:
         """Uncapped, the scalars are gathered and planned whole on the compute stream and the
         MSM waits for them there. Under a cap each pass gathers and plans its own scalars on
-        the MSM stream (:meth:`GpuMsm.split_msm_planned`): no vector or plan of the whole MSM
-        is held beside the H quotient's buffers (bases with precomputed copies run whole)."""
+        the MSM stream (:meth:`GpuMsm.split_msm_planned`), through the rows of a page-locked
+        copy a pass at a time: no vector, plan or row index of the whole MSM is held beside
+        the H quotient's buffers (bases with precomputed copies run whole)."""
         scalars = self._handle(scalars, "scalars")
         self.msms.preload(bases)  # (as the MSM would: a key's bases are loaded already)
         if self.memory_limit is not None and self.msms.precomputed(bases)[0] == 1:
-            d_rows = None if rows is None else self.witness.device_rows(rows, scalars.shape[0])
-            return self.msms.split_msm_planned(bases, scalars, d_rows, after=self.gpu.record())
+            pinned = None if rows is None else self.witness.pinned_rows(rows, scalars.shape[0])
+            return self.msms.split_msm_planned(bases, scalars, pinned, after=self.gpu.record())
         if rows is not None:
             scalars = self.take(scalars, rows)
         check_fr_vec(scalars, "scalars", bases.count)

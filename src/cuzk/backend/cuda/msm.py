@@ -221,11 +221,12 @@ class GpuMsm(MsmBases):
         window: int | None = None,
         after: Any = None,
     ) -> Future:
-        """The split MSM of the scalars source[rows] (``rows``: device indices, one per point)
-        or of ``source`` itself, planned pass by pass on the device (:meth:`_planned`): under
-        a memory cap neither the gathered scalars nor a plan of the whole MSM is held (for a
-        PoRep partition: B's 1.2 GiB of scalars and 0.8 GiB of L, A and B plans). ``source``
-        is a device FrVec of this GPU, complete once the event ``after`` has passed."""
+        """The split MSM of the scalars source[rows] (``rows``: host indices, one per point,
+        best page-locked) or of ``source`` itself, planned pass by pass on the device
+        (:meth:`_planned`): under a memory cap neither the gathered scalars, a plan nor the
+        row indices of the whole MSM are on the device (for a PoRep partition: B's 1.2 GiB of
+        scalars, 0.8 GiB of L, A and B plans, 0.65 GiB of A and B rows). ``source`` is a
+        device FrVec of this GPU, complete once the event ``after`` has passed."""
         check_fr_vec(source, "scalars")
         count = int(source.shape[0]) if rows is None else int(rows.shape[0])
         if count != bases.count:
@@ -346,12 +347,18 @@ class GpuMsm(MsmBases):
     def _planned(self, source: Any, rows: Any) -> PassScalars:
         """Each pass's scalars gathered and split on the device as the pass runs (MSM stream):
         source[rows[lo:hi]] (or source[lo:hi]) classified, the ones apart from the rest when
-        they are common enough (as a whole plan would split them), zeros dropped. Neither the
-        MSM's scalar vector nor a plan of all of it is ever held."""
+        they are common enough (as a whole plan would split them), zeros dropped. The pass's
+        slice of the host ``rows`` is uploaded on the MSM stream (a direct DMA from
+        page-locked rows). Neither the MSM's scalar vector, a plan of all of it nor all its
+        rows are ever on the device."""
         cp = self._cp
 
         def plan(k: int, lo: int, hi: int) -> tuple[Any, Any, Any]:
-            vals = source[lo:hi] if rows is None else cp.take(source, rows[lo:hi], axis=0)
+            if rows is None:
+                vals = source[lo:hi]
+            else:
+                idx = self.gpu.upload(rows[lo:hi], stream=self._stream)
+                vals = cp.take(source, idx, axis=0)
             kinds = self._fr.classify(vals, self._stream)
             ones = cp.flatnonzero(kinds == 1)  # (waits for the count: this pass's kernels)
             if len(ones) < MIN_ONES_SHARE_FOR_SPLIT * max(1, hi - lo):

@@ -50,6 +50,7 @@ class GpuWitness:
         self._checked: set[bytes] = set()
         self._refused: set[bytes] = set()
         self._rows: OrderedDict[int, tuple[weakref.ref, Any]] = OrderedDict()
+        self._pinned: OrderedDict[int, tuple[weakref.ref, Any]] = OrderedDict()
 
     # -- z from a deferred aux ------------------------------------------------------------------
     def assemble(self, inputs: fr.FrVec, aux: DeferredAux) -> Any:
@@ -173,20 +174,43 @@ class GpuWitness:
     def device_rows(self, rows: np.ndarray, length: int) -> Any:
         """``rows`` (sorted, made once per shape) on the device, uploaded on first use and
         kept while it lives (the few most recent); checked against a vector of ``length``."""
+        return self._kept(self._rows, rows, length, self.gpu.upload)
+
+    def pinned_rows(self, rows: np.ndarray, length: int) -> np.ndarray:
+        """``rows`` copied once into page-locked host memory (kept like :meth:`device_rows`):
+        what a capped MSM uploads a pass's slice of as the pass runs, so no shape keeps its
+        row indices on the device (porep-32g: 0.65 GiB). The host budget counts them inside a
+        streamed shape's page-locked copy (whose count includes the derived arrays), not
+        beside resident matrices."""
+
+        def pin(a: np.ndarray) -> np.ndarray:
+            out = self.gpu.pinned_empty(a.shape, a.dtype, pooled=False)
+            np.copyto(out, a)
+            return out
+
+        return self._kept(self._pinned, rows, length, pin)
+
+    def _kept(
+        self,
+        cache: OrderedDict[int, tuple[weakref.ref, Any]],
+        rows: np.ndarray,
+        length: int,
+        make: Callable[[np.ndarray], Any],
+    ) -> Any:
         if len(rows) and int(rows[-1]) >= length:
             raise InternalError(f"row {int(rows[-1])} of a {length}-row vector")
         key = id(rows)
         with self._lock:
-            hit = self._rows.get(key)
-            d_rows = hit[1] if hit is not None and hit[0]() is rows else None
-        if d_rows is None:
-            d_rows = self.gpu.upload(np.ascontiguousarray(rows))
+            hit = cache.get(key)
+            kept = hit[1] if hit is not None and hit[0]() is rows else None
+        if kept is None:
+            kept = make(np.ascontiguousarray(rows))
             with self._lock:
-                self._rows[key] = (weakref.ref(rows), d_rows)
-                self._rows.move_to_end(key)
-                while len(self._rows) > KEEP_ROWS:
-                    self._rows.popitem(last=False)
-        return d_rows
+                cache[key] = (weakref.ref(rows), kept)
+                cache.move_to_end(key)
+                while len(cache) > KEEP_ROWS:
+                    cache.popitem(last=False)
+        return kept
 
 
 #: Each kernel's launcher, by the name a program gives (:attr:`Program.kernel`).
