@@ -134,3 +134,37 @@ def test_refused_keys_and_wide_states_never_launch(deferred):
     assert gw._has_kernel(_hashes(poseidon_program(16, Strength.STANDARD, 1)))
     wide = PoseidonProgram(b"poseidon:wide", 17, Strength.STANDARD, 1, 1)
     assert not gw._has_kernel(_hashes(wide))
+
+
+class PinningGpu(FakeGpu):
+    def __init__(self) -> None:
+        super().__init__()
+        self.pinned = 0
+
+    def pinned_empty(self, shape, dtype, *, pooled: bool = True) -> np.ndarray:
+        self.pinned += 1
+        return np.empty(shape, dtype=dtype)
+
+
+def test_row_indices_are_kept_once_per_shape_on_each_side():
+    """A shape's row indices are uploaded (or copied to page-locked memory, what a capped MSM
+    uploads pass by pass) once while the shape keeps them, for the few most recent shapes,
+    and checked against the vector they index."""
+    gpu = PinningGpu()
+    w = gw.GpuWitness(gpu)
+    rng = np.random.default_rng()
+    shapes = [np.sort(rng.choice(1000, size=300, replace=False)).astype(np.uint32)
+              for _ in range(gw.KEEP_ROWS + 1)]  # fmt: skip
+    pinned = w.pinned_rows(shapes[0], 1000)
+    assert np.array_equal(pinned, shapes[0]) and pinned is not shapes[0]
+    assert w.pinned_rows(shapes[0], 1000) is pinned and gpu.pinned == 1
+    on_device = w.device_rows(shapes[0], 1000)
+    assert w.device_rows(shapes[0], 1000) is on_device and gpu.uploads == 1
+    for rows in shapes[1:]:  # the oldest goes: it is made again
+        w.pinned_rows(rows, 1000)
+    assert gpu.pinned == gw.KEEP_ROWS + 1
+    assert w.pinned_rows(shapes[0], 1000) is not pinned and gpu.pinned == gw.KEEP_ROWS + 2
+    copy = shapes[1].copy()  # equal values, another array: not the kept one
+    assert w.pinned_rows(copy, 1000) is not w.pinned_rows(shapes[1], 1000)
+    with pytest.raises(gw.InternalError, match="row"):
+        w.pinned_rows(shapes[2], int(shapes[2][-1]))  # a vector too short for its last row
