@@ -174,14 +174,9 @@ class GpuAbc:
         for (ip, ix, ids, t, kind), e, m in zip(
             hosts, cuts, (shape.a, shape.b, shape.c), strict=True
         ):
-            pinned = (self._pinned(ip), self._pinned(ix), self._pinned(ids))
+            pinned = (self.gpu.pinned_copy(ip), self.gpu.pinned_copy(ix), self.gpu.pinned_copy(ids))
             mats.append(HostCsr(*pinned, self._table(t), len(ip) - 1, m.num_cols, kind, e, slots))
         self._remember(shape, tuple(mats))
-
-    def _pinned(self, a: np.ndarray) -> np.ndarray:
-        out = self.gpu.pinned_empty(a.shape, a.dtype, pooled=False)
-        np.copyto(out, a)
-        return out
 
     def _table(self, table: np.ndarray) -> Any:
         if len(table) == 0:  # no entries: any table will do, and a zero-size one has no pointer

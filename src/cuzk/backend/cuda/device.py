@@ -222,6 +222,14 @@ class Gpu:
                 ) from e
         return np.frombuffer(mem, dtype=dtype, count=count).reshape(shape)
 
+    def pinned_copy(self, a: np.ndarray) -> np.ndarray:
+        """``a`` copied into page-locked memory of its own (:meth:`pinned_empty` unpooled):
+        what is kept on the host to be uploaded again and again (streamed matrices, row
+        indices)."""
+        out = self.pinned_empty(a.shape, a.dtype, pooled=False)
+        np.copyto(out, a)
+        return out
+
     def is_pinned(self, a: np.ndarray) -> bool:
         if a.nbytes == 0:
             return False

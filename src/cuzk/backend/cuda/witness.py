@@ -182,13 +182,7 @@ class GpuWitness:
         row indices on the device (porep-32g: 0.65 GiB). The host budget counts them inside a
         streamed shape's page-locked copy (whose count includes the derived arrays), not
         beside resident matrices."""
-
-        def pin(a: np.ndarray) -> np.ndarray:
-            out = self.gpu.pinned_empty(a.shape, a.dtype, pooled=False)
-            np.copyto(out, a)
-            return out
-
-        return self._kept(self._pinned, rows, length, pin)
+        return self._kept(self._pinned, rows, length, self.gpu.pinned_copy)
 
     def _kept(
         self,
