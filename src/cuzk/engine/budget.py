@@ -54,9 +54,7 @@ CAPPED_KERNEL_BYTES_PER_DOMAIN = 64  # two domain buffers: a then a·b − c the
 CAPPED_KERNEL_SCRATCH = 1280 << 20
 
 
-def kernel_bytes(
-    domain_size: int, num_variables: int = 0, backend: str = "cpu", capped: bool = False
-) -> int:
+def kernel_bytes(domain_size: int, backend: str = "cpu", capped: bool = False) -> int:
     """One partition's kernel working set: host memory on the CPU backend, device memory on
     a GPU (where the staging area counts it); ``capped``: a GPU under a memory cap."""
     if backend == "cpu":

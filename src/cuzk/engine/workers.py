@@ -335,7 +335,7 @@ def staging_need(info: CircuitInfo, capped: bool = False) -> tuple[int, int]:
     on the host is gathered into is host memory: the host budget counts it
     (:meth:`cuzk.engine.core.EngineCore.synthesized`)."""
     device, _ = prover.staged_bytes(info.num_variables)
-    return device, kernel_bytes(info.domain_size, info.num_variables, info.backend, capped)
+    return device, kernel_bytes(info.domain_size, info.backend, capped)
 
 
 def staged_bytes_for(info: CircuitInfo, capped: bool = False) -> int:
