@@ -3,7 +3,8 @@
 # inputs once (bench/filecoin_32g.sh setup vanilla), then one traced bench per cap, each under
 # its own time limit so one that hangs cannot eat the others' time. Every device request of
 # 64 MiB or more is logged per cap (bench/memory_trace.py) to $OUT/memory_<cap>.log.gz.
-# Usage (GPU host): OUT=/tmp/out CAPS="20GiB 18GiB 16GiB" bash bench/capped_sweep.sh
+# The cap "none" runs the same bench uncapped (keys resident in device memory), for comparison.
+# Usage (GPU host): OUT=/tmp/out CAPS="20GiB 18GiB 16GiB none" bash bench/capped_sweep.sh
 # Dry run here:     PY=.venv/bin/python CUZK=".venv/bin/python -m cuzk.cli.main" OUT=/tmp/o WORK=/tmp/w \
 #                   CIRCUIT=porep-2k BACKEND=cpu SIZE=2KiB CAPS=1GiB bash bench/capped_sweep.sh
 set -u
@@ -18,8 +19,9 @@ STEPS="setup vanilla" bash "$HERE/filecoin_32g.sh" > "$OUT/prep.log" 2>&1 || { t
 grep -E '^==|Elapsed' "$OUT/prep.log"
 for cap in $CAPS; do
   echo "== $(date +%T) cap $cap"
+  limit=""; [ "$cap" = none ] || limit="--device-memory-limit $cap"
   CUZK="${PY:-python3} $HERE/memory_trace.py" MEMORY_LOG="$OUT/memory_$cap.log" STEPS=bench TAG="_$cap" \
-    BENCH_ARGS="--device-memory-limit $cap ${BENCH_ARGS:-}" \
+    BENCH_ARGS="$limit ${BENCH_ARGS:-}" \
     timeout --kill-after=10 "$PER_CAP_S" bash "$HERE/filecoin_32g.sh" > "$OUT/sweep_$cap.log" 2>&1
   echo "exit $?"
   grep -E 'cuzk:|failed|proofs \(|per proof|peak|kernels  |prover\.(abc|h|msm)' "$OUT/sweep_$cap.log"
