@@ -1,10 +1,13 @@
 """The capped allocator's rules on stand-in pools (no GPU): large requests in pools of their
-size class, the cap over all pools together, cached blocks given back before a refusal.
+size class, the cap over all pools together and checked before the device is asked, cached
+blocks given back before a refusal.
 The same allocator on a real device: tests/backend/test_cuda_msm.py::test_memory_limit_*."""
 
 from __future__ import annotations
 
 import random
+import sys
+import threading
 
 import pytest
 
@@ -31,25 +34,37 @@ class Block:
 
 
 class FakePool:
-    """A pool that caches freed blocks and reuses one of at least the request's size (the
-    part of CuPy's behaviour that matters here), on one device of ``capacity`` bytes."""
+    """A pool that caches freed blocks and reuses one of at least the request's size, and
+    refuses to grow past its own limit (0: none) before asking the device (the parts of
+    CuPy's behaviour that matter here), on one device of ``capacity`` bytes."""
 
     def __init__(self, device: Device) -> None:
         self.device = device
         self.used = 0
         self.free: list[int] = []
+        self.limit = 0
         self.device.pools.append(self)
 
+    def set_limit(self, size: int = 0) -> None:
+        self.limit = size
+
+    def get_limit(self) -> int:
+        return self.limit
+
     def malloc(self, size: int) -> Block:
-        fits = [b for b in self.free if b >= size]
-        if fits:
-            got = min(fits)
-            self.free.remove(got)
-        else:
-            if self.device.held() + size > self.device.capacity:
-                raise DeviceFull(size, self.device.held())
-            got = size
-        self.used += got
+        with self.device.lock:
+            fits = [b for b in self.free if b >= size]
+            if fits:
+                got = min(fits)
+                self.free.remove(got)
+            else:
+                if self.limit and self.total_bytes() + size > self.limit:
+                    raise DeviceFull(size, self.total_bytes(), self.limit)
+                if self.device.held() + size > self.device.capacity:
+                    raise DeviceFull(size, self.device.held())
+                got = size
+            self.used += got
+            self.device.peak = max(self.device.peak, self.device.held())
         return Block(self, got)
 
     def total_bytes(self) -> int:
@@ -68,6 +83,8 @@ class Device:
         self.capacity = capacity
         self.pools: list[FakePool] = []
         self.released = 0
+        self.peak = 0  # the most the pools ever held on the device
+        self.lock = threading.RLock()
 
     def held(self) -> int:
         return sum(p.total_bytes() for p in self.pools)
@@ -114,6 +131,7 @@ def test_the_cap_counts_every_pool_and_releases_caches_before_refusing():
     with pytest.raises(DeviceFull, match="limit"):
         alloc(2 * GiB)  # 2 + 2.5 + 2 > 6: refused, and nothing kept for it
     assert alloc.held() == alloc.used() == 2 * GiB + 5 * GiB // 2
+    assert dev.peak <= 6 * GiB  # refused before the device was asked, never after
     del b
     c = alloc(2 * GiB)  # what b freed is enough
     assert alloc.used() == 4 * GiB
@@ -142,3 +160,86 @@ def test_limits_are_per_device_and_can_be_lifted():
     alloc.limit(0, None)
     y = alloc(2 * GiB)
     del x, y
+
+
+def test_the_device_never_holds_more_than_the_cap_under_concurrent_requests():
+    """Threads drawing random sizes (small and large, kept a while, then freed) under a cap:
+    the device's pools never hold more than the cap, not even for a moment, and a request is
+    refused only when it could not fit beside what is in use."""
+    alloc, dev = _allocator()
+    cap = 5 * GiB
+    alloc.limit(0, cap)
+    seed = random.randrange(1 << 30)
+    errors: list[BaseException] = []
+    start = threading.Barrier(4)
+
+    def worker(k: int) -> None:
+        rng = random.Random(seed + k)
+        kept: list[Block] = []
+        start.wait()
+        try:
+            for _ in range(300):
+                size = rng.choice([1 << 20, 96 << 20, LARGE_BYTES, 1 * GiB, 3 * GiB // 2])
+                try:
+                    kept.append(alloc(rng.randrange(size // 2, size + 1)))
+                except DeviceFull:
+                    pass  # near the cap; the next test checks each refusal was due
+                if len(kept) > rng.randrange(1, 4):
+                    kept.pop(rng.randrange(len(kept)))
+        except BaseException as e:  # surfaced below with the seed
+            errors.append(e)
+        finally:
+            kept.clear()
+
+    threads = [threading.Thread(target=worker, args=(k,)) for k in range(4)]
+    switch = sys.getswitchinterval()
+    sys.setswitchinterval(1e-5)  # the threads' requests interleave
+    try:
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    finally:
+        sys.setswitchinterval(switch)
+    assert not errors, (seed, errors)
+    assert dev.peak <= cap, (seed, dev.peak)
+    assert dev.peak > cap * 3 // 4, seed  # the draw did press on the cap
+
+
+def test_a_request_is_refused_exactly_when_it_cannot_fit_beside_what_is_in_use():
+    alloc, dev = _allocator()
+    cap = 4 * GiB
+    alloc.limit(0, cap)
+    seed = random.randrange(1 << 30)
+    rng = random.Random(seed)
+    kept: list[Block] = []
+    refused = served = 0
+    for _ in range(400):
+        size = rng.randrange(1, 3 * GiB // 2)
+        need = size_class(size) if size >= LARGE_BYTES else size
+        used = alloc.used()
+        try:
+            kept.append(alloc(size))
+            assert used + need <= cap, (seed, used, size)
+            served += 1
+        except DeviceFull:
+            assert used + need > cap, (seed, used, size)
+            refused += 1
+        if len(kept) > rng.randrange(1, 5):
+            kept.pop(rng.randrange(len(kept)))
+        assert dev.held() <= cap, seed
+    assert refused and served, seed
+
+
+def test_a_lifted_cap_lifts_the_pools_own_limits():
+    alloc, dev = _allocator()
+    alloc.limit(0, 1 * GiB)
+    small = alloc(1 << 20)
+    with pytest.raises(DeviceFull):
+        alloc(2 * GiB)
+    alloc.limit(0, None)
+    assert not any(p.get_limit() for p in dev.pools)  # CuPy's default pool included
+    big = alloc(2 * GiB)  # the class pool and the small pool are free to grow again
+    more = alloc(200 << 20)
+    assert dev.held() >= 2 * GiB + (200 << 20)
+    del small, big, more

@@ -155,8 +155,8 @@ class Gpu:
         """Lift :meth:`cap_memory`'s limit (the backend closes; the device may be opened
         again without one)."""
         alloc = capped_allocator(self.cp)
-        alloc.limit(self.device, None)
         with self.cp.cuda.Device(self.device):
+            alloc.limit(self.device, None)
             alloc.release()  # what its pools cache goes back to the device
 
     def fault(self, what: str, e: BaseException) -> DeviceFault:

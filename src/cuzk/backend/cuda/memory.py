@@ -13,6 +13,12 @@ given back. Small requests share CuPy's default pool, whose blocks are then all 
 cap is checked over every pool together; past it the cached blocks of all pools are
 released (cudaFree waits for the device: near the cap only) before a request is refused.
 
+The cap is checked *before* the device is asked: the pool serving a request is given, as its
+own CuPy limit, the cap less what the other pools hold, so it refuses to grow past the cap
+rather than growing and giving the block back. (Checking afterwards let a porep-32g run
+under 16 GiB measure 16.64 GiB on the device: each refused block had been allocated first.)
+Capped requests are served one at a time, so two threads cannot both pass the same room.
+
 With :data:`memory_log` at DEBUG each request of :data:`TRACED_BYTES` or more is logged with
 the bytes in use and held and the cuzk frames that asked for it; a refusal is logged at
 WARNING (``bench/memory_trace.py`` turns the trace on for a bench run).
@@ -59,22 +65,35 @@ class CappedAllocator:
         new_pool: Callable[[], Any],
         oom: type[BaseException],
         device: Callable[[], int],
+        device_use: Callable[[], int] | None = None,
     ) -> None:
+        """``device_use()``: the current device's bytes in use (every process's), shown in
+        the trace beside the pools' own count (what the cap costs outside the pools)."""
         self._small = small
         self._new_pool = new_pool
         self._oom = oom
         self._device = device
+        self._device_use = device_use
         self._classes: dict[int, Any] = {}
         self._limits: dict[int, int] = {}
         self._lock = threading.Lock()
+        #: Per capped device, held while a request is checked and served.
+        self._capped: dict[int, threading.Lock] = {}
 
     def limit(self, device: int, nbytes: int | None) -> None:
-        """Keep ``device``'s pools under ``nbytes`` together (None: no limit)."""
+        """Keep ``device``'s pools under ``nbytes`` together (None: no limit; then, with
+        ``device`` current, each pool's own limit is lifted too)."""
         with self._lock:
             if nbytes is None:
                 self._limits.pop(device, None)
             else:
                 self._limits[device] = nbytes
+        if nbytes is None:
+            for p in self._pools():
+                p.set_limit(size=0)
+        if memory_log.isEnabledFor(logging.DEBUG):
+            shown = "none" if nbytes is None else _gib(nbytes)
+            memory_log.debug("device %d: pools limited to %s", device, shown)
 
     def __call__(self, size: int) -> Any:
         if size >= LARGE_BYTES:
@@ -87,24 +106,30 @@ class CappedAllocator:
             pool = self._small
         if size >= TRACED_BYTES and memory_log.isEnabledFor(logging.DEBUG):
             memory_log.debug("malloc %s: %s", _gib(size), self._state())
-        limit = self._limits.get(self._device())
+        device = self._device()
+        limit = self._limits.get(device)
+        if limit is None:
+            return self._malloc(pool, size, None)
+        with self._lock:
+            serial = self._capped.setdefault(device, threading.Lock())
+        with serial:
+            return self._malloc(pool, size, limit)
+
+    def _malloc(self, pool: Any, size: int, limit: int | None) -> Any:
+        """``pool.malloc(size)``; when it is refused (the device is full, or the pool may not
+        grow past the cap) every cached block is given back and it is asked once more."""
         for last in (False, True):
+            if limit is not None:  # what the other pools leave (CuPy reads 0 as no limit)
+                pool.set_limit(size=max(1, limit - (self.held() - pool.total_bytes())))
             try:
-                block = pool.malloc(size)
-            except self._oom:  # the device itself is full: give back what is cached, retry
+                return pool.malloc(size)
+            except self._oom:
                 if last:
                     memory_log.warning("refused %s: %s", _gib(size), self._state())
-                    raise
+                    if limit is None:
+                        raise
+                    raise self._oom(size, self.held(), limit) from None
                 self.release()
-                continue
-            if limit is None or self.held() <= limit:
-                return block
-            del block  # past the cap: back to its pool's cache, then give the caches back
-            self.release()
-            if last:
-                held = self.held()
-                memory_log.warning("refused %s: %s", _gib(size), self._state())
-                raise self._oom(size, held, limit)
         raise AssertionError("unreachable")
 
     def _pools(self) -> list[Any]:
@@ -130,10 +155,15 @@ class CappedAllocator:
             for f in traceback.extract_stack()[:-3]
             if "/cuzk/" in f.filename
         ][-4:]
+        device = f", device {_gib(self._device_use())}" if self._device_use else ""
         return (
-            f"in use {_gib(self.used())}, held {_gib(self.held())} "
+            f"in use {_gib(self.used())}, held {_gib(self.held())}{device} "
             f"[{threading.current_thread().name}] {' < '.join(reversed(callers))}"
         )
+
+
+def _in_use(free: int, total: int) -> int:
+    return total - free
 
 
 def _gib(n: int) -> str:
@@ -155,6 +185,7 @@ def capped_allocator(cp: Any) -> CappedAllocator:
                 cp.cuda.MemoryPool,
                 cp.cuda.memory.OutOfMemoryError,
                 cp.cuda.runtime.getDevice,
+                lambda: _in_use(*cp.cuda.runtime.memGetInfo()),
             )
         cp.cuda.set_allocator(_installed)
         return _installed
