@@ -306,3 +306,15 @@ def test_gen_vanilla_porep_and_snap_open_as_requests(kind, circuit, inputs, tmp_
     statement = open_statement(circuit, payload=out.read_bytes())
     assert statement.partitions == 1 and len(statement.expected(0)) == inputs
     assert main(["gen-vanilla", kind, "--partition", "1", "--out", str(out)]) == 2
+
+
+def test_bench_marks_a_peak_over_the_cap():
+    from cuzk.cli.bench import _cap_and_peak
+
+    gib = 1 << 30
+    over = _cap_and_peak({"limit_bytes": 16 * gib, "peak_bytes": 16 * gib + (640 << 20)})
+    assert over == "16.0 GiB / 16.62 GiB (over the cap)"
+    under = _cap_and_peak({"limit_bytes": 16 * gib, "peak_bytes": 15 * gib})
+    assert under == "16.0 GiB / 15.00 GiB"
+    assert _cap_and_peak({"limit_bytes": 0, "peak_bytes": 100 * gib}) == "none / 100.00 GiB"
+    assert _cap_and_peak({"limit_bytes": 16 * gib, "peak_bytes": 0}).endswith("not measured")

@@ -51,10 +51,13 @@ def _peak_rss() -> int:
 
 
 def _cap_and_peak(m: dict[str, int]) -> str:
+    """The cap and the device's measured peak, the peak marked when it passed the cap (the
+    cap is the claim a small card's owner relies on)."""
     gib = 1 << 30
     cap = f"{m['limit_bytes'] / gib:.1f} GiB" if m["limit_bytes"] else "none"
     peak = f"{m['peak_bytes'] / gib:.2f} GiB" if m["peak_bytes"] else "not measured"
-    return f"{cap} / {peak}"
+    over = m["limit_bytes"] and m["peak_bytes"] and m["peak_bytes"] > m["limit_bytes"]
+    return f"{cap} / {peak}" + (" (over the cap)" if over else "")
 
 
 def size_arg(text: str) -> int:
