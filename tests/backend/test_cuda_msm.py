@@ -394,6 +394,58 @@ def test_memory_limit_is_not_lost_to_split_blocks():
         cupy.cuda.set_allocator(pool.malloc)
 
 
+def test_a_capped_device_never_passes_its_cap():
+    """Random requests (1 MiB to 700 MiB, some kept, most freed) against a cap 2 GiB above the
+    device's use: the device's memory, read at every block the pools take from it (a CuPy
+    memory hook), never passes the cap, and the cap was pressed (some requests refused). The
+    allocator once allocated a block past the cap and only then gave it back: a porep-32g run
+    under 16 GiB measured 16.64 GiB."""
+    from cupy.cuda.memory_hook import MemoryHook
+
+    from cuzk.backend.cuda.backend import CudaBackend
+    from cuzk.errors import ResourceExhausted
+
+    class DevicePeak(MemoryHook):
+        name = "device_peak"
+
+        def __init__(self) -> None:
+            self.peak = 0
+            self.blocks = 0
+
+        def alloc_postprocess(self, **kwargs) -> None:
+            free, total = cupy.cuda.runtime.memGetInfo()
+            self.peak = max(self.peak, total - free)
+            self.blocks += 1
+
+    pool = cupy.get_default_memory_pool()
+    pool.free_all_blocks()
+    free, total = cupy.cuda.runtime.memGetInfo()
+    limit = (total - free) + (2 << 30)
+    backend = CudaBackend(0, memory_limit=limit)
+    rng = np.random.default_rng()
+    hook = DevicePeak()
+    kept: list = []
+    refused = 0
+    try:
+        with hook:
+            for _ in range(300):
+                top = int(rng.choice([1 << 20, 96 << 20, 300 << 20, 700 << 20]))
+                nbytes = int(rng.integers(top // 2, top + 1))
+                try:
+                    kept.append(backend.gpu.empty(nbytes // 32))
+                except ResourceExhausted:
+                    refused += 1
+                if len(kept) > rng.integers(1, 6):
+                    kept.pop(int(rng.integers(len(kept))))
+        kept.clear()
+        assert refused and hook.blocks, (refused, hook.blocks)
+        assert hook.peak <= limit, (hook.peak - limit) / (1 << 20)
+    finally:
+        kept.clear()
+        backend.close()
+        cupy.cuda.set_allocator(pool.malloc)
+
+
 @pytest.mark.parametrize("group", ["g1", "g2"])
 def test_planned_split_msm_gathers_and_plans_each_pass(gpu, rng, seed, tmp_path, group):
     """The capped backend's split MSM (``split_msm_planned``): each pass uploads its slice of

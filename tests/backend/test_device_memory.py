@@ -243,3 +243,16 @@ def test_a_lifted_cap_lifts_the_pools_own_limits():
     more = alloc(200 << 20)
     assert dev.held() >= 2 * GiB + (200 << 20)
     del small, big, more
+
+
+def test_near_the_cap_only_the_largest_caches_go_back():
+    alloc, dev = _allocator()
+    alloc.limit(0, 6 * GiB)
+    kept = alloc(2 * GiB)
+    one, two = alloc(1 * GiB), alloc(2 * GiB + (1 << 28))
+    del one, two  # 1 GiB and 2.25 GiB cached, in two classes
+    got = alloc(3 * GiB)  # 5.25 held: the 2.25 GiB cache is enough to give back
+    assert dev.held() == 2 * GiB + 1 * GiB + 3 * GiB and dev.released == 1
+    again = alloc(1 * GiB)  # served from the 1 GiB cache that stayed
+    assert dev.held() == 6 * GiB and dev.peak <= 6 * GiB
+    del kept, got, again

@@ -10,8 +10,9 @@ So large requests never share a block with requests of another size. Each large 
 rounded up to a size class (:func:`size_class`, at most 1/16 more) and served by a pool of
 its class only: every block there is a whole block of that size, so every cached one can be
 given back. Small requests share CuPy's default pool, whose blocks are then all small. The
-cap is checked over every pool together; past it the cached blocks of all pools are
-released (cudaFree waits for the device: near the cap only) before a request is refused.
+cap is checked over every pool together; past it cached blocks are given back (cudaFree
+waits for the device: near the cap only), the largest caches first and only as many as the
+request needs, then every cache, before a request is refused.
 
 The cap is checked *before* the device is asked: the pool serving a request is given, as its
 own CuPy limit, the cap less what the other pools hold, so it refuses to grow past the cap
@@ -117,20 +118,34 @@ class CappedAllocator:
 
     def _malloc(self, pool: Any, size: int, limit: int | None) -> Any:
         """``pool.malloc(size)``; when it is refused (the device is full, or the pool may not
-        grow past the cap) every cached block is given back and it is asked once more."""
-        for last in (False, True):
+        grow past the cap) cached blocks are given back and it is asked again: under a cap
+        first only the largest caches until the request fits the count, then every cache."""
+        tries = ("enough", "all", None) if limit is not None else ("all", None)
+        for release in tries:
             if limit is not None:  # what the other pools leave (CuPy reads 0 as no limit)
                 pool.set_limit(size=max(1, limit - (self.held() - pool.total_bytes())))
             try:
                 return pool.malloc(size)
             except self._oom:
-                if last:
+                if release is None:
                     memory_log.warning("refused %s: %s", _gib(size), self._state())
                     if limit is None:
                         raise
                     raise self._oom(size, self.held(), limit) from None
-                self.release()
+                if release == "enough" and limit is not None:
+                    self._release_for(size, limit)
+                else:
+                    self.release()
         raise AssertionError("unreachable")
+
+    def _release_for(self, size: int, limit: int) -> None:
+        """Give back the largest caches first until ``size`` more fits under ``limit``: each
+        give-back waits for the device, and every block given back is one to allocate again."""
+        pools = sorted(self._pools(), key=lambda p: p.total_bytes() - p.used_bytes())
+        while pools and self.held() + size > limit:
+            p = pools.pop()
+            if p.total_bytes() > p.used_bytes():
+                p.free_all_blocks()
 
     def _pools(self) -> list[Any]:
         with self._lock:
