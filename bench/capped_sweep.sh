@@ -10,11 +10,13 @@
 set -u
 OUT=${OUT:?set OUT}
 CAPS=${CAPS:-"20GiB 18GiB 16GiB"}
-PER_CAP_S=${PER_CAP_S:-240}   # seconds each cap's bench may take, loading included
+export PROOFS=${PROOFS:-4} CONC=${CONC:-2}
+# Seconds each cap's bench may take: loading (≈ 90 s for porep-32g at 16 GiB), then the two
+# warm-up proofs (one per device worker) and PROOFS proofs of 10 partitions at ≤ 3.5 s each.
+PER_CAP_S=${PER_CAP_S:-$((120 + 35 * (PROOFS + 2)))}
 HERE=$(cd "$(dirname "$0")" && pwd)
 mkdir -p "$OUT"
 export OUT WORK=${WORK:-/var/tmp/cuzk32} CIRCUIT=${CIRCUIT:-porep-32g}
-export PROOFS=${PROOFS:-4} CONC=${CONC:-2}
 STEPS="setup vanilla" bash "$HERE/filecoin_32g.sh" > "$OUT/prep.log" 2>&1 || { tail -20 "$OUT/prep.log"; exit 1; }
 grep -E '^==|Elapsed' "$OUT/prep.log"
 for cap in $CAPS; do
