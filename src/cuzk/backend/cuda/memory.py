@@ -78,8 +78,9 @@ class CappedAllocator:
         self._classes: dict[int, Any] = {}
         self._limits: dict[int, int] = {}
         self._lock = threading.Lock()
-        #: Per capped device, held while a request is checked and served.
-        self._capped: dict[int, threading.Lock] = {}
+        #: Per capped device, held while a request is checked and served (re-entrant: a
+        #: collection CuPy runs inside an allocation may run finalizers that allocate).
+        self._capped: dict[int, threading.RLock] = {}
 
     def limit(self, device: int, nbytes: int | None) -> None:
         """Keep ``device``'s pools under ``nbytes`` together (None: no limit; then, with
@@ -112,7 +113,7 @@ class CappedAllocator:
         if limit is None:
             return self._malloc(pool, size, None)
         with self._lock:
-            serial = self._capped.setdefault(device, threading.Lock())
+            serial = self._capped.setdefault(device, threading.RLock())
         with serial:
             return self._malloc(pool, size, limit)
 
