@@ -23,13 +23,15 @@ pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not _OK, reason=_WHY)]
 @pytest.fixture(scope="module", params=["twiddle-table", "compact-twiddles"])
 def backend(request):
     """Each test on both twiddle forms: one table of half the largest domain, and the two
-    small tables a capped backend uses (ω^j = lo[j mod 2^b]·hi[j >> b])."""
+    small tables a capped backend uses (ω^j = lo[j mod 2^b]·hi[j >> b]), here with a high
+    table of 8 entries so that domains from 2^5 take them: the stages whose exponents are
+    multiples of 2^b read the high table alone, the others multiply."""
     from cuzk.backend.cuda.backend import CudaBackend
     from cuzk.backend.cuda.ntt import GpuNtt
 
     with CudaBackend(0) as b:
         if request.param == "compact-twiddles":
-            b.fr = GpuNtt(b.gpu, compact_twiddles=True)
+            b.fr = GpuNtt(b.gpu, compact_twiddles=True, twiddle_hi_log=3)
         yield b
 
 

@@ -15,7 +15,9 @@
 // use ω^-e = -ω^(m/2-e) and fold the sign into the butterfly (no extra work). With tw_bits > 0
 // the table is two small ones, ω_T^j = tw[j mod 2^tw_bits]·tw_hi[j >> tw_bits]: one more
 // product per butterfly for a table of 2·2^(LT/2) entries instead of 2^(LT-1) (2 GiB at 2^27,
-// what a device under a memory cap cannot spare).
+// what a device under a memory cap cannot spare). In a stage whose exponents are multiples of
+// 2^tw_bits (e_shift + tw_shift ≥ tw_bits: half the stages of a 2^27 transform) the low factor
+// is tw[0] = 1, so the stage reads tw_hi alone and pays no product.
 //
 // Loads and stores can also: zero-pad the source beyond n_src, permute by bit reversal (the
 // out-of-place first or last pass), multiply by scale·base^idx from two small tables (coset
@@ -106,6 +108,8 @@ FR_FN void ntt_pass(fr_u64* dst, const fr_u64* src, const fr_u64* src_b, const f
         const int P = bit + gg;  // the pair bit's position in the tile (t-major)
         const fr_u32 lowmask = (1u << P) - 1u;
         const int e_shift = L - 1 - R - bit;
+        // every j of this stage is a multiple of 2^(e_shift + tw_shift): uniform per stage
+        const bool hi_only = tw_bits > 0 && e_shift + tw_shift >= tw_bits;
         if (R == 0 && bit == 0) {
             // pair bit 0 of the array: every twiddle is ω^0 = 1, so no product (own loop, so the
             // general one below keeps its registers)
@@ -130,7 +134,9 @@ FR_FN void ntt_pass(fr_u64* dst, const fr_u64* src, const fr_u64* src_b, const f
             const bool neg = INV && e != 0;
             const fr_u32 ti = neg ? half_m - e : e;
             const fr_u64 j = (fr_u64)ti << tw_shift;
-            const fr_t w = tw_bits > 0 ? fr_pow_lookup(tw, tw_hi, tw_bits, j) : fr_load(tw, j);
+            const fr_t w = tw_bits == 0 ? fr_load(tw, j)
+                           : hi_only    ? fr_load(tw_hi, j >> tw_bits)
+                                        : fr_pow_lookup(tw, tw_hi, tw_bits, j);
             const fr_t a = sm_get(sm, tile, x);
             const fr_t c = sm_get(sm, tile, y);
             fr_t X, Y;

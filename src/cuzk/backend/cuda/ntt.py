@@ -40,6 +40,12 @@ GROUP_LOG = 2
 THREADS = 256
 #: Threads per block of the elementwise kernels.
 ELT_THREADS = 256
+#: log2 of the entries of compact twiddles' high table (2^20 · 32 B = 32 MiB; a smaller domain
+#: keeps one whole table, no larger). ω^j = lo[j mod 2^b]·hi[j >> b] costs a product, except in
+#: the stages whose exponents are multiples of 2^b, which read hi alone: the larger hi, the
+#: smaller b and the more such stages (20 of the 26 of a 2^27 transform, against 13 with two
+#: tables of √ the size).
+COMPACT_TWIDDLE_HI_LOG = 20
 
 # flags of ntt.cu
 LOAD_BITREV = 1
@@ -85,19 +91,21 @@ class GpuFr:
     def __init__(self, gpu: Any) -> None:
         self.gpu = gpu
         self._lock = threading.RLock()
-        self._pow: dict[tuple[int, int, int], PowTable] = {}
+        self._pow: dict[tuple[int, int, int, int | None], PowTable] = {}
         self._const: dict[int, Any] = {}
 
     # -- tables ----------------------------------------------------------------------------------
-    def pow_table(self, base: int, scale: int, n: int) -> PowTable:
-        """Device tables of scale·base^i for i < n (built on the host with the CPU kernels)."""
+    def pow_table(self, base: int, scale: int, n: int, bits: int | None = None) -> PowTable:
+        """Device tables of scale·base^i for i < n (built on the host with the CPU kernels):
+        ``2^bits`` low entries (by default about √n, the least memory) and n / 2^bits high."""
         base, scale = base % R, scale % R
         n = max(1, n)
-        key = (base, scale, n)
+        key = (base, scale, n, bits)
         with self._lock:
             t = self._pow.get(key)
             if t is None:
-                bits = max(1, ((n - 1).bit_length() + 1) // 2)
+                if bits is None:
+                    bits = max(1, ((n - 1).bit_length() + 1) // 2)
                 lo = fr.powers(base, 1 << bits)
                 hi = fr.powers(pow(base, 1 << bits, R), -(-n >> bits), start=scale)
                 t = PowTable(self.gpu.upload(lo), self.gpu.upload(hi), bits)
@@ -212,11 +220,20 @@ class GpuNtt(GpuFr):
     pipeline's three work buffers are kept at the largest domain seen.
     """
 
-    def __init__(self, gpu: Any, *, compact_twiddles: bool = False) -> None:
-        """``compact_twiddles``: butterflies read ω^e from two tables of ≈ √(m/2) entries
-        (one more product each) instead of one of m/2 (2 GiB at 2^27): under a memory cap."""
+    def __init__(
+        self,
+        gpu: Any,
+        *,
+        compact_twiddles: bool = False,
+        twiddle_hi_log: int = COMPACT_TWIDDLE_HI_LOG,
+    ) -> None:
+        """``compact_twiddles``: butterflies of a domain over 2^(twiddle_hi_log + 1) read ω^e
+        from two tables, the high one of 2^twiddle_hi_log entries (a product in a quarter of
+        the stages of 2^27), instead of one of m/2 entries (2 GiB at 2^27): under a memory
+        cap. (Tests lower ``twiddle_hi_log`` to take that path on small domains.)"""
         super().__init__(gpu)
         self.compact_twiddles = compact_twiddles
+        self.twiddle_hi_log = twiddle_hi_log
         self._tw: PowTable | None = None
         self._tw_log = -1
         self._work: list[Any] = []
@@ -228,10 +245,13 @@ class GpuNtt(GpuFr):
         with self._lock:
             if self._tw is None or self._tw_log < log_m:
                 half = 1 << (log_m - 1)
-                t = self.pow_table(root_of_unity(log_m), 1, half)
+                bits = None
+                if self.compact_twiddles and log_m - 1 > self.twiddle_hi_log:
+                    bits = log_m - 1 - self.twiddle_hi_log
+                t = self.pow_table(root_of_unity(log_m), 1, half, bits)
                 # the per-size tables of ω are only needed to build this one (or are it)
-                self._pow.pop((root_of_unity(log_m), 1, half), None)
-                if not self.compact_twiddles:
+                self._pow.pop((root_of_unity(log_m), 1, half, bits), None)
+                if bits is None:  # one whole table
                     tw = self.gpu.empty(half)
                     self._elementwise(
                         "fr_vec_powers", half, tw, t.lo, t.hi, np.int32(t.bits), np.int64(half)
