@@ -148,7 +148,7 @@ def bench_ntt(be: CudaBackend, t: Timer, logs: list[int], out: dict[str, Any]) -
         ms_ntt = t.ms(lambda v=v, d=d: be.fr.ntt(v, d))
         ms_coset = t.ms(lambda v=v, d=d: be.fr.ntt(v, d, coset=True))
         ms_intt = t.ms(lambda v=v, d=d: be.fr.intt(v, d))
-        # The twiddles a capped backend uses: two small tables, one more product a butterfly.
+        # The twiddles a capped backend uses: two tables, a second product in some stages.
         compact = ntt_mod.GpuNtt(be.gpu, compact_twiddles=True)
         compact.twiddles(L)
         ms_compact = t.ms(lambda v=v, d=d, c=compact: c.ntt(v, d))

@@ -66,7 +66,7 @@ class CudaBackend:
         if memory_limit is not None:
             self._pool_limit = self.gpu.cap_memory(memory_limit)
         self.watch = MemoryWatch(self.gpu)
-        # Under a cap the NTT's twiddles are two small tables, not one of half the domain.
+        # Under a cap the NTT's twiddles are two tables (32 MiB), not one of half the domain.
         self.fr = GpuNtt(self.gpu, compact_twiddles=memory_limit is not None)
         self.abc = GpuAbc(self.gpu)
         self.msms = GpuMsm(self.gpu)

@@ -13,7 +13,7 @@
 // the butterfly twiddle ω^e, e = 2^(L-1-b)·(i mod 2^b) for the pair bit b, read from a table
 // tw[j] = ω_T^j (j < 2^(LT-1)) of a domain 2^LT ≥ 2^L at index e·2^(LT-L). Inverse transforms
 // use ω^-e = -ω^(m/2-e) and fold the sign into the butterfly (no extra work). With tw_bits > 0
-// the table is two small ones, ω_T^j = tw[j mod 2^tw_bits]·tw_hi[j >> tw_bits]: one more
+// the table is two smaller ones, ω_T^j = tw[j mod 2^tw_bits]·tw_hi[j >> tw_bits]: one more
 // product per butterfly for tables of 2^tw_bits + 2^(LT-1-tw_bits) entries instead of 2^(LT-1)
 // (2 GiB at 2^27, what a device under a memory cap cannot spare). In a stage whose exponents
 // are multiples of 2^tw_bits (e_shift + tw_shift ≥ tw_bits: 20 of the 26 stages of 2^27 with a

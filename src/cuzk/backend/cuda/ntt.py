@@ -12,7 +12,8 @@ forward DIT whose loads multiply by m⁻¹·gᵏ (bit-reversed coefficients → 
 then one inverse DIF whose loads compute a·b − c and whose last pass permutes and multiplies by
 m⁻¹·(gᵐ − 1)⁻¹·g⁻ⁱ. Scaling by powers uses two small tables per (base, scale, m) (one
 multiplication per element); butterfly twiddles come from one table of ω^j per device, kept at
-the largest domain seen and read with a stride for smaller ones.
+the largest domain seen and read with a stride for smaller ones (under a memory cap, from two
+tables whose high one holds 2^20 entries: :data:`COMPACT_TWIDDLE_HI_LOG`).
 """
 
 from __future__ import annotations
