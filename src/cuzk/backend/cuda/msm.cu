@@ -16,6 +16,8 @@
 //                       thread multiplies by its group offset; each level's results are
 //                       pre-scaled by its weight (a few doublings)
 //   msm_sum_rows        tree reduction of all levels' results to one point per window
+//   msm_carry_buckets   (an MSM in passes) each pass's bucket sums added into buckets carried
+//                       across the passes, reduced once at the end
 // The host adds the W window sums with weights 2^(c·w) (Horner).
 // msm_sum_affine adds gathered affine points (the scalars equal to one).
 //
@@ -179,6 +181,18 @@ extern "C" __global__ void __launch_bounds__(128) msm_seg_reduce(
         acc = add(acc, partials[base + jj]);
     }
     partials[s] = acc;
+}
+
+// Carried buckets (an MSM in several passes, one bucket reduction at the end): acc[k] += the
+// pass's sum of bucket k (the first partial of its slots), for the buckets the pass touched.
+extern "C" __global__ void __launch_bounds__(128) msm_carry_buckets(
+    xyzz* __restrict__ acc, const xyzz* __restrict__ partials, const u32* __restrict__ seg_base,
+    u32 nkeys) {
+    u64 k = global_thread();
+    if (k >= nkeys) return;
+    const u32 s0 = seg_base[k];
+    if (seg_base[k + 1] == s0) return;
+    acc[k] = add(acc[k], partials[s0]);
 }
 
 // Thread t = w * ngroups + g, for rows w < rows: over b in [g*gs, min((g+1)*gs, nb)),
