@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import struct
 from pathlib import Path
 
@@ -206,6 +207,27 @@ def test_writer_refuses_a_full_disk_before_any_work(tmp_path, keys, monkeypatch)
 
     monkeypatch.setattr(os, "posix_fallocate", no_space)
     with pytest.raises(BadInput, match=r"it needs 201,328,[0-9,]+ bytes, [0-9,]+ are free"):
+        ParamsWriter(tmp_path / "k.params", params.vk, [(1 << 21) - 1, 5, 5, 0, 0])
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_full_disk_reports_the_room_without_the_failed_reservation(tmp_path, keys, monkeypatch):
+    """A reservation that fails part way may hold what it got until the file goes: the room
+    named is measured after the partial file is removed (it once said "0 are free" on a disk
+    with 52 GB free, for a 60.8 GB key)."""
+    _, params, _ = keys
+
+    def partial_then_no_space(fd, offset, length):
+        os.write(fd, bytes(4096))
+        raise OSError(28, "No space left on device")
+
+    def usage(path):  # free only once no partial file holds the disk
+        held = any(p.name.endswith(".partial") for p in tmp_path.iterdir())
+        return shutil._ntuple_diskusage(10**9, 10**9 if held else 10**6, 0 if held else 123_456)
+
+    monkeypatch.setattr(os, "posix_fallocate", partial_then_no_space)
+    monkeypatch.setattr(shutil, "disk_usage", usage)
+    with pytest.raises(BadInput, match=r"bytes, 123,456 are free"):
         ParamsWriter(tmp_path / "k.params", params.vk, [(1 << 21) - 1, 5, 5, 0, 0])
     assert list(tmp_path.iterdir()) == []
 

@@ -240,8 +240,8 @@ class _AtomicFile:
             os.posix_fallocate(fd, 0, self.size)
         except OSError as e:
             if e.errno in (28, 122):  # ENOSPC, EDQUOT
+                self.abort()  # first: a failed reservation may hold what it got until then
                 free = shutil.disk_usage(self.path.parent).free
-                self.abort()
                 raise BadInput(
                     f"cannot write {self.path}: it needs {self.size:,} bytes, "
                     f"{free:,} are free on its file system"
