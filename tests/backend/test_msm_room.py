@@ -31,7 +31,7 @@ def test_buffers_grow_with_room_within_their_bounds():
     assert roomy_stream_bytes(key, h_bytes, ROOM_FIXED_BYTES) == key  # the wider window only
     grown = roomy_stream_bytes(key, h_bytes, 4 * GiB)  # a freed 2^27 domain vector
     assert grown == key + int((4 * GiB - ROOM_FIXED_BYTES) / ROOM_PER_BUFFER_BYTE)
-    assert 1.3 * GiB < grown < 1.5 * GiB
+    assert 1.1 * GiB < grown < 1.5 * GiB
     assert roomy_stream_bytes(key, h_bytes, 64 * GiB) == ROOMY_STREAM_BYTES
     assert roomy_stream_bytes(key, 900 << 20, 64 * GiB) == 900 << 20  # the whole vector at most
     assert roomy_stream_bytes(2 * GiB, h_bytes, 64 * GiB) == 2 * GiB  # never smaller than given

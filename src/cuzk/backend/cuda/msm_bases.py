@@ -143,18 +143,18 @@ def pass_points(group: str, stream_bytes: int) -> int:
 ROOMY_STREAM_BYTES = 3 << 29
 #: Device bytes a larger pass takes per byte of buffer growth: its two buffers (2), its sorted
 #: entries (4 B per point and window: ≈ 0.6 of a G1 point's 96 B) and, for a planned MSM, its
-#: gathered scalars and plan (≈ 0.5), rounded up.
-ROOM_PER_BUFFER_BYTE = 3.2
+#: gathered scalars and plan (≈ 0.5); 3.1 as counted, 4 to leave a margin until measured.
+ROOM_PER_BUFFER_BYTE = 4.0
 #: ...and once: the wider window a larger pass chooses makes its partial sums and carried
-#: buckets larger (G1 at c = 20 against 19: ≈ 1.2 GB more).
-ROOM_FIXED_BYTES = 5 << 28
+#: buckets larger (G1 at c = 20 against 19: ≈ 1.2 GB more), with the same margin.
+ROOM_FIXED_BYTES = 3 << 29
 
 
 def roomy_stream_bytes(stream_bytes: int, vector_bytes: int, room: int) -> int:
     """The buffer size a streamed MSM uses when its caller frees ``room`` bytes for it (the
     key plan's ``stream_bytes`` without; never more than the vector or
     :data:`ROOMY_STREAM_BYTES`). At a 16 GiB cap, porep-32g's A and H MSMs run once h is made,
-    when a 4 GiB vector of the domain is free: 0.55 → 1.41 GiB, 22 → 9 passes for H."""
+    when a 4 GiB vector of the domain is free: 0.55 → 1.2 GiB, 22 → 10 passes for H."""
     if room <= ROOM_FIXED_BYTES:
         return stream_bytes
     grown = stream_bytes + int((room - ROOM_FIXED_BYTES) / ROOM_PER_BUFFER_BYTE)
