@@ -4,6 +4,8 @@
 # its own time limit so one that hangs cannot eat the others' time. Every device request of
 # 64 MiB or more is logged per cap (bench/memory_trace.py) to $OUT/memory_<cap>.log.gz.
 # The cap "none" runs the same bench uncapped (keys resident in device memory), for comparison.
+# TRACER=stream_trace.py traces the device's streams instead (bench/stream_trace.py), to
+# $OUT/streams_<cap>.log.
 # Usage (GPU host): OUT=/tmp/out CAPS="20GiB 18GiB 16GiB none" bash bench/capped_sweep.sh
 # Dry run here:     PY=.venv/bin/python CUZK=".venv/bin/python -m cuzk.cli.main" OUT=/tmp/o WORK=/tmp/w \
 #                   CIRCUIT=porep-2k BACKEND=cpu SIZE=2KiB CAPS=1GiB bash bench/capped_sweep.sh
@@ -22,7 +24,8 @@ grep -E '^==|Elapsed' "$OUT/prep.log"
 for cap in $CAPS; do
   echo "== $(date +%T) cap $cap"
   limit=""; [ "$cap" = none ] || limit="--device-memory-limit $cap"
-  CUZK="${PY:-python3} $HERE/memory_trace.py" MEMORY_LOG="$OUT/memory_$cap.log" STEPS=bench TAG="_$cap" \
+  CUZK="${PY:-python3} $HERE/${TRACER:-memory_trace.py}" MEMORY_LOG="$OUT/memory_$cap.log" \
+    STREAM_LOG="$OUT/streams_$cap.log" STEPS=bench TAG="_$cap" \
     BENCH_ARGS="$limit ${BENCH_ARGS:-}" \
     timeout --kill-after=10 "$PER_CAP_S" bash "$HERE/filecoin_32g.sh" > "$OUT/sweep_$cap.log" 2>&1
   echo "exit $?"
