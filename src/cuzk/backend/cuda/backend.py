@@ -194,24 +194,33 @@ class CudaBackend:
         return self.abc.padded(ma, z, m), self.abc.padded(mb, z, m), RowProduct(mc, z)
 
     def unsatisfied_rows(self, a: Vec, b: Vec, c: Vec, limit: int = 16) -> np.ndarray:
-        """Rows where a·b ≠ c without downloading a, b and c (waits for the check only)."""
+        """Rows where a·b ≠ c without downloading a, b and c. In slices: a whole a·b − c would
+        be one more vector of n rows (4 GiB at PoRep 32 GiB) beside a, b and c, at the
+        kernels' peak. Each slice's count of bad rows stays on the device; the host waits
+        once, for all the counts, and looks at the rows of a slice only when it has some
+        (so the slices of a streamed C upload back to back, not one per host round trip)."""
         cp = self.gpu.cp
         n = int(a.shape[0])
+        slices = [(lo, min(n, lo + CHECK_ROWS)) for lo in range(0, n, CHECK_ROWS)]
         with self.gpu.context(), self.gpu.guard("a·b = c check"):
-            # In slices: a whole a·b − c would be one more vector of n rows (4 GiB at PoRep
-            # 32 GiB) beside a, b and c, at the kernels' peak.
-            found = []
-            for lo in range(0, n, CHECK_ROWS):
-                hi = min(n, lo + CHECK_ROWS)
-                cs = (
-                    self.abc.spmv(c.matrix, c.z, (lo, hi))
-                    if isinstance(c, RowProduct)
-                    else c[lo:hi]
-                )
-                bad = cp.any(self.fr.mul_sub(a[lo:hi], b[lo:hi], cs) != 0, axis=1)
-                found.append(cp.flatnonzero(bad)[:limit] + lo)
-            rows = cp.concatenate(found)[:limit] if found else cp.zeros(0, dtype=cp.int64)
-            return cp.asnumpy(rows, stream=self.gpu.stream)
+            counts = cp.zeros(len(slices), dtype=cp.int64)
+            for k, (lo, hi) in enumerate(slices):
+                counts[k] = cp.count_nonzero(self._bad_rows(a, b, c, lo, hi))
+            found: list[Any] = []
+            for k in np.flatnonzero(cp.asnumpy(counts, stream=self.gpu.stream)).tolist():
+                lo, hi = slices[k]
+                found.append(cp.flatnonzero(self._bad_rows(a, b, c, lo, hi))[:limit] + lo)
+                if sum(len(f) for f in found) >= limit:
+                    break
+            if not found:
+                return np.zeros(0, dtype=np.int64)
+            return cp.asnumpy(cp.concatenate(found)[:limit], stream=self.gpu.stream)
+
+    def _bad_rows(self, a: Any, b: Any, c: Any, lo: int, hi: int) -> Any:
+        """Rows lo…hi−1: whether a·b ≠ c (c evaluated there when it is a RowProduct)."""
+        cp = self.gpu.cp
+        cs = self.abc.spmv(c.matrix, c.z, (lo, hi)) if isinstance(c, RowProduct) else c[lo:hi]
+        return cp.any(self.fr.mul_sub(a[lo:hi], b[lo:hi], cs) != 0, axis=1)
 
     # -- MSM -------------------------------------------------------------------------------------
     def preload(self, bases: PointSet, stream_bytes: int = 0) -> None:
