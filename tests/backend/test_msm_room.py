@@ -4,6 +4,9 @@ H MSMs only. The GPU side (results with and without room) is tests/backend/test_
 
 from __future__ import annotations
 
+import contextlib
+from types import SimpleNamespace
+
 import pytest
 
 from cuzk.backend.cuda.msm import GpuMsm
@@ -37,8 +40,25 @@ def test_buffers_grow_with_room_within_their_bounds():
     assert roomy_stream_bytes(2 * GiB, h_bytes, 64 * GiB) == 2 * GiB  # never smaller than given
 
 
+class Drains:
+    def __init__(self, log):
+        self.log = log
+
+    def synchronize(self):
+        self.log.append("drain")
+
+
+def msm_without_device(log):
+    """A GpuMsm with no device behind it: only its streams' draining is seen."""
+    msm = GpuMsm.__new__(GpuMsm)
+    msm._stream = msm._copy_stream = Drains(log)
+    msm.gpu = SimpleNamespace(guard=lambda what: contextlib.nullcontext())
+    return msm
+
+
 def test_larger_passes_that_find_no_memory_are_redone_in_the_keys_own():
     calls = []
+    msm = msm_without_device(calls)
 
     def run(room):
         calls.append(room)
@@ -46,23 +66,23 @@ def test_larger_passes_that_find_no_memory_are_redone_in_the_keys_own():
             raise ResourceExhausted("no room after all")
         return "sum"
 
-    assert GpuMsm._with_room(run, 3 * GiB) == "sum"
-    assert calls == [3 * GiB, 0]
+    assert msm._with_room(run, 3 * GiB) == "sum"
+    assert calls == [3 * GiB, "drain", "drain", 0]  # the first run's uploads done first
     calls.clear()
-    assert GpuMsm._with_room(run, 0) == "sum"
+    assert msm._with_room(run, 0) == "sum"
     assert calls == [0]
 
     def broken(room):
         raise DeviceFault("illegal address")
 
     with pytest.raises(DeviceFault):  # only memory is worth a second try
-        GpuMsm._with_room(broken, 3 * GiB)
+        msm._with_room(broken, 3 * GiB)
 
     def always_short(room):
         raise ResourceExhausted("none at all")
 
     with pytest.raises(ResourceExhausted):
-        GpuMsm._with_room(always_short, 3 * GiB)
+        msm._with_room(always_short, 3 * GiB)
 
 
 class RoomLog:
@@ -99,3 +119,27 @@ def test_the_prover_gives_the_a_and_h_msms_a_consumed_domain_vector(tmp_path, po
         params.a.key: domain_vector,
         params.h.key: domain_vector,
     }
+
+
+def test_the_retry_runs_without_the_first_runs_arrays():
+    """A failed larger run's locals (its device arrays, in the traceback's frames) are gone
+    before the retry asks for memory again."""
+    import gc
+    import weakref
+
+    class Buffers:  # stands in for the first run's device arrays
+        pass
+
+    seen = {}
+
+    def run(room):
+        if room:
+            buffers = Buffers()
+            seen["first"] = weakref.ref(buffers)
+            raise ResourceExhausted("the larger buffers did not fit")
+        gc.collect()  # (only cycles would need it; none should hold the frames)
+        seen["alive at retry"] = seen["first"]() is not None
+        return "sum"
+
+    assert msm_without_device([])._with_room(run, GiB) == "sum"
+    assert seen["alive at retry"] is False

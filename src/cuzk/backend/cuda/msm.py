@@ -262,16 +262,21 @@ class GpuMsm(MsmBases):
         run = partial(self._run_planned, bases, source, rows, window, after)
         return self._executor.submit(self._with_room, run, room)
 
-    @staticmethod
-    def _with_room(run: Callable[[int], Any], room: int) -> Any:
+    def _with_room(self, run: Callable[[int], Any], room: int) -> Any:
         """``run(room)``, and ``run(0)`` if the larger passes found no memory: the MSM is
-        redone in the key's own passes (its results only reach the host at its end)."""
-        if room <= 0:
-            return run(0)
-        try:
-            return run(room)
-        except ResourceExhausted:
-            return run(0)
+        redone in the key's own passes (its results only reach the host at its end). Before
+        the second run both streams drain, so no upload of the first still writes into memory
+        the second is given, and the first run's frames (its arrays) are gone: the retry is
+        outside the ``except``, which would keep them alive."""
+        if room > 0:
+            try:
+                return run(room)
+            except ResourceExhausted:
+                pass
+            with self.gpu.guard("draining the MSM streams"):
+                self._copy_stream.synchronize()
+                self._stream.synchronize()
+        return run(0)
 
     @contextlib.contextmanager
     def _running(self, bases: PointSet, after: Any) -> Iterator[ResidentBases]:
