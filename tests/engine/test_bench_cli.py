@@ -56,6 +56,9 @@ def test_bench_json(param_dir, tmp_path, capsys):
     gil = doc["summary"]["engine_gil"]  # sampled ~200 times a second over the window
     assert gil["samples"] > 10 and 0 <= gil["held_share"] <= 1 and 0 <= gil["wait_share"] < 1
     assert "engine GIL found held" in printed
+    summary = doc["summary"]  # the key's own load, apart from the warm-up proofs after it
+    assert 0 < summary["keys_s"] <= summary["load_s"]
+    assert "the key in" in printed
     assert doc["summary"]["msm_copies"] == 1  # the CPU backend makes no copies of its bases
     assert "MSM base copies per device" in printed
     timelines = doc["timelines"]  # one per measured partition, stages in order
