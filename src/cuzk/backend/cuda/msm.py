@@ -15,10 +15,12 @@
 The bases are what its :class:`~cuzk.backend.cuda.msm_bases.MsmBases` side keeps: resident,
 precomputed in shifted copies, or streamed from page-locked host memory. An MSM over streamed
 bases runs in *passes* of S bytes of points: two device buffers, filled on a copy stream, so the
-upload of pass i+1 overlaps the bucket work of pass i; each pass is a complete MSM over its
-slice of the points, and the passes' window sums are added on the host with the rest. The same
+upload of pass i+1 overlaps the bucket work of pass i; each pass sorts and accumulates its
+slice of the points and adds its bucket sums into buckets carried across the passes
+(:class:`CarriedBuckets`), whose windows are reduced once, after the last pass. The same
 passes bound the scratch of a resident MSM when ``max_pass_points`` is set (under a device
-memory cap).
+memory cap). A caller that frees device memory for an MSM (``room``) gets fewer, larger
+passes over streamed bases (:func:`~cuzk.backend.cuda.msm_bases.roomy_stream_bytes`).
 
 A GpuMsm runs on its device's :class:`~cuzk.backend.cuda.device.Gpu` (the one runtime per
 device: launcher, error mapping, kernel cache) on a side stream of its own, submitted by one
@@ -418,11 +420,12 @@ class GpuMsm(MsmBases):
     def _run_passes(
         self, res: ResidentBases, edges: np.ndarray, window: int | None, scalars: PassScalars
     ) -> tuple[list[Any], list[int]]:
-        """Launch the MSM as complete MSMs over the slices of points between ``edges``
-        (current stream: the MSM stream), each with the scalars ``scalars(k, lo, hi)`` gives
-        (the tail's scalars, their point indices in the pass or None for all of them in order,
-        the indices of its scalar-one points or None); returns their terms and exponents,
-        summed with the rest on the host.
+        """Launch the MSM in passes over the slices of points between ``edges`` (current
+        stream: the MSM stream), each with the scalars ``scalars(k, lo, hi)`` gives (the
+        tail's scalars, their point indices in the pass or None for all of them in order, the
+        indices of its scalar-one points or None). With more than one pass the buckets are
+        carried from pass to pass and reduced once at the end. Returns the terms and exponents
+        (the carried windows', each pass's sum of its scalar-one points), summed on the host.
 
         Streamed bases are uploaded into two device buffers on the copy stream: pass i's
         upload waits for the kernels of pass i − 2 (the buffer's last reader), and pass i's
