@@ -113,3 +113,44 @@ def _check_capped_path(shape, params, capped_backend, cpu_backend, seed):
     assert np.array_equal(capped_backend.download(h), cpu_backend.h_quotient(*want, domain))
     proof, inputs = prove(SyntheticCircuit(N, seed=seed), shape, params, capped_backend)
     assert verify(params.vk, inputs, proof), f"seed {seed}"
+
+
+N20 = (1 << 20) - 64  # domain 2^20
+
+
+@pytest.fixture(scope="module")
+def keys20(tmp_path_factory, cuda_backend):
+    shape = synthesize_shape(SyntheticCircuit(N20), f"synthetic:{N20}")
+    out = tmp_path_factory.mktemp("k20")
+    return shape, generate_parameters(shape, out, "syn20", seed=11, backend=cuda_backend)
+
+
+@pytest.mark.parametrize("room", [False, True], ids=["key-passes", "room"])
+def test_streamed_keys_give_the_resident_sums(
+    keys20, cuda_backend, capped_backend, seed, room, monkeypatch
+):
+    """Synthetic 2^20 with every key vector streamed from host memory through 16 MiB buffers
+    (several passes an MSM, buckets carried across them) gives the resident path's five MSM
+    sums for the same witness — so, for the same r and s, the same proof — and its own proof
+    verifies. With room (its threshold lowered to this size) the A and H MSMs pass through
+    larger buffers than the key's."""
+    from cuzk.backend.cuda import msm_bases
+    from cuzk.groth16.prover import finalize, start, wait_kernels
+
+    shape, params = keys20
+    if room:
+        monkeypatch.setattr(msm_bases, "ROOM_FIXED_BYTES", 0)
+    vectors = (params.h, params.l, params.a, params.b_g1, params.b_g2)
+    for v in vectors:
+        capped_backend.preload(v, stream_bytes=16 << 20)
+    try:
+        assert all(capped_backend.msms.streamed(v) for v in vectors)
+        assignment = synthesize(SyntheticCircuit(N20, seed=seed))
+        resident = wait_kernels(start(assignment, shape, params, cuda_backend))
+        streamed = wait_kernels(start(assignment, shape, params, capped_backend))
+        assert streamed == resident, f"seed {seed}"
+        proof = finalize(start(assignment, shape, params, capped_backend))
+        assert verify(params.vk, assignment.public_inputs, proof), f"seed {seed}"
+    finally:
+        for v in vectors:
+            capped_backend.evict(v)
