@@ -52,7 +52,7 @@ def msm_without_device(log):
     """A GpuMsm with no device behind it: only its streams' draining is seen."""
     msm = GpuMsm.__new__(GpuMsm)
     msm._stream = msm._copy_stream = Drains(log)
-    msm.gpu = SimpleNamespace(guard=lambda what: contextlib.nullcontext())
+    msm.gpu = SimpleNamespace(guard=lambda what: contextlib.nullcontext(), device=0)
     return msm
 
 

@@ -32,6 +32,7 @@ future resolves when its per-window results have been copied back (the only host
 from __future__ import annotations
 
 import contextlib
+import logging
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
@@ -57,6 +58,8 @@ from cuzk.backend.cuda.msm_bases import (
 from cuzk.backend.cuda.ntt import GpuFr
 from cuzk.backend.cuda.points import FLAG_INFINITY, FP_WORDS, GROUPS, xyzz_to_zcash
 from cuzk.errors import BadInput, ResourceExhausted
+
+log = logging.getLogger(__name__)
 
 BA_KERNEL_FILE = "msm_ba.cu"
 #: The accumulation aims at about this many chunks (threads) per MSM.
@@ -273,8 +276,9 @@ class GpuMsm(MsmBases):
         if room > 0:
             try:
                 return run(room)
-            except ResourceExhausted:
-                pass
+            except ResourceExhausted as e:
+                log.info("device %d: an MSM's larger passes found no memory (%s); it runs "
+                         "again in its key's own passes", self.gpu.device, str(e))  # fmt: skip
             with self.gpu.guard("draining the MSM streams"):
                 self._copy_stream.synchronize()
                 self._stream.synchronize()
