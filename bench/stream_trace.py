@@ -6,6 +6,7 @@ own clock, not the host's. At exit the spans go to $STREAM_LOG, one per line:
     stream  name  start_ms  end_ms      (ms from the first event of the run)
 
     CUZK="python3 bench/stream_trace.py" STREAM_LOG=/tmp/out/streams.log bash bench/filecoin_32g.sh
+    python3 bench/stream_trace.py --summarize /tmp/out/streams.log   # medians per partition
 
 MSMs are named by their vector's place in the key file (h, l, a, b_g1, b_g2: bellperson's
 order), which holds for every bellperson key the engine proves.
@@ -104,6 +105,50 @@ def write_log(path: str) -> None:
         for a, b, stream, name in rows:
             f.write(f"{stream}\t{name}\t{a - zero:.2f}\t{b - zero:.2f}\n")
 
+
+def summarize(path: str) -> dict[str, float]:
+    """Medians (ms) over the partitions of a log: each stage's and MSM's span, the kernel
+    region (a/b/c's start to the H MSM's end), the L phase (a/b/c's start to the later of
+    L's MSM and the H quotient) and the gap to the next partition's a/b/c. A partition is
+    what follows one a/b/c span (kernel regions never overlap: one compute lock a device)."""
+    import statistics
+
+    parts: list[dict[str, tuple[float, float]]] = []
+    rows: dict[str, list[float]] = {}
+
+    def add(name: str, value: float) -> None:
+        rows.setdefault(name, []).append(value)
+
+    with open(path) as f:
+        next(f)
+        for line in f:
+            stream, name, a, b = line.rstrip("\n").split("\t")
+            key, span = f"{stream}:{name}", (float(a), float(b))
+            if key == "compute:witness":  # staging: it may come before the last one's end
+                add(key, span[1] - span[0])
+                continue
+            if key == "compute:abc":
+                parts.append({})
+            if parts and key not in parts[-1]:
+                parts[-1][key] = span
+
+    for k, part in enumerate(parts):
+        for key, (a, b) in part.items():
+            add(key, b - a)
+        if "compute:abc" in part and "msm:h" in part:
+            start = part["compute:abc"][0]
+            add("kernel region", part["msm:h"][1] - start)
+            ends = [part[x][1] for x in ("msm:l", "compute:h") if x in part]
+            add("L phase", max(ends) - start)
+            if k + 1 < len(parts) and "compute:abc" in parts[k + 1]:
+                add("gap to the next", parts[k + 1]["compute:abc"][0] - part["msm:h"][1])
+    return {name: statistics.median(v) for name, v in rows.items()} | {"partitions": len(parts)}
+
+
+if __name__ == "__main__" and sys.argv[1:2] == ["--summarize"]:
+    for name, value in summarize(sys.argv[2]).items():
+        print(f"{name:>18}  {value:9.2f}")
+    sys.exit(0)
 
 if __name__ == "__main__":
     _trace_msms()
