@@ -270,8 +270,9 @@ def cmd_bench(args: argparse.Namespace) -> int:
             "" if urgent is None else str(config.params_path(urgent.circuit).with_suffix(".vk"))
         )
     cpu = None if cpu_start is None or cpu_end is None else cpu_end - cpu_start
-    report = _summarize(args, outcomes, timelines, window, wall, load_s, cpu, gil.reading())
-    report["keys_s"] = keys_s
+    report = _summarize(
+        args, outcomes, timelines, window, wall, (keys_s, load_s), cpu, gil.reading()
+    )
     # What the key's MSMs ran with (auto may have made none): a run is read with it.
     report["msm_copies"] = next(
         (s.msm_copies for s in status.srs if s.circuit_id == args.circuit), None
@@ -397,10 +398,11 @@ def _summarize(
     timelines: list,
     window: tuple[float, float],
     wall: float,
-    load_s: float,
+    load: tuple[float, float],
     cpu: CpuTimes | None,
     gil: GilReading,
 ) -> dict:
+    """``load``: (seconds to place the key, seconds until the warm-up proofs were done)."""
     from cuzk.engine.timeline import (
         busy_fraction,
         handoff_gaps,
@@ -422,7 +424,8 @@ def _summarize(
         "failed": sum(o.state == "failed" for o in outcomes),
         "cancelled": sum(o.state == "cancelled" for o in outcomes),
         "wall_s": wall,
-        "load_s": load_s,
+        "keys_s": load[0],
+        "load_s": load[1],
         "proofs_per_minute": 60.0 * ok / wall if wall > 0 else 0.0,
         "s_per_proof": wall / ok if ok else None,
         "device_busy": [busy_fraction(timelines, d, window) for d in range(args.devices)],
@@ -459,7 +462,7 @@ def _print_report(args: argparse.Namespace, report: dict) -> None:
         (
             "wall time",
             f"{report['wall_s']:.2f} s (+ {report['load_s']:.2f} s loading: the key in "
-            f"{report.get('keys_s', 0.0):.2f} s, then the warm-up proofs)",
+            f"{report['keys_s']:.2f} s, then the warm-up proofs)",
         ),
         ("proofs per minute", f"{report['proofs_per_minute']:.1f}"),
         ("seconds per proof", "—" if spp is None else f"{spp:.3f}"),
