@@ -125,21 +125,14 @@ def keys20(tmp_path_factory, cuda_backend):
     return shape, generate_parameters(shape, out, "syn20", seed=11, backend=cuda_backend)
 
 
-@pytest.mark.parametrize("room", [False, True], ids=["key-passes", "room"])
-def test_streamed_keys_give_the_resident_sums(
-    keys20, cuda_backend, capped_backend, seed, room, monkeypatch
-):
+def test_streamed_keys_give_the_resident_sums(keys20, cuda_backend, capped_backend, seed):
     """Synthetic 2^20 with every key vector streamed from host memory through 16 MiB buffers
     (several passes an MSM, buckets carried across them) gives the resident path's five MSM
     sums for the same witness — so, for the same r and s, the same proof — and its own proof
-    verifies. With room (its threshold lowered to this size) the A and H MSMs pass through
-    larger buffers than the key's."""
-    from cuzk.backend.cuda import msm_bases
+    verifies."""
     from cuzk.groth16.prover import finalize, start, wait_kernels
 
     shape, params = keys20
-    if room:
-        monkeypatch.setattr(msm_bases, "ROOM_FIXED_BYTES", 0)
     vectors = (params.h, params.l, params.a, params.b_g1, params.b_g2)
     for v in vectors:
         capped_backend.preload(v, stream_bytes=16 << 20)

@@ -194,20 +194,14 @@ class Backend(Protocol):
         them (``copies`` ≤ 1 drops them); returns the copies held, 1 where the backend makes
         none. Costs ``copies`` times the bases' memory on the device."""
 
-    def msm(self, bases: PointSet, scalars: Vec, *, room: int = 0) -> Future:
-        """Σ scalars[i]·bases[i] (len(scalars) == bases.count); a point of the bases' group.
-        ``room``: bytes of device memory the caller has freed from its own working set for
-        this MSM (a vector it consumed); a backend that streams the bases may spend them on
-        fewer, larger passes. 0: only what the key's plan gave it."""
+    def msm(self, bases: PointSet, scalars: Vec) -> Future:
+        """Σ scalars[i]·bases[i] (len(scalars) == bases.count); a point of the bases' group."""
 
-    def split_msm(
-        self, bases: PointSet, scalars: Vec, rows: np.ndarray | None = None, *, room: int = 0
-    ) -> Future:
+    def split_msm(self, bases: PointSet, scalars: Vec, rows: np.ndarray | None = None) -> Future:
         """The same sum, computed as batch addition over scalars equal to 1 plus a tail MSM
         over the others (zeros skipped) — far cheaper for bit-heavy witnesses. With ``rows``
         (a shape's sorted indices, one per point) the scalars are scalars[rows]: the backend
-        may gather them as it goes instead of as a whole vector (:meth:`take`). ``room`` as
-        for :meth:`msm`."""
+        may gather them as it goes instead of as a whole vector (:meth:`take`)."""
 
     # -- key generation ----------------------------------------------------------------------
     def fixed_base(self, group: Group, scalars: fr.FrVec) -> np.ndarray:

@@ -166,14 +166,13 @@ class CpuBackend:
     def precompute(self, bases: PointSet, copies: int) -> int:
         return 1  # the CPU's Pippenger workers gain nothing worth a copy of the points
 
-    def msm(self, bases: PointSet, scalars: fr.FrVec, *, room: int = 0) -> Future:
-        # (room: the CPU's workers hold every key whole; there is nothing to pass)
+    def msm(self, bases: PointSet, scalars: fr.FrVec) -> Future:
         self._check_length(bases, scalars)
         self.preload(bases)
         return self._pool.msm(bases.key, fr.to_bytes_le(scalars))
 
     def split_msm(
-        self, bases: PointSet, scalars: fr.FrVec, rows: np.ndarray | None = None, *, room: int = 0
+        self, bases: PointSet, scalars: fr.FrVec, rows: np.ndarray | None = None
     ) -> Future:
         if rows is not None:
             scalars = self.take(scalars, rows)

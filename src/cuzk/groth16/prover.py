@@ -43,7 +43,7 @@ from cuzk.backend.base import Backend, Vec
 from cuzk.curve import G1, G2, g1_mul, g2_mul
 from cuzk.errors import BadInput, InternalError, UnsatisfiedConstraint
 from cuzk.field import fr
-from cuzk.field.constants import FR_BYTES, R
+from cuzk.field.constants import R
 from cuzk.groth16.keys import Parameters
 from cuzk.groth16.proof import Proof
 from cuzk.groth16.verifier import verify
@@ -284,14 +284,9 @@ def start(
     h = params.reduction.h(backend, a, b, c, domain)
     del a, b, c  # consumed: h may live in their memory
     timings.record("h", time.perf_counter() - t2)
-    # One vector of the domain that a, b and c held is free now (under a cap they held two
-    # and h takes one): the A and H MSMs, which run one after the other inside this
-    # partition's kernel region, may spend it on fewer, larger passes over bases streamed
-    # from host memory (a backend that finds no memory for them runs its usual passes).
-    room = FR_BYTES * domain.m
     t3 = time.perf_counter()
-    _submit(futures, "a", backend.split_msm(params.a, z, shape.a_z_rows, room=room), timings, t3)
-    _submit(futures, "h", backend.msm(params.h, h, room=room), timings, t3)
+    _submit(futures, "a", backend.split_msm(params.a, z, shape.a_z_rows), timings, t3)
+    _submit(futures, "h", backend.msm(params.h, h), timings, t3)
 
     return PendingProof(
         params=params,

@@ -239,15 +239,12 @@ class CudaBackend:
     def forget_shape(self, shape: R1CSShape) -> None:
         self.abc.forget(shape)
 
-    def msm(self, bases: PointSet, scalars: Vec, *, room: int = 0) -> Future:
-        """Σ scalars[i]·bases[i]; runs once the compute stream's work queued so far is done
-        (streamed bases in larger passes with ``room``: :meth:`GpuMsm.msm`)."""
+    def msm(self, bases: PointSet, scalars: Vec) -> Future:
+        """Σ scalars[i]·bases[i]; runs once the compute stream's work queued so far is done."""
         scalars = self._handle(scalars, "scalars")
-        return self.msms.msm(bases, scalars, after=self.gpu.record(), room=room)
+        return self.msms.msm(bases, scalars, after=self.gpu.record())
 
-    def split_msm(
-        self, bases: PointSet, scalars: Vec, rows: np.ndarray | None = None, *, room: int = 0
-    ) -> Future:
+    def split_msm(self, bases: PointSet, scalars: Vec, rows: np.ndarray | None = None) -> Future:
         """Uncapped, the scalars are gathered and planned whole on the compute stream and the
         MSM waits for them there. Under a cap each pass gathers and plans its own scalars on
         the MSM stream (:meth:`GpuMsm.split_msm_planned`), through the rows of a page-locked
@@ -257,9 +254,7 @@ class CudaBackend:
         self.msms.preload(bases)  # (as the MSM would: a key's bases are loaded already)
         if self.memory_limit is not None and self.msms.precomputed(bases)[0] == 1:
             pinned = None if rows is None else self.witness.pinned_rows(rows, scalars.shape[0])
-            return self.msms.split_msm_planned(
-                bases, scalars, pinned, after=self.gpu.record(), room=room
-            )
+            return self.msms.split_msm_planned(bases, scalars, pinned, after=self.gpu.record())
         if rows is not None:
             scalars = self.take(scalars, rows)
         check_fr_vec(scalars, "scalars", bases.count)

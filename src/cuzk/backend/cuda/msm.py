@@ -19,8 +19,7 @@ upload of pass i+1 overlaps the bucket work of pass i; each pass sorts and accum
 slice of the points and adds its bucket sums into buckets carried across the passes
 (:class:`CarriedBuckets`), whose windows are reduced once, after the last pass. The same
 passes bound the scratch of a resident MSM when ``max_pass_points`` is set (under a device
-memory cap). A caller that frees device memory for an MSM (``room``) gets fewer, larger
-passes over streamed bases (:func:`~cuzk.backend.cuda.msm_bases.roomy_stream_bytes`).
+memory cap).
 
 A GpuMsm runs on its device's :class:`~cuzk.backend.cuda.device.Gpu` (the one runtime per
 device: launcher, error mapping, kernel cache) on a side stream of its own, submitted by one
@@ -32,11 +31,9 @@ future resolves when its per-window results have been copied back (the only host
 from __future__ import annotations
 
 import contextlib
-import logging
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from functools import partial
 from typing import Any
 
 import numpy as np
@@ -52,14 +49,11 @@ from cuzk.backend.cuda.msm_bases import (
     choose_window,
     pass_points,
     point_words,
-    roomy_stream_bytes,
     window_rows,
 )
 from cuzk.backend.cuda.ntt import GpuFr
 from cuzk.backend.cuda.points import FLAG_INFINITY, FP_WORDS, GROUPS, xyzz_to_zcash
-from cuzk.errors import BadInput, ResourceExhausted
-
-log = logging.getLogger(__name__)
+from cuzk.errors import BadInput
 
 BA_KERNEL_FILE = "msm_ba.cu"
 #: The accumulation aims at about this many chunks (threads) per MSM.
@@ -185,24 +179,15 @@ class GpuMsm(MsmBases):
 
     # -- MSM -----------------------------------------------------------------------------------
     def msm(
-        self,
-        bases: PointSet,
-        scalars: Any,
-        *,
-        window: int | None = None,
-        after: Any = None,
-        room: int = 0,
+        self, bases: PointSet, scalars: Any, *, window: int | None = None, after: Any = None
     ) -> Future:
         """Σ scalars[i]·bases[i] as a py-arkworks point. ``scalars``: an FrVec, or a CuPy
         (n, 4) uint64 array of the same Montgomery rows on this device, complete once the
-        event ``after`` (if given) has passed. ``room``: device bytes the caller freed for
-        this MSM; streamed bases then pass through larger buffers (:func:`roomy_stream_bytes`),
-        and through the key's own again if those run out of memory."""
+        event ``after`` (if given) has passed."""
         self._check(bases, scalars)
         self.preload(bases)
         self._window_for(self._bases[bases.key], len(scalars), window)  # a bad one fails here
-        run = partial(self._run, bases, scalars, None, None, window, after)
-        return self._executor.submit(self._with_room, run, room)
+        return self._executor.submit(self._run, bases, scalars, None, None, window, after)
 
     def split_msm(
         self,
@@ -249,40 +234,20 @@ class GpuMsm(MsmBases):
         *,
         window: int | None = None,
         after: Any = None,
-        room: int = 0,
     ) -> Future:
         """The split MSM of the scalars source[rows] (``rows``: host indices, one per point,
         best page-locked) or of ``source`` itself, planned pass by pass on the device
         (:meth:`_planned`): under a memory cap neither the gathered scalars, a plan nor the
         row indices of the whole MSM are on the device (for a PoRep partition: B's 1.2 GiB of
         scalars, 0.8 GiB of L, A and B plans, 0.65 GiB of A and B rows). ``source`` is a
-        device FrVec of this GPU, complete once the event ``after`` has passed. ``room`` as for
-        :meth:`msm`."""
+        device FrVec of this GPU, complete once the event ``after`` has passed."""
         check_fr_vec(source, "scalars")
         count = int(source.shape[0]) if rows is None else int(rows.shape[0])
         if count != bases.count:
             raise BadInput(f"{count} scalars for {bases.count} points")
         self.preload(bases)
         self._window_for(self._bases[bases.key], count, window)  # a bad one fails here
-        run = partial(self._run_planned, bases, source, rows, window, after)
-        return self._executor.submit(self._with_room, run, room)
-
-    def _with_room(self, run: Callable[[int], Any], room: int) -> Any:
-        """``run(room)``, and ``run(0)`` if the larger passes found no memory: the MSM is
-        redone in the key's own passes (its results only reach the host at its end). Before
-        the second run both streams drain, so no upload of the first still writes into memory
-        the second is given, and the first run's frames (its arrays) are gone: the retry is
-        outside the ``except``, which would keep them alive."""
-        if room > 0:
-            try:
-                return run(room)
-            except ResourceExhausted as e:
-                log.info("device %d: an MSM's larger passes found no memory (%s); it runs "
-                         "again in its key's own passes", self.gpu.device, str(e))  # fmt: skip
-            with self.gpu.guard("draining the MSM streams"):
-                self._copy_stream.synchronize()
-                self._stream.synchronize()
-        return run(0)
+        return self._executor.submit(self._run_planned, bases, source, rows, window, after)
 
     @contextlib.contextmanager
     def _running(self, bases: PointSet, after: Any) -> Iterator[ResidentBases]:
@@ -297,10 +262,10 @@ class GpuMsm(MsmBases):
             yield res
 
     def _run_planned(
-        self, bases: PointSet, source: Any, rows: Any, window: int | None, after: Any, room: int
+        self, bases: PointSet, source: Any, rows: Any, window: int | None, after: Any
     ) -> Any:
         with self._running(bases, after) as res:
-            edges = _edges(res.count, self._pass_size(res, room))
+            edges = _edges(res.count, self._pass_size(res))
             parts, exponents = self._run_passes(res, edges, window, self._planned(source, rows))
             host = self._download(parts)  # inside the guard: queued kernels' errors show here
         return self._finish(res.group, host, exponents)
@@ -328,7 +293,6 @@ class GpuMsm(MsmBases):
         tail: np.ndarray | None,
         window: int | None,
         after: Any = None,
-        room: int = 0,
     ) -> Any:
         cp = self._cp
         with self._running(bases, after) as res:
@@ -337,7 +301,7 @@ class GpuMsm(MsmBases):
             # Host scalars: one upload of all rows (one DMA when the caller's buffer is
             # page-locked); the tail is gathered on the device, not on the host.
             d_all = scalars if not isinstance(scalars, np.ndarray) else cp.asarray(scalars)
-            step = self._pass_size(res, room)
+            step = self._pass_size(res)
             if res.streamed or step < res.count:
                 edges = _edges(res.count, step)
                 slices = self._slices(d_all, ones, tail, edges)
@@ -364,13 +328,11 @@ class GpuMsm(MsmBases):
             return None
         return self._cp.asnumpy(self._cp.concatenate(parts), stream=self._stream)
 
-    def _pass_size(self, res: ResidentBases, room: int = 0) -> int:
-        """Points per pass of an MSM over ``res``: the stream buffer's for streamed bases
-        (larger with ``room``), ``max_pass_points`` for resident ones without copies (all of
-        them otherwise)."""
+    def _pass_size(self, res: ResidentBases) -> int:
+        """Points per pass of an MSM over ``res``: the stream buffer's for streamed bases,
+        ``max_pass_points`` for resident ones without copies (all of them otherwise)."""
         if res.streamed:
-            vector = res.count * point_words(res.group)[0] * 4
-            return pass_points(res.group, roomy_stream_bytes(res.stream_bytes, vector, room))
+            return pass_points(res.group, res.stream_bytes)
         if res.copies == 1 and self.max_pass_points:
             return self.max_pass_points
         return max(1, res.count)

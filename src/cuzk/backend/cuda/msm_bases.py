@@ -137,30 +137,6 @@ def pass_points(group: str, stream_bytes: int) -> int:
     return max(1, stream_bytes // (point_words(group)[0] * 4))
 
 
-#: The largest buffers a streamed MSM grows to when its caller frees room for it: G1 2^27 in
-#: 8 passes (1.5 GiB) took 1.073 s resident on the H200, 1.120 in 13 (1 GiB), 1.268 in 22
-#: (0.55 GiB, a 16 GiB cap's plan; bench/streamed_msm.py).
-ROOMY_STREAM_BYTES = 3 << 29
-#: Device bytes a larger pass takes per byte of buffer growth: its two buffers (2), its sorted
-#: entries (4 B per point and window: ≈ 0.6 of a G1 point's 96 B) and, for a planned MSM, its
-#: gathered scalars and plan (≈ 0.5); 3.1 as counted, 4 to leave a margin until measured.
-ROOM_PER_BUFFER_BYTE = 4.0
-#: ...and once: the wider window a larger pass chooses makes its partial sums and carried
-#: buckets larger (G1 at c = 20 against 19: ≈ 1.2 GB more), with the same margin.
-ROOM_FIXED_BYTES = 3 << 29
-
-
-def roomy_stream_bytes(stream_bytes: int, vector_bytes: int, room: int) -> int:
-    """The buffer size a streamed MSM uses when its caller frees ``room`` bytes for it (the
-    key plan's ``stream_bytes`` without; never more than the vector or
-    :data:`ROOMY_STREAM_BYTES`). At a 16 GiB cap, porep-32g's A and H MSMs run once h is made,
-    when a 4 GiB vector of the domain is free: 0.55 → 1.2 GiB, 22 → 10 passes for H."""
-    if room <= ROOM_FIXED_BYTES:
-        return stream_bytes
-    grown = stream_bytes + int((room - ROOM_FIXED_BYTES) / ROOM_PER_BUFFER_BYTE)
-    return max(stream_bytes, min(grown, ROOMY_STREAM_BYTES, vector_bytes))
-
-
 def _read_into(path: str, offset: int, out: np.ndarray) -> None:
     """Fill ``out``'s bytes from ``path`` at ``offset``, blocks read in parallel (``preadv``
     releases the GIL; one thread reads a page-cached file at a few GB/s)."""
