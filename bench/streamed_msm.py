@@ -49,23 +49,28 @@ class TracedRelay(device.Relay):
 
     log: list[dict[str, object]] | None = None
 
-    def fill(self, k, copies):  # type: ignore[no-untyped-def]
+    def upload(self, k, copies):  # type: ignore[no-untyped-def]
         cp = self._cp
         ev = {name: cp.cuda.Event() for name in ("up0", "up1", "ready")}
         self._copy.wait_event(self._freed[k % 2])
         ev["up0"].record(self._copy)
-        super().fill(k, copies)
+        super().upload(k, copies)
         ev["up1"].record(self._copy)
-        ev["ready"].record(self._consumer)
         if TracedRelay.log is not None:
-            TracedRelay.log.append(ev)
+            TracedRelay.log.append({"k": k, **ev})
+
+    def wait(self, k):  # type: ignore[no-untyped-def]
+        super().wait(k)
+        if TracedRelay.log is not None:
+            block = next(b for b in reversed(TracedRelay.log) if b["k"] == k)
+            block["ready"].record(self._consumer)
 
     def release(self, k):  # type: ignore[no-untyped-def]
         super().release(k)
         if TracedRelay.log is not None and TracedRelay.log:
             done = self._cp.cuda.Event()
             done.record(self._consumer)
-            TracedRelay.log[-1]["done"] = done
+            next(b for b in reversed(TracedRelay.log) if b["k"] == k)["done"] = done
 
 
 def make_scalars(cp, n: int, mix: str, rng_seed: int):  # type: ignore[no-untyped-def]

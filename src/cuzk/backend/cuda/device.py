@@ -354,8 +354,13 @@ class Relay:
     a shape too large for the device streams through (MSM bases, constraint matrices).
 
     Block k goes into slot k % 2: its upload waits for the consumer's last use of that slot
-    (:meth:`release`), and the consumer waits for the upload. The events persist across calls,
-    so one relay serves every evaluation that reuses its slots."""
+    (:meth:`release`), and the consumer waits for the upload (:meth:`wait`). The events
+    persist across calls, so one relay serves every evaluation that reuses its slots.
+
+    :meth:`fill` is both steps at once. A consumer that waits on the host between blocks (an
+    MSM's pass plans its scalars, which needs their count) issues block k + 1's upload before
+    that wait and makes its stream wait for block k + 1 only just before block k + 1's kernels:
+    the copy stream then never idles for the host."""
 
     def __init__(self, gpu: Gpu, copy_stream: Any, consumer: Any) -> None:
         self._cp = gpu.cp
@@ -365,10 +370,17 @@ class Relay:
         ready = self._cp.cuda.Event(disable_timing=True)
         ready.record(consumer)
         self._freed = [ready, ready]
+        self._uploaded: list[Any] = [None, None]
 
     def fill(self, k: int, copies: Sequence[tuple[Any, np.ndarray]]) -> None:
-        """Upload each (device view in slot k % 2, host array) pair; the consumer's later
-        work waits for them. Host arrays should be page-locked (else each copy blocks)."""
+        """Upload block k (:meth:`upload`) and make the consumer's later work wait for it."""
+        self.upload(k, copies)
+        self.wait(k)
+
+    def upload(self, k: int, copies: Sequence[tuple[Any, np.ndarray]]) -> None:
+        """Queue each (device view in slot k % 2, host array) copy on the copy stream, after
+        the consumer's last use of the slot. Host arrays should be page-locked (else each copy
+        blocks)."""
         slot = k % 2
         self._copy.wait_event(self._freed[slot])
         for dst, src in copies:
@@ -376,6 +388,13 @@ class Relay:
                 dst.set(src, stream=self._copy)
         uploaded = self._cp.cuda.Event(disable_timing=True)
         uploaded.record(self._copy)
+        self._uploaded[slot] = uploaded
+
+    def wait(self, k: int) -> None:
+        """The consumer's work queued from now on waits for block k's upload."""
+        uploaded = self._uploaded[k % 2]
+        if uploaded is None:
+            raise RuntimeError(f"block {k} was never uploaded")
         self._consumer.wait_event(uploaded)
 
     def release(self, k: int) -> None:

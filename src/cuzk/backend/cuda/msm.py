@@ -395,7 +395,9 @@ class GpuMsm(MsmBases):
 
         Streamed bases are uploaded into two device buffers on the copy stream: pass i's
         upload waits for the kernels of pass i − 2 (the buffer's last reader), and pass i's
-        kernels wait for its upload."""
+        kernels wait for its upload. Pass i + 1's upload is queued before pass i's scalars
+        are planned (a host wait for their count), and pass i waits for its own upload only
+        after that plan: uploads run back to back instead of each waiting for the host."""
         cp = self._cp
         n = res.count
         buffers: list[Any] = []
@@ -409,18 +411,30 @@ class GpuMsm(MsmBases):
             step = int(np.max(np.diff(edges))) if len(edges) > 1 else 0
             buffers = [cp.empty((min(step, n), width), dtype=cp.uint32) for _ in range(2)]
             relay = Relay(self.gpu, self._copy_stream, self._stream)
+
+        def upload(j: int) -> None:  # pass j's points into buffer j % 2
+            a, b = int(edges[j]), int(edges[j + 1])
+            assert relay is not None
+            relay.upload(j, [(buffers[j % 2][: b - a], res.points[a:b])])
+
+        passes = len(edges) - 1
         parts: list[Any] = []
         exponents: list[int] = []
         carry: CarriedBuckets | None = None
-        for k in range(len(edges) - 1):
+        for k in range(passes):
             lo, hi = int(edges[k]), int(edges[k + 1])
             if relay is not None:
                 points = buffers[k % 2][: hi - lo]
-                relay.fill(k, [(points, res.points[lo:hi])])
+                if k == 0:
+                    upload(0)
+                if k + 1 < passes:
+                    upload(k + 1)  # its buffer's last reader, pass k − 1, is queued
             else:
                 points = res.points[lo:hi]
             view = ResidentBases(res.group, hi - lo, points)
             d_scalars, gather, ones = scalars(k, lo, hi)
+            if relay is not None:
+                relay.wait(k)
             if len(d_scalars):
                 if carry is None and len(edges) > 2 and not self.batch_affine:
                     carry = self._carried(view, len(d_scalars), window)
