@@ -108,7 +108,8 @@ def write_log(path: str) -> None:
 
 def summarize(path: str) -> dict[str, float]:
     """Medians (ms) over the partitions of a log: each stage's and MSM's span, the kernel
-    region (a/b/c's start to the H MSM's end), the L phase (a/b/c's start to the later of
+    region (a/b/c's start to its last MSM's end: with two MSM lanes H need not be last), the
+    L phase (a/b/c's start to the later of
     L's MSM and the H quotient) and the gap to the next partition's a/b/c. A partition is
     what follows one a/b/c span (kernel regions never overlap: one compute lock a device)."""
     import statistics
@@ -137,11 +138,12 @@ def summarize(path: str) -> dict[str, float]:
             add(key, b - a)
         if "compute:abc" in part and "msm:h" in part:
             start = part["compute:abc"][0]
-            add("kernel region", part["msm:h"][1] - start)
+            last = max(b for key, (_, b) in part.items() if key.startswith("msm:"))
+            add("kernel region", last - start)
             ends = [part[x][1] for x in ("msm:l", "compute:h") if x in part]
             add("L phase", max(ends) - start)
             if k + 1 < len(parts) and "compute:abc" in parts[k + 1]:
-                add("gap to the next", parts[k + 1]["compute:abc"][0] - part["msm:h"][1])
+                add("gap to the next", parts[k + 1]["compute:abc"][0] - last)
     return {name: statistics.median(v) for name, v in rows.items()} | {"partitions": len(parts)}
 
 

@@ -269,6 +269,38 @@ def test_bad_flags_are_refused_at_load(gpu, rng, seed, tmp_path, group):
         gpu.resident(broken)
 
 
+def test_two_lanes_run_side_by_side(rng, seed, tmp_path, monkeypatch):
+    """With two lanes, plain MSMs run on the second while split MSMs run on the first, both
+    over the same streamed bases (the second lane in passes of its own, smaller buffers):
+    submitted together, interleaved, every sum equals the CPU's."""
+    from cuzk.backend.cuda import msm as cuda_msm
+    from cuzk.backend.cuda.device import Gpu
+
+    n = 3000
+    bases, points = make_bases("g1", n, rng, tmp_path)
+    monkeypatch.setattr(cuda_msm, "DENSE_LANE_STREAM_BYTES", 400 * GROUPS["g1"][0])
+    with cuda_msm.GpuMsm(Gpu(0), lanes=2) as gpu:
+        gpu.preload(bases, stream_bytes=900 * GROUPS["g1"][0])
+        assert gpu.streamed(bases)
+        res = gpu._bases[bases.key]
+        assert gpu._pass_size(res) == 900  # this (test) thread: the first lane's
+        sizes = [f.result() for f in (ex.submit(gpu._pass_size, res) for ex in gpu._executors)]
+        assert sizes == [900, 400]
+        jobs = []
+        for _ in range(3):
+            mixed = make_scalars(n, rng)
+            mixed[rng.random(n) < 0.5] = fr.from_int(1)
+            dense = make_scalars(n, rng)
+            jobs.append((mixed, gpu.split_msm_planned(bases, cupy.asarray(mixed))))
+            jobs.append((dense, gpu.msm(bases, dense)))
+            jobs.append((mixed, gpu.split_msm(bases, mixed)))
+        for scalars, future in jobs:
+            want = reference("g1", points, scalars)
+            assert encoded("g1", future.result()) == want, f"seed {seed}"
+    with pytest.raises(BadInput):
+        cuda_msm.GpuMsm(Gpu(0), lanes=3)
+
+
 @pytest.mark.parametrize("group", ["g1", "g2"])
 def test_streamed_bases(gpu, cuda_backend, rng, seed, tmp_path, group):
     """Bases kept in page-locked host memory and streamed through two device buffers (passes

@@ -69,7 +69,9 @@ class CudaBackend:
         # Under a cap the NTT's twiddles are two tables (32 MiB), not one of half the domain.
         self.fr = GpuNtt(self.gpu, compact_twiddles=memory_limit is not None)
         self.abc = GpuAbc(self.gpu)
-        self.msms = GpuMsm(self.gpu)
+        # Under a cap the MSMs stream their bases: the dense H MSM runs in a second lane,
+        # beside the split MSMs whose passes wait on the bus (cuzk.backend.cuda.msm).
+        self.msms = GpuMsm(self.gpu, lanes=1 if memory_limit is None else 2)
         if memory_limit is not None:  # resident MSMs in passes: bounded scratch
             self.msms.max_pass_points = MAX_PASS_POINTS_CAPPED
         self.witness = GpuWitness(self.gpu)

@@ -22,10 +22,15 @@ passes bound the scratch of a resident MSM when ``max_pass_points`` is set (unde
 memory cap).
 
 A GpuMsm runs on its device's :class:`~cuzk.backend.cuda.device.Gpu` (the one runtime per
-device: launcher, error mapping, kernel cache) on a side stream of its own, submitted by one
-worker thread, so MSMs overlap the compute stream's H pipeline. An MSM over scalars the compute
-stream is still making waits for an event recorded there (``after``), not for the host. A
-future resolves when its per-window results have been copied back (the only host wait).
+device: launcher, error mapping, kernel cache) on side streams of its own, so MSMs overlap the
+compute stream's H pipeline. Each *lane* (:class:`~cuzk.backend.cuda.msm_bases.MsmLane`) is an
+MSM stream with its own copy stream and one worker thread that queues its MSMs in order. With
+two lanes, plain MSMs (dense scalars: the H quotient's) run on the second, beside the split
+MSMs of the first: over streamed bases a split MSM of mostly 0/1 scalars waits on the bus while
+a dense one keeps the SMs busy, so each hides the other (``lanes=2`` under a memory cap). An
+MSM over scalars the compute stream is still making waits for an event recorded there
+(``after``), not for the host. A future resolves when its per-window results have been copied
+back (the only host wait).
 """
 
 from __future__ import annotations
@@ -45,6 +50,7 @@ from cuzk.backend.cuda.msm_bases import (
     BLOCK,
     MAX_PRECOMPUTED_WINDOW,
     MsmBases,
+    MsmLane,
     ResidentBases,
     choose_window,
     pass_points,
@@ -56,6 +62,11 @@ from cuzk.backend.cuda.points import FLAG_INFINITY, FP_WORDS, GROUPS, xyzz_to_zc
 from cuzk.errors import BadInput
 
 BA_KERNEL_FILE = "msm_ba.cu"
+#: A second lane's passes over streamed bases use buffers of at most this size (a 16 GiB
+#: cap's plan for porep-32g): its MSM runs beside the first lane's, in what the H quotient
+#: left of the kernels' working set once a, b and c are gone (≈ 4.4 GiB at 2^27; two such
+#: buffers, a pass's sorted entries and partial sums and the carried buckets take ≈ 2.8).
+DENSE_LANE_STREAM_BYTES = 9 << 26
 #: The accumulation aims at about this many chunks (threads) per MSM.
 TARGET_CHUNKS = 1 << 19
 MIN_CHUNK = 16
@@ -163,8 +174,11 @@ class CarriedBuckets:
 class GpuMsm(MsmBases):
     """MSMs over G1/G2 bases kept on one CUDA device; see the module docstring."""
 
-    def __init__(self, gpu: Gpu, *, batch_affine: bool = False) -> None:
-        super().__init__(gpu)
+    def __init__(self, gpu: Gpu, *, batch_affine: bool = False, lanes: int = 1) -> None:
+        """``lanes``: 1, or 2 to run plain MSMs beside the split ones (module docstring)."""
+        if lanes not in (1, 2):
+            raise BadInput(f"an MSM runner has 1 or 2 lanes, not {lanes}")
+        super().__init__(gpu, lanes)
         #: Bucket sums by batch-affine rounds (msm_ba.cu) instead of XYZZ chunks; off by
         #: default until measured on a device (bench/gpu_msm.py --batch-affine).
         self.batch_affine = batch_affine
@@ -172,7 +186,15 @@ class GpuMsm(MsmBases):
         #: With a device memory cap: a resident MSM over more points runs in passes of this
         #: many (its scratch, ≈ 52 B per point and window, stays bounded); None: one pass.
         self.max_pass_points: int | None = None
-        self._executor = ThreadPoolExecutor(1, thread_name_prefix=f"cuzk-gpu{gpu.device}-msm")
+        self._executors = [
+            ThreadPoolExecutor(
+                1,
+                thread_name_prefix=f"cuzk-gpu{gpu.device}-msm{'-dense' if i else ''}",
+                initializer=self._enter_lane,
+                initargs=(lane,),
+            )
+            for i, lane in enumerate(self._lanes)
+        ]
         #: Threads the bucket reduction aims at per level (:func:`reduction_levels`); 0 keeps
         #: GROUP_SIZE buckets per thread (the benchmark compares the two).
         self.reduce_threads = REDUCE_THREADS
@@ -187,7 +209,8 @@ class GpuMsm(MsmBases):
         self._check(bases, scalars)
         self.preload(bases)
         self._window_for(self._bases[bases.key], len(scalars), window)  # a bad one fails here
-        return self._executor.submit(self._run, bases, scalars, None, None, window, after)
+        dense = self._executors[-1]  # the second lane's, when there is one
+        return dense.submit(self._run, bases, scalars, None, None, window, after)
 
     def split_msm(
         self,
@@ -224,7 +247,7 @@ class GpuMsm(MsmBases):
                 with self.gpu.context():  # the compute stream, where the plan was made
                     ones, tail = ones[:0], cp.sort(cp.concatenate((ones, tail)))
                 after = self.gpu.record()
-        return self._executor.submit(self._run, bases, scalars, ones, tail, window, after)
+        return self._executors[0].submit(self._run, bases, scalars, ones, tail, window, after)
 
     def split_msm_planned(
         self,
@@ -247,12 +270,17 @@ class GpuMsm(MsmBases):
             raise BadInput(f"{count} scalars for {bases.count} points")
         self.preload(bases)
         self._window_for(self._bases[bases.key], count, window)  # a bad one fails here
-        return self._executor.submit(self._run_planned, bases, source, rows, window, after)
+        return self._executors[0].submit(self._run_planned, bases, source, rows, window, after)
+
+    def _enter_lane(self, lane: MsmLane) -> None:
+        """A lane's worker thread, once: its MSMs run on that lane's streams."""
+        self._local.lane = lane
 
     @contextlib.contextmanager
     def _running(self, bases: PointSet, after: Any) -> Iterator[ResidentBases]:
-        """An MSM's run on the MSM stream (executor thread): its resident bases, once the
-        event ``after`` has passed, with CUDA errors mapped for the bases it names."""
+        """An MSM's run on its lane's MSM stream (the lane's worker thread): its resident
+        bases, once the event ``after`` has passed, with CUDA errors mapped for the bases it
+        names."""
         res = self._bases.get(bases.key)
         if res is None:
             raise BadInput(f"{bases.key} was evicted before its MSM ran")
@@ -271,7 +299,8 @@ class GpuMsm(MsmBases):
         return self._finish(res.group, host, exponents)
 
     def close(self) -> None:
-        self._executor.shutdown(wait=True)
+        for executor in self._executors:
+            executor.shutdown(wait=True)
         with self._lock:
             self._bases.clear()
 
@@ -329,10 +358,14 @@ class GpuMsm(MsmBases):
         return self._cp.asnumpy(self._cp.concatenate(parts), stream=self._stream)
 
     def _pass_size(self, res: ResidentBases) -> int:
-        """Points per pass of an MSM over ``res``: the stream buffer's for streamed bases,
-        ``max_pass_points`` for resident ones without copies (all of them otherwise)."""
+        """Points per pass of an MSM over ``res``: the stream buffer's for streamed bases (at
+        most :data:`DENSE_LANE_STREAM_BYTES` in a second lane), ``max_pass_points`` for
+        resident ones without copies (all of them otherwise)."""
         if res.streamed:
-            return pass_points(res.group, res.stream_bytes)
+            size = res.stream_bytes
+            if len(self._lanes) > 1 and self._lane is self._lanes[-1]:
+                size = min(size, DENSE_LANE_STREAM_BYTES)
+            return pass_points(res.group, size)
         if res.copies == 1 and self.max_pass_points:
             return self.max_pass_points
         return max(1, res.count)

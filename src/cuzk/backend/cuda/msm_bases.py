@@ -166,15 +166,25 @@ def _read_into(path: str, offset: int, out: np.ndarray) -> None:
         os.close(fd)
 
 
-class MsmBases:
-    """Point vectors on one CUDA device, and the MSM stream's kernel launcher."""
+@dataclass(frozen=True)
+class MsmLane:
+    """An MSM stream and the copy stream its streamed bases upload on. One worker thread
+    runs each lane's MSMs (:class:`~cuzk.backend.cuda.msm.GpuMsm`); code running in it reads
+    its lane's streams as ``_stream`` and ``_copy_stream``."""
 
-    def __init__(self, gpu: Gpu) -> None:
+    stream: Any
+    copy_stream: Any
+
+
+class MsmBases:
+    """Point vectors on one CUDA device, and the MSM streams' kernel launcher."""
+
+    def __init__(self, gpu: Gpu, lanes: int = 1) -> None:
         self.gpu = gpu
         self.device = gpu.device
         self._cp = gpu.cp
-        self._stream = gpu.side_stream()  # the MSM stream
-        self._copy_stream = gpu.side_stream()  # uploads of streamed bases
+        self._lanes = tuple(MsmLane(gpu.side_stream(), gpu.side_stream()) for _ in range(lanes))
+        self._local = threading.local()  # .lane: the lane whose worker thread this is
         self._bases: dict[str, ResidentBases] = {}
         self._lock = threading.Lock()
         #: When a list, each launch appends (kernel name, CUDA event recorded after it); the
@@ -182,6 +192,23 @@ class MsmBases:
         self.trace: list | None = None
         #: Extra -D options for the kernels (tuning switches such as ACC_MIN_BLOCKS).
         self.defines: dict[str, object] = {}
+
+    @property
+    def _lane(self) -> MsmLane:
+        """The calling thread's lane: its worker's, the first lane for any other thread
+        (loading and precomputing bases, benchmarks)."""
+        lane: MsmLane | None = getattr(self._local, "lane", None)
+        return self._lanes[0] if lane is None else lane
+
+    @property
+    def _stream(self) -> Any:
+        """The calling thread's MSM stream."""
+        return self._lane.stream
+
+    @property
+    def _copy_stream(self) -> Any:
+        """The copy stream of the calling thread's lane (uploads of streamed bases)."""
+        return self._lane.copy_stream
 
     def preload(self, bases: PointSet, stream_bytes: int = 0) -> None:
         """Load ``bases`` from its file into VRAM (once per key): the file's bytes stream
