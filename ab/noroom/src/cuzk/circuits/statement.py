@@ -1,0 +1,72 @@
+"""What one proving job proves: a circuit id and, per partition, the circuit with its witness.
+
+A client names a circuit and hands over either witness seeds (the synthetic benchmark circuits
+and the seeded Filecoin test circuits) or a *payload*: bytes in the circuit family's own format
+(a PoSt request with vanilla proofs, a PoRep C1 output, a SnapDeals vanilla proof…). Opening a
+statement parses and checks that payload completely — a bad one is refused with BadInput when it
+is submitted, before it holds any resources — and fixes the number of partitions. Building each
+partition's circuit (``circuit(i)``) is deferred to the synthesis workers, so a large payload is
+parsed once and the witnesses are built in parallel.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from cuzk.errors import BadInput
+from cuzk.r1cs import Circuit
+
+
+@dataclass(frozen=True)
+class Statement:
+    """``partitions`` circuits of the same shape (``circuit_id``), built on demand.
+
+    ``expected_inputs[i]``, when not None, is the public-input vector (without ONE) that
+    partition ``i``'s payload states; the engine refuses a proof whose witness proves anything
+    else. ``digest`` identifies the payload for request-id deduplication.
+    """
+
+    circuit_id: str
+    partitions: int
+    build: Callable[[int], Circuit] = field(repr=False)
+    digest: str
+    expected_inputs: tuple[tuple[int, ...] | None, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.partitions < 1:
+            raise BadInput(f"{self.circuit_id}: a request needs at least one partition")
+        if self.expected_inputs and len(self.expected_inputs) != self.partitions:
+            raise ValueError("expected_inputs needs one entry per partition")
+
+    def circuit(self, index: int) -> Circuit:
+        """Partition ``index``'s circuit with its witness (may raise BadInput)."""
+        if not 0 <= index < self.partitions:
+            raise IndexError(f"partition {index} of {self.partitions}")
+        return self.build(index)
+
+    def expected(self, index: int) -> tuple[int, ...] | None:
+        return self.expected_inputs[index] if self.expected_inputs else None
+
+
+@dataclass(frozen=True)
+class Built:
+    """The ``build`` of a statement whose circuits were made while it was opened (a PoSt
+    request's one partition). Unlike a lambda it pickles, so the engine's payload opener can
+    send the statement back from its helper process instead of opening it again in the
+    engine's own, where the parse would hold the GIL the device workers need."""
+
+    circuits: tuple[Circuit, ...]
+
+    def __call__(self, index: int) -> Circuit:
+        return self.circuits[index]
+
+
+def payload_digest(circuit_id: str, seeds: Sequence[int], payload: bytes) -> str:
+    """SHA-256 over what a request asks to prove (never over how urgently)."""
+    h = hashlib.sha256()
+    h.update(circuit_id.encode())
+    h.update(b"\0seeds:" + ",".join(str(s) for s in seeds).encode())
+    h.update(b"\0payload:" + hashlib.sha256(payload).digest())
+    return h.hexdigest()

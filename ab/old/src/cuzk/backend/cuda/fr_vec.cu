@@ -1,0 +1,69 @@
+// Elementwise Fr kernels over FrVec device arrays ((n, 4) uint64, Montgomery form).
+//
+// Grid-stride loops, one element per iteration; constants arrive as four 64-bit words (the
+// element's Montgomery limbs), tables of powers as two device arrays (see fr_pow_lookup).
+#include "fr.cuh"
+#include "grid.cuh"
+
+#define FR_GRID_LOOP(i, n) \
+    for (fr_u64 i = global_thread(); i < (fr_u64)(n); i += (fr_u64)blockDim.x * gridDim.x)
+
+FR_FN fr_t fr_from_u64x4(fr_u64 k0, fr_u64 k1, fr_u64 k2, fr_u64 k3) {
+    fr_t r;
+    r.w[0] = (fr_u32)k0; r.w[1] = (fr_u32)(k0 >> 32);
+    r.w[2] = (fr_u32)k1; r.w[3] = (fr_u32)(k1 >> 32);
+    r.w[4] = (fr_u32)k2; r.w[5] = (fr_u32)(k2 >> 32);
+    r.w[6] = (fr_u32)k3; r.w[7] = (fr_u32)(k3 >> 32);
+    return r;
+}
+
+extern "C" __global__ void fr_vec_add(fr_u64* out, const fr_u64* a, const fr_u64* b, long long n) {
+    FR_GRID_LOOP(i, n) fr_store(out, i, fr_add(fr_load(a, i), fr_load(b, i)));
+}
+
+extern "C" __global__ void fr_vec_sub(fr_u64* out, const fr_u64* a, const fr_u64* b, long long n) {
+    FR_GRID_LOOP(i, n) fr_store(out, i, fr_sub(fr_load(a, i), fr_load(b, i)));
+}
+
+extern "C" __global__ void fr_vec_mul(fr_u64* out, const fr_u64* a, const fr_u64* b, long long n) {
+    FR_GRID_LOOP(i, n) fr_store(out, i, fr_mul(fr_load(a, i), fr_load(b, i)));
+}
+
+// out = a·b - c (the H quotient's pointwise step)
+extern "C" __global__ void fr_vec_mul_sub(fr_u64* out, const fr_u64* a, const fr_u64* b,
+                                        const fr_u64* c, long long n) {
+    FR_GRID_LOOP(i, n) {
+        fr_store(out, i, fr_sub(fr_mul(fr_load(a, i), fr_load(b, i)), fr_load(c, i)));
+    }
+}
+
+// out = a·k for one constant k (Montgomery limbs k0..k3)
+extern "C" __global__ void fr_vec_scale(fr_u64* out, const fr_u64* a, fr_u64 k0, fr_u64 k1,
+                                      fr_u64 k2, fr_u64 k3, long long n) {
+    const fr_t k = fr_from_u64x4(k0, k1, k2, k3);
+    FR_GRID_LOOP(i, n) fr_store(out, i, fr_mul(fr_load(a, i), k));
+}
+
+// out[i] = a[i]·scale·base^(i + offset), from the two tables of fr_pow_lookup
+extern "C" __global__ void fr_vec_scale_powers(fr_u64* out, const fr_u64* a, const fr_u64* pw_lo,
+                                             const fr_u64* pw_hi, int pw_bits, long long offset,
+                                             long long n) {
+    FR_GRID_LOOP(i, n) {
+        fr_t p = fr_pow_lookup(pw_lo, pw_hi, pw_bits, i + (fr_u64)offset);
+        fr_store(out, i, fr_mul(fr_load(a, i), p));
+    }
+}
+
+// out[i] = scale·base^i (twiddle tables)
+extern "C" __global__ void fr_vec_powers(fr_u64* out, const fr_u64* pw_lo, const fr_u64* pw_hi,
+                                       int pw_bits, long long n) {
+    FR_GRID_LOOP(i, n) fr_store(out, i, fr_pow_lookup(pw_lo, pw_hi, pw_bits, i));
+}
+
+// 0 for zero, 1 for one, 2 otherwise (int8), as cuzk.field.fr.classify
+extern "C" __global__ void fr_vec_classify(signed char* out, const fr_u64* a, long long n) {
+    FR_GRID_LOOP(i, n) {
+        fr_t x = fr_load(a, i);
+        out[i] = fr_is_zero(x) ? 0 : (fr_is_one(x) ? 1 : 2);
+    }
+}

@@ -1,0 +1,96 @@
+"""The one-pass scanner behind :func:`cuzk.safejson.parse`'s ``bytes32`` reading: numba, so
+loaded only when a reader asks for it (plain JSON reading needs no compiled code)."""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+_QUOTE, _BACKSLASH, _LEFT, _RIGHT, _COMMA = 34, 92, 91, 93, 44
+_SPACE, _TAB, _DOT, _ZERO, _NINE, _MINUS = 32, 9, 46, 48, 57, 45
+
+
+@njit(cache=True, nogil=True)
+def _digit(c: int) -> bool:
+    return _ZERO <= c <= _NINE
+
+
+@njit(cache=True, nogil=True)
+def _skip_blank(buf: np.ndarray, k: int) -> int:
+    while k < len(buf) and (buf[k] == _SPACE or buf[k] == _TAB):
+        k += 1
+    return k
+
+
+@njit(cache=True, nogil=True)
+def _array_end(buf: np.ndarray, start: int, row: np.ndarray) -> int:
+    """The index of the "]" closing the array at ``start`` when it is exactly 32 JSON numbers
+    0…255 (no leading zeros, no sign, fraction or exponent) separated by commas, with spaces
+    or tabs only around them; their values go to ``row``. -1 for any other array."""
+    k = start + 1
+    for m in range(32):
+        k = _skip_blank(buf, k)
+        if k >= len(buf) or not _digit(buf[k]):
+            return -1
+        value = int(buf[k] - _ZERO)
+        k += 1
+        if value == 0:
+            if k < len(buf) and _digit(buf[k]):
+                return -1  # a leading zero: not JSON
+        else:
+            while k < len(buf) and _digit(buf[k]):
+                value = 10 * value + int(buf[k] - _ZERO)
+                k += 1
+                if value > 255:
+                    return -1
+        row[m] = value
+        k = _skip_blank(buf, k)
+        if k >= len(buf) or buf[k] != (_COMMA if m < 31 else _RIGHT):
+            return -1
+        if m < 31:
+            k += 1
+    return k
+
+
+@njit(cache=True, nogil=True)
+def k_pack_bytes32(buf: np.ndarray, out: np.ndarray, values: np.ndarray, digits: int) -> int:
+    """Replace in ``out`` (a copy of ``buf``) each array outside strings that
+    :func:`_array_end` accepts by the float literal ``0.<index, digits wide>`` and spaces;
+    array ``index``'s values go to ``values[index]``. Returns how many were replaced, or -1
+    when ``buf`` holds a float literal outside strings (a ``.``, or ``e``/``E`` after a
+    digit) or more arrays than ``digits`` digits number (nothing is then to be trusted)."""
+    n = 0
+    limit = 10**digits
+    in_string = False
+    i = 0
+    while i < len(buf):
+        c = buf[i]
+        if in_string:
+            if c == _BACKSLASH:
+                i += 2  # an escape: the next byte cannot close the string
+                continue
+            if c == _QUOTE:
+                in_string = False
+        elif c == _QUOTE:
+            in_string = True
+        elif c == _DOT or ((c | 0x20) == 101 and i > 0 and _digit(buf[i - 1])):
+            return -1
+        elif c == _LEFT:
+            # After "-" or a digit the token would join a number json refuses as written.
+            glued = i > 0 and (buf[i - 1] == _MINUS or _digit(buf[i - 1]))
+            end = _array_end(buf, i, values[n]) if n < len(values) and not glued else -1
+            if end >= 0:
+                if n >= limit:
+                    return -1
+                for k in range(i, end + 1):
+                    out[k] = _SPACE
+                out[i] = _ZERO
+                out[i + 1] = _DOT
+                index = n
+                for k in range(digits - 1, -1, -1):
+                    out[i + 2 + k] = _ZERO + index % 10
+                    index //= 10
+                n += 1
+                i = end
+        i += 1
+    return n
