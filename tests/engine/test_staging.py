@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import threading
 import time
+from concurrent.futures import Future
 
 import numpy as np
 import pytest
@@ -233,3 +234,77 @@ def test_a_second_partition_stages_only_with_device_headroom():
     # 139 − 44 − (24 + 40) = 31 GiB left: room for the second
     assert area.reserve(12 * gib, lambda: False, kernel_bytes=40 * gib, resident_bytes=small_key)
     assert area.held == 64 * gib and SECOND_STAGE_HEADROOM == 24 * gib
+
+
+def test_a_holder_gives_its_staged_inputs_back_for_the_next():
+    """An area of one partition (z + one kernel working set, as under a device cap): the
+    next partition waits while the holder keeps z, and stages as soon as the holder gives z
+    back while its kernel working set stays counted."""
+    z, kernels = 40, 100
+    area = StagingArea(0, z + kernels)
+    assert area.reserve(z, lambda: False, kernel_bytes=kernels)
+    assert not area.reserve(z, lambda: True, kernel_bytes=kernels)  # would wait: gives up
+    area.release_staged(z)
+    assert area.held == kernels
+    assert area.reserve(z, lambda: False, kernel_bytes=kernels)  # at once now
+    assert area.held == z + kernels
+    area.release(0, kernel_bytes=kernels)  # the first one's kernels end
+    area.release(z, kernel_bytes=kernels)
+    assert area.held == 0 and area.staged == 0
+
+
+class _SlowDenseMsm:
+    """A CPU backend whose plain MSMs (the H quotient's: the prover's only plain one) finish
+    ``delay`` seconds late; records when each partition's z was staged and when each H MSM
+    finished, with the thread."""
+
+    def __init__(self, backend, delay: float, events: list) -> None:
+        self._backend, self._delay, self._events = backend, delay, events
+
+    def upload(self, v):
+        out = self._backend.upload(v)
+        self._events.append(("staged", threading.current_thread().name, time.perf_counter()))
+        return out
+
+    def msm(self, bases, scalars):
+        inner = self._backend.msm(bases, scalars)
+        late: Future = Future()
+
+        def finish() -> None:
+            time.sleep(self._delay)
+            self._events.append(("h", threading.current_thread().name, time.perf_counter()))
+            try:
+                late.set_result(inner.result())
+            except BaseException as e:
+                late.set_exception(e)
+
+        threading.Thread(target=finish, daemon=True).start()
+        return late
+
+    def __getattr__(self, name: str):
+        return getattr(self._backend, name)
+
+
+def test_the_next_partition_stages_while_the_last_msm_runs(make_engine, param_dir, seed):
+    """With room for one partition only (as on a capped GPU), a worker frees its z once the
+    MSMs over the witness are done: the next partition stages while the H MSM (made 0.6 s
+    slow here) still runs, instead of after the whole kernel region. Every proof verifies and
+    every byte comes back."""
+    staged, kernels = staging_need(_info(param_dir, SMALL))
+    events: list = []
+    engine = make_engine(
+        workers_per_device=2,
+        synthesis_workers=2,
+        staging=True,
+        staging_budget=staged + kernels,
+        backend_factory=lambda i: _SlowDenseMsm(get_backend("cpu", workers=1), 0.6, events),
+    )
+    request = ProofRequest.of(SMALL, partitions=4, seed=seed)
+    assert_verifies(engine.result(engine.submit(request), timeout=120), 4)
+    wait_until(lambda: idle_budget(engine), what="partitions to drain")
+    assert all(d.staged_bytes == 0 and d.pinned_lent == 0 for d in engine.status().devices)
+    stages = sorted(t for kind, _, t in events if kind == "staged")
+    h_done = sorted(t for kind, _, t in events if kind == "h")
+    assert len(stages) == 4 and len(h_done) == 4
+    for k in range(1, 4):  # partition k staged before partition k − 1's H MSM ended
+        assert stages[k] < h_done[k - 1], (k, stages, h_done)

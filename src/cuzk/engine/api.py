@@ -226,7 +226,11 @@ def _open_devices(config: EngineConfig) -> list[Device]:
             memory_total = None if memory is None else memory.usable  # the cap, if lower
             if config.staging:
                 total = config.staging_budget or _default_staging_budget(memory, config.capped)
-                staging = StagingArea(i, total, memory_total)
+                # Under a cap the area is one partition per key, counted as traced, and the
+                # allocator holds the cap: a partition stages beside another's kernels only
+                # where that other gave its staged z back (workers: witness_read), with no
+                # extra headroom (which no capped device has).
+                staging = StagingArea(i, total, None if config.capped else memory_total)
             margin = 0 if memory is None else memory.margin
             devices.append(
                 Device(i, backend, staging, config.pinned_pool_bytes, memory_total, margin)

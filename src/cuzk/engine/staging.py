@@ -7,7 +7,9 @@ Here staging is safe by construction:
 
 * A partition reserves its bytes from its device's :class:`StagingArea` *before* taking the
   staging lock, and holds them until its kernels end — so the compute lock's holder never
-  waits for memory. The reservation has two parts: the staged inputs (the device copy of the
+  waits for memory. Its staged inputs go back a little earlier, once the MSMs over the
+  witness are done and only H's still runs (:meth:`StagingArea.release_staged`): nothing
+  reads z then, and the next partition stages in its place. The reservation has two parts: the staged inputs (the device copy of the
   assignment and the MSM scalars, and any pinned host buffers they were gathered into), held
   by every staged partition, and the kernels' working set (a, b, c, the H pipeline, MSM
   scratch), which exists only under the device's compute lock — one partition at a time — so
@@ -130,6 +132,15 @@ class StagingArea:
         partition of its circuit, :meth:`cuzk.engine.srs.SrsManager.place`)."""
         with self._cv:
             self.total = max(self.total, total)
+            self._cv.notify_all()
+
+    def release_staged(self, nbytes: int) -> None:
+        """Give back a holder's staged inputs while it keeps its kernel working set: its
+        kernels no longer read them (the device worker frees z once the MSMs over the witness
+        are done), so the next partition may stage while its last MSM runs."""
+        with self._cv:
+            self.staged -= nbytes
+            assert self.staged >= 0, "staging area released more than it held"
             self._cv.notify_all()
 
     def release(self, nbytes: int, kernel_bytes: int = 0) -> None:

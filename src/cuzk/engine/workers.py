@@ -59,7 +59,7 @@ import itertools
 import logging
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Protocol
 
@@ -78,6 +78,7 @@ if TYPE_CHECKING:
     from cuzk.engine.srs import CircuitInfo, Resident
     from cuzk.engine.srs_entry import Placement
     from cuzk.engine.synth_pool import SynthesisPool
+    from cuzk.field import fr
 
 log = logging.getLogger(__name__)
 
@@ -241,6 +242,17 @@ class DeviceWorker(Worker):
         device = self.device
         held = (0, 0)  # (staged inputs, kernel working set) reserved in the staging area
         staged: prover.StagedInputs | None = None
+        buffers: tuple[fr.FrVec, ...] = ()  # staged's page-locked host buffers
+
+        def witness_read() -> None:
+            """z's last readers are done while H's MSM runs: free it, and let the device's
+            next partition stage in its place (its bytes leave the staging area now)."""
+            nonlocal staged, held
+            staged = None
+            if held[0] and device.staging is not None:
+                device.staging.release_staged(held[0])
+                held = (0, held[1])
+
         try:
             entry = self.core.wait_resident(part)
             if entry is None:  # its key could not come to this device: another takes it
@@ -260,6 +272,7 @@ class DeviceWorker(Worker):
                 held = need
                 with device.staging_lock:
                     staged = self._stage(part, entry)
+                    buffers = staged.host_buffers
             stage = "kernels"
             with device.lock.hold(part.job.request.priority):
                 if not self.core.begin_kernels(part):
@@ -268,12 +281,13 @@ class DeviceWorker(Worker):
                 try:
                     if staged is None:
                         staged = self._stage(part, entry)
-                    sums, pending = self._kernels(part, entry, staged)
+                        buffers = staged.host_buffers
+                    sums, pending = self._kernels(part, entry, staged, witness_read)
                 finally:
                     self.core.end_kernels(part, device, time.perf_counter() - t0)
             time.sleep(0)  # hand the GIL to the worker now waking on the compute lock
-            self._give_back(staged, held)
-            staged, held = None, (0, 0)
+            self._give_back(buffers, held)
+            staged, buffers, held = None, (), (0, 0)
             if not self.core.kernels_done(part):
                 return True
             stage = "finalize"
@@ -284,7 +298,7 @@ class DeviceWorker(Worker):
             self.core.fail(part, e, stage)
             return True
         finally:
-            self._give_back(staged, held)
+            self._give_back(buffers, held)
         output = PartitionProof(part.index, proof, tuple(pending.public_inputs))
         self.core.partition_done(part, output)
         return True
@@ -296,19 +310,24 @@ class DeviceWorker(Worker):
         backend, pinned = self.device.backend, self.device.pinned
         return prover.stage(part.assignment, entry.shape, backend, pinned.take, part.timings)
 
-    def _give_back(self, staged: prover.StagedInputs | None, held: tuple[int, int]) -> None:
+    def _give_back(self, buffers: tuple[fr.FrVec, ...], held: tuple[int, int]) -> None:
         """Return pinned buffers and staged bytes (idempotent through the caller's resets)."""
         assert self.device is not None
-        if staged is not None:
-            for buf in staged.host_buffers:
-                self.device.pinned.give(buf)
+        for buf in buffers:
+            self.device.pinned.give(buf)
         if any(held) and self.device.staging is not None:
             self.device.staging.release(held[0], kernel_bytes=held[1])
 
     def _kernels(
-        self, part: Partition, entry: Resident, staged: prover.StagedInputs
+        self,
+        part: Partition,
+        entry: Resident,
+        staged: prover.StagedInputs,
+        witness_read: Callable[[], None],
     ) -> tuple[prover.MsmSums, prover.PendingProof]:
-        """The region under the compute lock: a/b/c, H, the five MSMs, and the wait for them."""
+        """The region under the compute lock: a/b/c, H, the five MSMs, and the wait for them
+        (``witness_read`` once the witness's last readers are done: see
+        :func:`cuzk.groth16.prover.wait_kernels`)."""
         assert self.device is not None
         assert entry.params is not None and entry.shape is not None
         if self.core.fault("slow_kernel", part):
@@ -316,8 +335,9 @@ class DeviceWorker(Worker):
         backend = self.device.backend
         pending = prover.start(staged, entry.shape, entry.params, backend, part.circuit,
                                part.timings)  # fmt: skip
+        del staged  # this frame must not keep z alive past witness_read
         try:
-            sums = prover.wait_kernels(pending)
+            sums = prover.wait_kernels(pending, witness_read)
         except BaseException:
             prover.drain(pending)  # the device's work ends here, not in the next partition's
             raise

@@ -324,19 +324,21 @@ class MsmSums:
     b_g2: G2  # Σ zⱼ·[Bⱼ(τ)]₂
 
 
-def wait_kernels(pending: PendingProof) -> MsmSums:
+def wait_kernels(pending: PendingProof, witness_read: Callable[[], None] | None = None) -> MsmSums:
     """Stage 3a: wait for the MSMs :func:`start` submitted (the end of the device work).
+
+    ``witness_read`` is called once the MSMs over the witness (L, B and A) are done, while
+    H's may still run: nothing reads the staged z after them (A's MSM is submitted after the
+    H quotient, the last of the compute stream's readers of z, and waits for it), so the
+    caller may free z then and let the device's next partition stage in its place.
 
     Raises whatever an MSM raised (DeviceFault when a worker or kernel died).
     """
     t0 = time.perf_counter()
-    sums = MsmSums(
-        h=pending.h.result(),
-        l=pending.l.result(),
-        a=pending.a.result(),
-        b_g1=pending.b_g1.result(),
-        b_g2=pending.b_g2.result(),
-    )
+    l_sum, b_g1, b_g2, a = (f.result() for f in (pending.l, pending.b_g1, pending.b_g2, pending.a))
+    if witness_read is not None:
+        witness_read()
+    sums = MsmSums(h=pending.h.result(), l=l_sum, a=a, b_g1=b_g1, b_g2=b_g2)
     pending.timings.record("wait_msm", time.perf_counter() - t0)
     return sums
 
