@@ -1,1 +1,0 @@
-"""The ``cuzk`` command line."""
