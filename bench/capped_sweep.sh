@@ -31,5 +31,6 @@ for cap in $CAPS; do
   echo "exit $?"
   grep -E 'cuzk:|failed|proofs \(|per proof|peak|kernels  |prover\.(abc|h|msm)' "$OUT/sweep_$cap.log"
   grep -m2 refused "$OUT/memory_$cap.log" 2>/dev/null | cut -c1-220
+  [ -f "$OUT/memory_$cap.log" ] && echo "pool give-backs (device-wide waits): $(grep -c 'gave back' "$OUT/memory_$cap.log")"
   if [ -f "$OUT/memory_$cap.log" ]; then gzip -f "$OUT/memory_$cap.log"; fi
 done

@@ -9,14 +9,14 @@ Here staging is safe by construction:
   staging lock, and holds them until its kernels end — so the compute lock's holder never
   waits for memory. Its staged inputs go back a little earlier, once the MSMs over the
   witness are done and only H's still runs (:meth:`StagingArea.release_staged`): nothing
-  reads z then, and the next partition stages in its place. The reservation has two parts: the staged inputs (the device copy of the
-  assignment and the MSM scalars, and any pinned host buffers they were gathered into), held
-  by every staged partition, and the kernels' working set (a, b, c, the H pipeline, MSM
-  scratch), which exists only under the device's compute lock — one partition at a time — so
-  the area counts it once, as the largest among its holders. Counting it per staged partition
-  (as this area first did) let a 32 GiB PoRep partition (12.5 GB staged, 43 GB of kernels, a
-  75 GB area) stage only after the previous one's kernels ended: the device idled for the
-  whole staging step between partitions.
+  reads z then, and the next partition stages in its place. The reservation has two parts:
+  the staged inputs (the device copy of the assignment and the MSM scalars, and any pinned
+  host buffers they were gathered into), held by every staged partition, and the kernels'
+  working set (a, b, c, the H pipeline, MSM scratch), which exists only under the device's
+  compute lock — one partition at a time — so the area counts it once, as the largest among
+  its holders. Counting it per staged partition (as this area first did) let a 32 GiB PoRep
+  partition (12.5 GB staged, 43 GB of kernels, a 75 GB area) stage only after the previous
+  one's kernels ended: the device idled for the whole staging step between partitions.
 * Waiters are served in arrival order: the worker that just released its bytes and comes
   straight back for more cannot overtake one that has been waiting (it holds the GIL and
   wins every race otherwise; measured: one worker's partition waited 13 s while the other

@@ -21,8 +21,9 @@ under 16 GiB measure 16.64 GiB on the device: each refused block had been alloca
 Capped requests are served one at a time, so two threads cannot both pass the same room.
 
 With :data:`memory_log` at DEBUG each request of :data:`TRACED_BYTES` or more is logged with
-the bytes in use and held and the cuzk frames that asked for it; a refusal is logged at
-WARNING (``bench/memory_trace.py`` turns the trace on for a bench run).
+the bytes in use and held and the cuzk frames that asked for it, and so is each give-back of
+cached blocks (counted in :attr:`CappedAllocator.give_backs`: each is a device-wide wait); a
+refusal is logged at WARNING (``bench/memory_trace.py`` turns the trace on for a bench run).
 """
 
 from __future__ import annotations
@@ -81,6 +82,9 @@ class CappedAllocator:
         #: Per capped device, held while a request is checked and served (re-entrant: a
         #: collection CuPy runs inside an allocation may run finalizers that allocate).
         self._capped: dict[int, threading.RLock] = {}
+        #: Pools that gave cached blocks back to the device (each a cudaFree: the device
+        #: drains first), every device together since start.
+        self.give_backs = 0
 
     def limit(self, device: int, nbytes: int | None) -> None:
         """Keep ``device``'s pools under ``nbytes`` together (None: no limit; then, with
@@ -146,7 +150,7 @@ class CappedAllocator:
         while pools and self.held() + size > limit:
             p = pools.pop()
             if p.total_bytes() > p.used_bytes():
-                p.free_all_blocks()
+                self._give_back(p, size)
 
     def _pools(self) -> list[Any]:
         with self._lock:
@@ -163,7 +167,15 @@ class CappedAllocator:
     def release(self) -> None:
         """Give every pool's cached blocks back to the current device (every stream's)."""
         for p in self._pools():
-            p.free_all_blocks()
+            if p.total_bytes() > p.used_bytes():
+                self._give_back(p, 0)
+
+    def _give_back(self, pool: Any, size: int) -> None:
+        cached = pool.total_bytes() - pool.used_bytes()
+        pool.free_all_blocks()
+        self.give_backs += 1
+        if memory_log.isEnabledFor(logging.DEBUG):
+            memory_log.debug("gave back %s for %s: %s", _gib(cached), _gib(size), self._state())
 
     def _state(self) -> str:
         callers = [
