@@ -1,8 +1,8 @@
 """Who holds the engine's interpreter lock: a summary of a py-spy profile taken with --gil
 (samples only while a thread holds the lock) in its raw (collapsed) format.
 
-    PY="py-spy record --gil --nonblocking --threads --format raw -r 100 -o $OUT/gil.txt -- python3" \\
-        OUT=$OUT CAPS=16GiB bash bench/capped_sweep.sh
+    PY="py-spy record --gil --nonblocking --threads --format raw -r 100 -o $OUT/gil.txt \\
+        -- python3" OUT=$OUT CAPS=16GiB bash bench/capped_sweep.sh
     python3 bench/gil_summary.py $OUT/gil.txt        # top threads, cuzk frames and leaves
 
 Each line of the raw format is a stack (frames joined by ';', outermost first, "function
