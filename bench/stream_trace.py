@@ -1,7 +1,8 @@
 """Run a cuzk command with a device-side timeline of each partition: CUDA events around the
 compute stream's stages (witness upload, a/b/c, the a·b = c check, the H quotient) and around
-each MSM on the MSM stream, so what ran alone and what overlapped is read off the device's
-own clock, not the host's. At exit the spans go to $STREAM_LOG, one per line:
+each MSM on its lane's stream ("msm"; "msm-dense" for the second lane under a cap), so what
+ran alone and what overlapped is read off the device's own clock, not the host's. At exit the
+spans go to $STREAM_LOG, one per line:
 
     stream  name  start_ms  end_ms      (ms from the first event of the run)
 
@@ -64,7 +65,8 @@ def _trace_msms() -> None:
         with running(self, bases, after) as res:
             start = _event(self._cp, self._stream)  # past its wait for the scalars
             yield res
-            SPANS.append(("msm", _seen(bases), start, _event(self._cp, self._stream)))
+            lane = "msm-dense" if len(self._lanes) > 1 and self._lane is self._lanes[-1] else "msm"
+            SPANS.append((lane, _seen(bases), start, _event(self._cp, self._stream)))
 
     cuda_msm.GpuMsm._running = traced  # type: ignore[method-assign]
 
@@ -136,9 +138,10 @@ def summarize(path: str) -> dict[str, float]:
     for k, part in enumerate(parts):
         for key, (a, b) in part.items():
             add(key, b - a)
-        if "compute:abc" in part and "msm:h" in part:
+        msm_h = any(key.startswith("msm") and key.endswith(":h") for key in part)
+        if "compute:abc" in part and msm_h:
             start = part["compute:abc"][0]
-            last = max(b for key, (_, b) in part.items() if key.startswith("msm:"))
+            last = max(b for key, (_, b) in part.items() if key.startswith("msm"))
             add("kernel region", last - start)
             ends = [part[x][1] for x in ("msm:l", "compute:h") if x in part]
             add("L phase", max(ends) - start)
