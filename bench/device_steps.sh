@@ -27,6 +27,9 @@
 #          30 s (cuzk bench --urgent): how long it waits
 #   w32c   wpost-32g, a full partition (2,349 sectors) as Curio sends it: keys, the --curio
 #          directory, 3 proofs one at a time (the latency, request reading included)
+#   w32cap the same partition under a 24 GiB device memory cap (issue 31), 2 proofs one at a
+#          time after the bench's warm-ups; clears /var/tmp/cuzk32 first (the 61 GB key needs
+#          the disk to itself)
 set -u
 OUT=${OUT:?set OUT}
 DEADLINE=${DEADLINE:-590}
@@ -96,6 +99,10 @@ for s in "$@"; do
       OUT=$OUT WORK=/var/tmp/cuzk32 SHAPES=/dev/shm/shapes CIRCUIT=wpost-32g CONC=1 PROOFS=3 \
       VANILLA=/var/tmp/cuzk32/wpost-32g.curio VANILLA_ARGS='--sectors 2349 --seed 3 --curio' \
       TAG=_curio CUZK='$CUZK' bash bench/filecoin_32g.sh" ;;
+    w32cap) step w32cap "rm -rf /var/tmp/cuzk32 /dev/shm/shapes; \
+      OUT=$OUT WORK=/var/tmp/cuzk32 SHAPES=/dev/shm/shapes CIRCUIT=wpost-32g CONC=1 PROOFS=2 \
+      VANILLA=/var/tmp/cuzk32/wpost-32g.curio VANILLA_ARGS='--sectors 2349 --seed 3 --curio' \
+      CAPS=24GiB PER_CAP_S=$(($(left) - 240)) bash bench/capped_sweep.sh" ;;
     e22) step e22 "OUT=$OUT SIZE=4194304 BACKEND=cuda PROOFS=6 WORKERS=2 MODES=staging \
       DEVICES_ALL=1 CUZK='$CUZK' bash bench/engine_matrix.sh" ;;
   esac
