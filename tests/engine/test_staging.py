@@ -253,25 +253,21 @@ def test_a_holder_gives_its_staged_inputs_back_for_the_next():
     assert area.held == 0 and area.staged == 0
 
 
-class _SlowDenseMsm:
+class _SlowDenseMsm(_SlowUploads):
     """A CPU backend whose plain MSMs (the H quotient's: the prover's only plain one) finish
-    ``delay`` seconds late; records when each partition's z was staged and when each H MSM
-    finished, with the thread."""
+    ``delay`` seconds late, its uploads on time; records (as :class:`_SlowUploads`) when each
+    partition's z was staged, and when each H MSM finished, with the thread."""
 
     def __init__(self, backend, delay: float, events: list) -> None:
-        self._backend, self._delay, self._events = backend, delay, events
-
-    def upload(self, v):
-        out = self._backend.upload(v)
-        self._events.append(("staged", threading.current_thread().name, time.perf_counter()))
-        return out
+        super().__init__(backend, 0.0, events)
+        self._msm_delay = delay
 
     def msm(self, bases, scalars):
         inner = self._backend.msm(bases, scalars)
         late: Future = Future()
 
         def finish() -> None:
-            time.sleep(self._delay)
+            time.sleep(self._msm_delay)
             self._events.append(("h", threading.current_thread().name, time.perf_counter()))
             try:
                 late.set_result(inner.result())
@@ -280,9 +276,6 @@ class _SlowDenseMsm:
 
         threading.Thread(target=finish, daemon=True).start()
         return late
-
-    def __getattr__(self, name: str):
-        return getattr(self._backend, name)
 
 
 def test_the_next_partition_stages_while_the_last_msm_runs(make_engine, param_dir, seed):

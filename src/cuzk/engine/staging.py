@@ -149,9 +149,7 @@ class StagingArea:
             self._kernels[kernel_bytes] -= 1
             if not self._kernels[kernel_bytes]:
                 del self._kernels[kernel_bytes]
-            self.staged -= nbytes
-            assert self.staged >= 0, "staging area released more than it held"
-            self._cv.notify_all()
+            self.release_staged(nbytes)  # (the condition's lock is re-entrant)
 
 
 class PinnedPool:
