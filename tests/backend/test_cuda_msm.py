@@ -286,6 +286,9 @@ def test_two_lanes_run_side_by_side(rng, seed, tmp_path, monkeypatch):
         assert gpu._pass_size(res) == 900  # this (test) thread: the first lane's
         sizes = [f.result() for f in (ex.submit(gpu._pass_size, res) for ex in gpu._executors)]
         assert sizes == [900, 400]
+        # The split MSMs' lane goes first (the device clamps the priorities to its range).
+        first, dense = (lane.stream.priority for lane in gpu._lanes)
+        assert first < dense == 0
         jobs = []
         for _ in range(3):
             mixed = make_scalars(n, rng)

@@ -75,6 +75,8 @@ def test_capped_path_agrees_with_cpu_and_proves(keys, capped_backend, cpu_backen
     buffer, and a whole proof verifies — with the matrices on the device, and streamed from
     host memory in blocks of a few KB."""
     shape, params = keys
+    # Under a cap the compute stream goes before the dense MSM's lane (the default, 0).
+    assert capped_backend.gpu.stream.priority < capped_backend.msms._lanes[-1].stream.priority
     if streamed:
         capped_backend.stream_shape(shape, 1 << 13)
     try:

@@ -26,7 +26,7 @@ from cuzk.backend.base import (
     check_quotient_inputs,
 )
 from cuzk.backend.cuda.abc import GpuAbc, RowProduct
-from cuzk.backend.cuda.device import Gpu, MemoryWatch
+from cuzk.backend.cuda.device import HIGH_PRIORITY, Gpu, MemoryWatch
 from cuzk.backend.cuda.msm import GpuMsm
 from cuzk.backend.cuda.ntt import GpuNtt
 from cuzk.backend.cuda.witness import GpuWitness
@@ -60,7 +60,9 @@ class CudaBackend:
         """``memory_limit``: keep this backend's use of the device under that many bytes
         (:meth:`Gpu.cap_memory`), so one large GPU can stand in for a smaller card."""
         self.device = int(device)
-        self.gpu = Gpu(self.device)
+        # Under a cap the compute stream (witness, a/b/c, the H quotient: what every MSM
+        # waits for) goes before the dense H MSM's lane (cuzk.backend.cuda.msm_bases).
+        self.gpu = Gpu(self.device, priority=None if memory_limit is None else HIGH_PRIORITY)
         self.memory_limit = memory_limit
         self._pool_limit: int | None = None
         if memory_limit is not None:

@@ -37,6 +37,11 @@ MODULE_HEADROOM = 256 << 20
 WATCH_INTERVAL_S = 0.02
 #: Bytes per page-locked staging chunk for uploads from pageable memory.
 STAGING_CHUNK = 32 << 20
+#: Stream priorities (CUDA: lower numbers first; values past the device's range are clamped
+#: to its ends). Priorities only order which waiting thread blocks the device starts next:
+#: a kernel already running is never stopped, and copies are not affected.
+HIGH_PRIORITY = -(1 << 10)
+LOW_PRIORITY = 0
 
 
 def cuda_available() -> tuple[bool, str]:
@@ -77,7 +82,15 @@ class Gpu:
     ``download``, ``context``) to host the same kernels elsewhere.
     """
 
-    def __init__(self, device: int = 0, *, defines: dict[str, object] | None = None) -> None:
+    def __init__(
+        self,
+        device: int = 0,
+        *,
+        defines: dict[str, object] | None = None,
+        priority: int | None = None,
+    ) -> None:
+        """``priority``: the compute stream's (:data:`HIGH_PRIORITY` under a memory cap, where
+        a dense MSM fills the device beside it); None: CUDA's default."""
         cp = loader.cupy()
         #: -D options for every module this object loads (benchmarks' switches, e.g.
         #: {"ACC_MIN_BLOCKS": 4}).
@@ -97,7 +110,7 @@ class Gpu:
             with cp.cuda.Device(self.device):
                 # A blocking stream: ordered with CuPy work on the legacy default stream, so a
                 # caller's own CuPy operations on returned device arrays need no explicit sync.
-                self.stream = cp.cuda.Stream(non_blocking=False)
+                self.stream = cp.cuda.Stream(non_blocking=False, priority=priority)
                 props = cp.cuda.runtime.getDeviceProperties(self.device)
         except self._errors as e:
             raise DeviceFault(f"CUDA device {self.device} is unusable: {e}") from e
@@ -113,11 +126,12 @@ class Gpu:
         with self.cp.cuda.Device(self.device), stream or self.stream:
             yield
 
-    def side_stream(self) -> Any:
+    def side_stream(self, priority: int | None = None) -> Any:
         """A second, non-blocking stream on this device for work that overlaps the compute
-        stream (the MSMs); order it with :meth:`record` and ``stream.wait_event``."""
+        stream (the MSMs); order it with :meth:`record` and ``stream.wait_event``.
+        ``priority``: see :data:`HIGH_PRIORITY` (None: CUDA's default)."""
         with self.cp.cuda.Device(self.device), self.guard("creating a stream"):
-            return self.cp.cuda.Stream(non_blocking=True)
+            return self.cp.cuda.Stream(non_blocking=True, priority=priority)
 
     def record(self, stream: Any = None) -> Any:
         """An event marking the work queued so far on ``stream`` (default: the compute

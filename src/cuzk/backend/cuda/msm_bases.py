@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from cuzk.backend.base import PointSet
-from cuzk.backend.cuda.device import Gpu
+from cuzk.backend.cuda.device import HIGH_PRIORITY, LOW_PRIORITY, Gpu
 from cuzk.backend.cuda.points import FLAG_MASK, FP_WORDS, GROUPS
 from cuzk.errors import BadInput
 
@@ -183,7 +183,15 @@ class MsmBases:
         self.gpu = gpu
         self.device = gpu.device
         self._cp = gpu.cp
-        self._lanes = tuple(MsmLane(gpu.side_stream(), gpu.side_stream()) for _ in range(lanes))
+        # With two lanes the first (split MSMs: short passes, each ending in a host wait for
+        # its count) goes before the second (the dense H MSM, whose kernels fill the device):
+        # at equal priority each of the first lane's kernels queued behind the dense one's
+        # thread blocks, and a pass's host round trips stretched (16 GiB, session 22: L's MSM
+        # 0.9 s alone, ≈ 2 s beside H's). One lane keeps CUDA's default.
+        priorities: list[int | None] = [None] if lanes == 1 else [HIGH_PRIORITY, LOW_PRIORITY]
+        self._lanes = tuple(
+            MsmLane(gpu.side_stream(priorities[i]), gpu.side_stream()) for i in range(lanes)
+        )
         self._local = threading.local()  # .lane: the lane whose worker thread this is
         self._bases: dict[str, ResidentBases] = {}
         self._lock = threading.Lock()
