@@ -257,3 +257,35 @@ def test_near_the_cap_only_the_largest_caches_go_back():
     again = alloc(1 * GiB)  # served from the 1 GiB cache that stayed
     assert dev.held() == 6 * GiB and dev.peak <= 6 * GiB
     del kept, got, again
+
+
+def test_a_give_back_waits_for_the_device_without_holding_up_other_requests():
+    """A request that must give cached blocks back first waits for the device (``drain``)
+    outside the capped turn: another thread's request is served meanwhile. Requests served
+    from cache or new room never wait for the device."""
+    dev = Device(64 * GiB)
+    served_meanwhile: list[bool] = []
+    drains = 0
+
+    def drain() -> None:
+        nonlocal drains
+        drains += 1
+        other = threading.Thread(target=lambda: served_meanwhile.append(bool(alloc(GiB // 2))))
+        other.start()
+        other.join(timeout=10)
+        served_meanwhile.append(not other.is_alive())
+
+    alloc = CappedAllocator(
+        FakePool(dev), lambda: FakePool(dev), DeviceFull, lambda: 0, None, drain
+    )
+    alloc.limit(0, 7 * GiB)
+    kept = alloc(2 * GiB)
+    cached = alloc(3 * GiB)
+    del cached
+    small = alloc(1 * GiB)  # new room under the cap: no wait for the device
+    assert drains == 0
+    got = alloc(5 * GiB // 2)  # 6 held: the 3 GiB cache must go back first
+    assert drains == 1 and served_meanwhile == [True, True]  # 0.5 GiB served in the wait
+    assert alloc.give_backs == 1 and dev.peak <= 7 * GiB
+    assert alloc.used() == 2 * GiB + 1 * GiB + 5 * GiB // 2  # (the other block is gone)
+    del kept, small, got
