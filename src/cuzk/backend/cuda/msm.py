@@ -36,6 +36,7 @@ back (the only host wait).
 from __future__ import annotations
 
 import contextlib
+import functools
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
@@ -137,6 +138,23 @@ def _cuts(cp: Any, idx: Any, edges: np.ndarray, stream: Any) -> np.ndarray | Non
 #: the pass's points or None for all of them in order, the indices of its scalar-one points or
 #: None), device arrays on the MSM stream.
 PassScalars = Callable[[int, int, int], tuple[Any, Any, Any]]
+
+
+@functools.cache
+def _compact_kernel(cp: Any) -> Any:
+    return cp.ElementwiseKernel(
+        "bool keep, int32 at", "raw int32 out", "if (keep) out[at - 1] = (int)i", "cuzk_compact"
+    )
+
+
+def _compact(cp: Any, keep: Any, at: Any, count: int) -> Any:
+    """``flatnonzero(keep)`` as int32, from ``at``, the running count of ``keep`` (inclusive),
+    and ``count``, its last value, already on the host: queued on the current stream with no
+    host wait of its own (CuPy's flatnonzero waits to learn its length)."""
+    out = cp.empty(count, dtype=cp.int32)
+    if count:
+        _compact_kernel(cp)(keep, at, out)
+    return out
 
 
 def _edges(n: int, step: int) -> np.ndarray:
@@ -407,12 +425,20 @@ class GpuMsm(MsmBases):
                 idx = self.gpu.upload(rows[lo:hi], stream=self._stream)
                 vals = cp.take(source, idx, axis=0)
             kinds = self._fr.classify(vals, self._stream)
-            ones = cp.flatnonzero(kinds == 1)  # (waits for the count: this pass's kernels)
-            if len(ones) < MIN_ONES_SHARE_FOR_SPLIT * max(1, hi - lo):
-                ones, rest = None, cp.flatnonzero(kinds != 0)
+            is_one, is_other = kinds == 1, kinds == 2
+            ones_at = cp.cumsum(is_one, dtype=cp.int32)
+            other_at = cp.cumsum(is_other, dtype=cp.int32)
+            # The pass's one host wait: both counts at once (two flatnonzero calls waited
+            # twice, each a round trip behind the lane's queued kernels).
+            counts = cp.asnumpy(cp.stack((ones_at[-1], other_at[-1])), stream=self._stream)
+            n_ones, n_other = int(counts[0]), int(counts[1])
+            if n_ones < MIN_ONES_SHARE_FOR_SPLIT * max(1, hi - lo):
+                ones = None
+                rest = _compact(cp, kinds != 0, ones_at + other_at, n_ones + n_other)
             else:
-                ones, rest = ones.astype(cp.uint32), cp.flatnonzero(kinds == 2)
-            return vals[rest], rest.astype(cp.uint32), ones
+                ones = _compact(cp, is_one, ones_at, n_ones).view(cp.uint32)
+                rest = _compact(cp, is_other, other_at, n_other)
+            return vals[rest], rest.view(cp.uint32), ones
 
         return plan
 
