@@ -279,6 +279,7 @@ def test_two_lanes_run_side_by_side(rng, seed, tmp_path, monkeypatch):
     n = 3000
     bases, points = make_bases("g1", n, rng, tmp_path)
     monkeypatch.setattr(cuda_msm, "DENSE_LANE_STREAM_BYTES", 400 * GROUPS["g1"][0])
+    monkeypatch.setattr(cuda_msm, "WORKSPACE_MIN_BYTES", 0)  # device scalars: a workspace
     with cuda_msm.GpuMsm(Gpu(0), lanes=2) as gpu:
         gpu.preload(bases, stream_bytes=900 * GROUPS["g1"][0])
         assert gpu.streamed(bases)
@@ -297,9 +298,13 @@ def test_two_lanes_run_side_by_side(rng, seed, tmp_path, monkeypatch):
             jobs.append((mixed, gpu.split_msm_planned(bases, cupy.asarray(mixed))))
             jobs.append((dense, gpu.msm(bases, dense)))
             jobs.append((mixed, gpu.split_msm(bases, mixed)))
+            # Device scalars on the second lane: its requests carved from a workspace of
+            # their size class (here too small for all of them: the rest fall back).
+            jobs.append((dense, gpu.msm(bases, cupy.asarray(dense))))
         for scalars, future in jobs:
             want = reference("g1", points, scalars)
             assert encoded("g1", future.result()) == want, f"seed {seed}"
+        assert gpu.workspaces == 3 and gpu.workspace_overflow > 0
     with pytest.raises(BadInput):
         cuda_msm.GpuMsm(Gpu(0), lanes=3)
 

@@ -127,12 +127,19 @@ def keys20(tmp_path_factory, cuda_backend):
     return shape, generate_parameters(shape, out, "syn20", seed=11, backend=cuda_backend)
 
 
-def test_streamed_keys_give_the_resident_sums(keys20, cuda_backend, capped_backend, seed):
+def test_streamed_keys_give_the_resident_sums(
+    keys20, cuda_backend, capped_backend, seed, monkeypatch
+):
     """Synthetic 2^20 with every key vector streamed from host memory through 16 MiB buffers
     (several passes an MSM, buckets carried across them) gives the resident path's five MSM
     sums for the same witness — so, for the same r and s, the same proof — and its own proof
-    verifies."""
+    verifies. The H MSM's lane carves its requests from a workspace (its 32 MiB of scalars'
+    class: the two pass buffers; the scratch falls back)."""
+    from cuzk.backend.cuda import msm as cuda_msm
     from cuzk.groth16.prover import finalize, start, wait_kernels
+
+    monkeypatch.setattr(cuda_msm, "WORKSPACE_MIN_BYTES", 0)
+    before = capped_backend.msms.workspaces
 
     shape, params = keys20
     vectors = (params.h, params.l, params.a, params.b_g1, params.b_g2)
@@ -146,6 +153,7 @@ def test_streamed_keys_give_the_resident_sums(keys20, cuda_backend, capped_backe
         assert streamed == resident, f"seed {seed}"
         proof = finalize(start(assignment, shape, params, capped_backend))
         assert verify(params.vk, assignment.public_inputs, proof), f"seed {seed}"
+        assert capped_backend.msms.workspaces == before + 2
     finally:
         for v in vectors:
             capped_backend.evict(v)

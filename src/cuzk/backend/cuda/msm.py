@@ -47,6 +47,7 @@ import numpy as np
 from cuzk.backend.base import MIN_ONES_SHARE_FOR_SPLIT, MsmPlan, PointSet, check_fr_vec
 from cuzk.backend.cuda import msm_ba
 from cuzk.backend.cuda.device import Gpu, Relay
+from cuzk.backend.cuda.memory import LARGE_BYTES, size_class
 from cuzk.backend.cuda.msm_bases import (
     BLOCK,
     MAX_PRECOMPUTED_WINDOW,
@@ -60,6 +61,7 @@ from cuzk.backend.cuda.msm_bases import (
 )
 from cuzk.backend.cuda.ntt import GpuFr
 from cuzk.backend.cuda.points import FLAG_INFINITY, FP_WORDS, GROUPS, xyzz_to_zcash
+from cuzk.backend.cuda.workspace import Workspace
 from cuzk.errors import BadInput
 
 BA_KERNEL_FILE = "msm_ba.cu"
@@ -68,6 +70,9 @@ BA_KERNEL_FILE = "msm_ba.cu"
 #: left of the kernels' working set once a, b and c are gone (≈ 4.4 GiB at 2^27; two such
 #: buffers, a pass's sorted entries and partial sums and the carried buckets take ≈ 2.8).
 DENSE_LANE_STREAM_BYTES = 9 << 26
+#: The second lane's MSMs over device scalars of at least this size run in a workspace taken
+#: on the compute stream (:meth:`GpuMsm._workspace`): the H quotient's (4 GiB at 2^27).
+WORKSPACE_MIN_BYTES = LARGE_BYTES
 #: The accumulation aims at about this many chunks (threads) per MSM.
 TARGET_CHUNKS = 1 << 19
 MIN_CHUNK = 16
@@ -213,6 +218,9 @@ class GpuMsm(MsmBases):
             )
             for i, lane in enumerate(self._lanes)
         ]
+        #: MSMs run in a workspace (:meth:`_workspace`), and their requests that did not fit.
+        self.workspaces = 0
+        self.workspace_overflow = 0
         #: Threads the bucket reduction aims at per level (:func:`reduction_levels`); 0 keeps
         #: GROUP_SIZE buckets per thread (the benchmark compares the two).
         self.reduce_threads = REDUCE_THREADS
@@ -342,7 +350,7 @@ class GpuMsm(MsmBases):
         after: Any = None,
     ) -> Any:
         cp = self._cp
-        with self._running(bases, after) as res:
+        with self._running(bases, after) as res, self._workspace(scalars):
             parts: list[Any] = []
             exponents: list[int] = []
             # Host scalars: one upload of all rows (one DMA when the caller's buffer is
@@ -368,6 +376,51 @@ class GpuMsm(MsmBases):
                     exponents.append(0)
             host = self._download(parts)  # inside the guard: queued kernels' errors show here
         return self._finish(res.group, host, exponents)
+
+    @contextlib.contextmanager
+    def _workspace(self, scalars: Any) -> Iterator[None]:
+        """In the second lane (under a cap), with device scalars of at least
+        :data:`WORKSPACE_MIN_BYTES`: the MSM's own requests carved from one block of the
+        scalars' size class, taken and given back on the compute stream
+        (:mod:`cuzk.backend.cuda.workspace`: why). Elsewhere nothing changes."""
+        cp = self._cp
+        dense_lane = len(self._lanes) > 1 and self._lane is self._lanes[-1]
+        if not dense_lane or isinstance(scalars, np.ndarray):
+            yield
+            return
+        nbytes = int(scalars.nbytes)
+        if nbytes < WORKSPACE_MIN_BYTES:
+            yield
+            return
+        size = size_class(nbytes)
+        fallback = cp.cuda.get_allocator()  # the process's (the capped allocator)
+        try:
+            with self.gpu.context():  # the compute stream: its cache gives the block and takes it
+                block = fallback(size)
+                taken = self.gpu.record()
+        except cp.cuda.memory.OutOfMemoryError:  # no room for a whole block: pieces, as before
+            block = None
+        if block is None:
+            yield
+            return
+        self._stream.wait_event(taken)  # nothing queued there still reads the block
+        device = self.device
+
+        def wrap(ptr: int, n: int, owner: object) -> Any:
+            return cp.cuda.MemoryPointer(cp.cuda.UnownedMemory(ptr, n, owner, device), 0)
+
+        workspace = Workspace(block, size, fallback, wrap)
+        self.workspaces += 1
+        try:
+            with cp.cuda.using_allocator(workspace.malloc):
+                yield
+        finally:
+            # The block goes back to the compute stream's cache once its pieces are dropped:
+            # every reader (this lane's kernels, its copy stream's uploads) must be done.
+            with contextlib.suppress(Exception):  # an error of queued work shows elsewhere
+                self._stream.synchronize()
+                self._copy_stream.synchronize()
+            self.workspace_overflow += workspace.overflow
 
     def _download(self, parts: list[Any]) -> np.ndarray | None:
         """The terms the passes queued, on the host (waits for the MSM stream)."""
