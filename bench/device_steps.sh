@@ -12,6 +12,8 @@
 #   ctests the GPU tests of the capped path (MSMs, whole proofs, a/b/c, the engine under a cap)
 #   cap    porep-32g under $CAPS (default "16GiB 24GiB"), 2 proofs each after the warm-ups, with
 #          the device-request trace (TRACER=stream_trace.py for the device timeline instead)
+#   abcap  porep-32g at 16 GiB once per source tree of $AB (commits made here with
+#          bench/ab_trees.sh ab <commits>, carried as `ab`), 2 proofs each, logs in $OUT/<commit>
 #   msmred G1 2^16–2^24 and G2 2^14–2^24, the bucket reduction's plan vs the fixed 32-bucket one
 #   copies precomputed bases (GpuMsm.precompute): their GPU tests, then plain vs K copies on
 #          distinct bases, G1 2^20/24/26 and G2 2^20/22 (results cross-checked, making time),
@@ -73,6 +75,9 @@ for s in "$@"; do
       tests/backend/test_cuda_abc.py tests/engine/test_cuda_capped_engine.py" ;;
     cap) TAIL=40 step cap "OUT=$OUT CAPS='${CAPS:-16GiB 24GiB}' PROOFS=2 PER_CAP_S=240 \
       TRACER=${TRACER:-memory_trace.py} bash bench/capped_sweep.sh" ;;
+    abcap) for c in ${AB:?set AB}; do step "ab_$c" "mkdir -p $OUT/$c && \
+      PYTHONPATH=/tmp/site:$PWD/ab/$c/src OUT=$OUT/$c CAPS=16GiB PROOFS=2 PER_CAP_S=240 \
+      bash bench/capped_sweep.sh"; done ;;
     msmred) step msmred "python3 bench/gpu_msm.py --g1 16:24 --g2 14:24 --no-fp --no-save \
       --runs 5 --reduce-threads 0 --profile 14,16,20" ;;
     copies) step copies "python3 -m pytest -q -m gpu -p no:cacheprovider tests/backend/test_cuda_msm.py \
