@@ -12,6 +12,8 @@
 #   ctests the GPU tests of the capped path (MSMs, whole proofs, a/b/c, the engine under a cap)
 #   cap    porep-32g under $CAPS (default "16GiB 24GiB"), 2 proofs each after the warm-ups, with
 #          the device-request trace (TRACER=stream_trace.py for the device timeline instead)
+#   prep   porep-32g's keys and inputs alone (capped_sweep.sh's first half), so that later calls
+#          on the same warm machine spend their time on the benches
 #   abcap  porep-32g at 16 GiB once per source tree of $AB (commits made here with
 #          bench/ab_trees.sh ab <commits>, carried as `ab`), 2 proofs each, logs in $OUT/<commit>
 #   msmred G1 2^16–2^24 and G2 2^14–2^24, the bucket reduction's plan vs the fixed 32-bucket one
@@ -75,6 +77,7 @@ for s in "$@"; do
       tests/backend/test_cuda_abc.py tests/engine/test_cuda_capped_engine.py" ;;
     cap) TAIL=40 step cap "OUT=$OUT CAPS='${CAPS:-16GiB 24GiB}' PROOFS=2 PER_CAP_S=240 \
       TRACER=${TRACER:-memory_trace.py} bash bench/capped_sweep.sh" ;;
+    prep) step prep "OUT=$OUT/prep CAPS=' ' bash bench/capped_sweep.sh" ;;
     abcap) for c in ${AB:?set AB}; do step "ab_$c" "mkdir -p $OUT/$c && \
       PYTHONPATH=/tmp/site:$PWD/ab/$c/src OUT=$OUT/$c CAPS=16GiB PROOFS=2 PER_CAP_S=240 \
       bash bench/capped_sweep.sh"; done ;;
