@@ -11,7 +11,8 @@
 #   mtests the MSM GPU tests alone
 #   ctests the GPU tests of the capped path (MSMs, whole proofs, a/b/c, the engine under a cap)
 #   cap    porep-32g under $CAPS (default "16GiB 24GiB"), 2 proofs each after the warm-ups, with
-#          the device-request trace (TRACER=stream_trace.py for the device timeline instead)
+#          the device-request trace (TRACER=stream_trace.py for the device timeline instead;
+#          COLD=1 reads the key from the disk, not the page cache)
 #   prep   porep-32g's keys and inputs alone (capped_sweep.sh's first half), so that later calls
 #          on the same warm machine spend their time on the benches
 #   abcap  porep-32g at 16 GiB once per source tree of $AB (commits made here with
@@ -75,7 +76,7 @@ for s in "$@"; do
     ctests) TAIL=6 step ctests "python3 -m pytest -q -m gpu -p no:cacheprovider \
       tests/backend/test_cuda_msm.py tests/backend/test_cuda_prove.py \
       tests/backend/test_cuda_abc.py tests/engine/test_cuda_capped_engine.py" ;;
-    cap) TAIL=40 step cap "OUT=$OUT CAPS='${CAPS:-16GiB 24GiB}' PROOFS=2 PER_CAP_S=240 \
+    cap) TAIL=40 step cap "OUT=$OUT CAPS='${CAPS:-16GiB 24GiB}' PROOFS=2 PER_CAP_S=240 COLD=${COLD:-0} \
       TRACER=${TRACER:-memory_trace.py} bash bench/capped_sweep.sh" ;;
     prep) step prep "OUT=$OUT/prep CAPS=' ' bash bench/capped_sweep.sh" ;;
     abcap) for c in ${AB:?set AB}; do step "ab_$c" "mkdir -p $OUT/$c && \
