@@ -254,6 +254,7 @@ def test_near_the_cap_only_the_largest_caches_go_back():
     got = alloc(3 * GiB)  # 5.25 held: the 2.25 GiB cache is enough to give back
     assert dev.held() == 2 * GiB + 1 * GiB + 3 * GiB and dev.released == 1
     assert alloc.give_backs == 1  # counted (and traced) as the device-wide wait it is
+    assert alloc.give_backs_by_device == {0: 1}  # and for the device it happened on
     again = alloc(1 * GiB)  # served from the 1 GiB cache that stayed
     assert dev.held() == 6 * GiB and dev.peak <= 6 * GiB
     del kept, got, again

@@ -124,6 +124,7 @@ def test_status_json_of_a_real_engine(finished_engine):
     (dev,) = body["devices"]
     assert dev["kernel_seconds"] > 0 and 0 < dev["busy_ratio"] <= 1
     assert dev["busy_ratio"] == pytest.approx(dev["kernel_seconds"] / body["uptime_seconds"])
+    assert dev["memory_give_backs"] == 0  # a CPU device has no pools to give back
     (srs,) = body["srs"]
     assert (srs["circuit_id"], srs["state"], srs["users"]) == (CIRCUIT, "resident", 0)
     # the one resident circuit holds all residency memory: its parameters and its shape

@@ -57,7 +57,10 @@ def fake_status(rng) -> EngineStatus:
             WorkerStatus("d0", "device", 0, None),
             WorkerStatus("d1", "device", 1, "job-1/p1"),
         ),
-        devices=tuple(DeviceStatus(i, "cpu", float(rng.uniform(0, uptime))) for i in range(2)),
+        devices=tuple(
+            DeviceStatus(i, "cpu", float(rng.uniform(0, uptime)), memory_give_backs=r(500))
+            for i in range(2)
+        ),
     )
 
 
@@ -142,6 +145,9 @@ def test_gauges_reflect_the_status_at_scrape_time(rng):
             assert v(
                 "cuzk_device_kernel_seconds_total", device=str(d.index), backend="cpu"
             ) == pytest.approx(d.kernel_seconds)
+            assert v("cuzk_device_memory_give_backs_total", device=str(d.index)) == (
+                d.memory_give_backs
+            )
         resident = [s for s in st.srs if s.state == "resident"]
         assert v("cuzk_srs_entries", state="resident") == len(resident) == 2
         assert v("cuzk_srs_bytes", state="resident") == sum(s.bytes for s in resident)

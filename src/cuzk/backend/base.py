@@ -94,7 +94,9 @@ class MemoryInfo:
     """A device's memory at the moment it was asked (bytes). ``limit``: the cap the backend
     keeps its own use under (None: the whole device); ``peak``: the most in use on the device
     since the backend started (or since :meth:`Backend.reset_peak`), measured; None where the
-    backend cannot measure it."""
+    backend cannot measure it. ``give_backs``: how often, since the process started, cached
+    blocks went back to the device to keep a request under the cap (each a device-wide wait:
+    many a partition is a sign the cap is tight for the work); None where not counted."""
 
     free: int
     total: int
@@ -103,6 +105,7 @@ class MemoryInfo:
     #: What the device needs outside anything the engine plans (a CUDA context, its modules
     #: and pool rounding, with room to spare); 0 for a virtual device made of accounting.
     margin: int = 2 << 30
+    give_backs: int | None = None
 
     @property
     def usable(self) -> int:

@@ -27,7 +27,7 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cuzk.cli.bench_jobs import Outcome, curio_request
 from cuzk.cli.bench_urgent import (
@@ -42,12 +42,19 @@ from cuzk.cli.gil_meter import GilMeter, GilReading
 from cuzk.cli.timeline_chart import draw_timeline, require_matplotlib
 from cuzk.errors import BadInput, CuzkError
 
+if TYPE_CHECKING:
+    from cuzk.engine import EngineStatus
+
 
 def _peak_rss() -> int:
     """This process's peak resident set in bytes (page-locked keys included)."""
     import resource
 
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+def _give_backs_of(status: EngineStatus, device: int) -> int:
+    return next((d.memory_give_backs for d in status.devices if d.index == device), 0)
 
 
 def _cap_and_peak(m: dict[str, int]) -> str:
@@ -252,7 +259,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
             probe = UrgentProbe(engine, urgent, args.urgent_every)
             probe.warm_up()
         load_s = time.perf_counter() - t0
-        window_start = engine.status().uptime
+        before = engine.status()
+        window_start = before.uptime
         cpu_start = cpu_times()
         with GilMeter() as gil:
             outcomes, wall = _run_jobs(engine, args, probe)
@@ -286,6 +294,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
             "usable_bytes": d.memory_total,
             "limit_bytes": d.memory_limit,
             "peak_bytes": d.memory_peak,
+            # during the measured proofs (loading and warm-ups left out)
+            "give_backs": d.memory_give_backs - _give_backs_of(before, d.index),
             "staging_bytes": d.staging_total,
             "keys_bytes": d.key_bytes,
         }
@@ -478,6 +488,11 @@ def _print_report(args: argparse.Namespace, report: dict) -> None:
         *(
             (f"device {m['device']} memory: cap / peak measured", _cap_and_peak(m))
             for m in report.get("device_memory") or ()
+        ),
+        *(
+            (f"device {m['device']}: pool give-backs (device-wide waits)", str(m["give_backs"]))
+            for m in report.get("device_memory") or ()
+            if m.get("limit_bytes")
         ),
         (
             "host peak RSS (engine process)",

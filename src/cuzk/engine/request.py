@@ -272,6 +272,7 @@ class DeviceStatus:
     memory_limit: int = 0  # the cap its use is kept under (0: none; memory_total is the cap)
     memory_peak: int = 0  # the most in use on the device since start, measured (0: unknown)
     staging_total: int = 0  # its staging area (grown to one partition of a key placed there)
+    memory_give_backs: int = 0  # cached blocks given back to stay under the cap (device waits)
 
     @property
     def memory_free(self) -> int:

@@ -87,29 +87,34 @@ def worker_statuses(workers: Iterable[Worker]) -> tuple[WorkerStatus, ...]:
 def device_statuses(
     devices: Iterable[Device], budgets: Sequence[MemoryBudget] | None
 ) -> tuple[DeviceStatus, ...]:
-    return tuple(
-        DeviceStatus(
-            d.index,
-            d.backend.name,
-            d.kernel_seconds,
-            d.staging.held if d.staging is not None else 0,
-            d.pinned.lent,
-            d.pinned.idle_bytes,
-            d.memory_total or 0,
-            budgets[d.index].reserved if budgets else 0,
-            *_measured(d),
-            d.staging.total if d.staging is not None else 0,
-        )
-        for d in devices
+    return tuple(_device_status(d, budgets) for d in devices)
+
+
+def _device_status(d: Device, budgets: Sequence[MemoryBudget] | None) -> DeviceStatus:
+    limit, peak, give_backs = _measured(d)
+    return DeviceStatus(
+        d.index,
+        d.backend.name,
+        d.kernel_seconds,
+        staged_bytes=d.staging.held if d.staging is not None else 0,
+        pinned_lent=d.pinned.lent,
+        pinned_idle_bytes=d.pinned.idle_bytes,
+        memory_total=d.memory_total or 0,
+        key_bytes=budgets[d.index].reserved if budgets else 0,
+        memory_limit=limit,
+        memory_peak=peak,
+        staging_total=d.staging.total if d.staging is not None else 0,
+        memory_give_backs=give_backs,
     )
 
 
-def _measured(device: Device) -> tuple[int, int]:
-    """(its memory cap, its measured peak use), 0 for what the backend does not know."""
+def _measured(device: Device) -> tuple[int, int, int]:
+    """(its memory cap, its measured peak use, its give-backs), 0 for what the backend does
+    not know."""
     try:
         info = device.backend.memory()
     except Exception:  # a failing device still has a status
-        return 0, 0
+        return 0, 0, 0
     if info is None:
-        return 0, 0
-    return info.limit or 0, info.peak or 0
+        return 0, 0, 0
+    return info.limit or 0, info.peak or 0, info.give_backs or 0

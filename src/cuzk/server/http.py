@@ -144,6 +144,7 @@ def status_json(status: EngineStatus) -> dict[str, Any]:
                 "memory_free_bytes": d.memory_free,
                 "memory_limit_bytes": d.memory_limit,
                 "memory_peak_bytes": d.memory_peak,
+                "memory_give_backs": d.memory_give_backs,
                 "staging_total_bytes": d.staging_total,
             }
             for d in status.devices

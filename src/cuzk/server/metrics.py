@@ -269,6 +269,15 @@ def _status_metrics(st: EngineStatus) -> Iterator[Metric]:
         ["device"],
         [([str(d.index)], d.memory_peak) for d in st.devices],
     )
+    give_backs = CounterMetricFamily(
+        "cuzk_device_memory_give_backs",
+        "Cached blocks given back to a device to keep a request under its cap, each a "
+        "device-wide wait (since the daemon started)",
+        labels=["device"],
+    )
+    for d in st.devices:
+        give_backs.add_metric([str(d.index)], d.memory_give_backs)
+    yield give_backs
     yield _gauge(
         "cuzk_srs_streamed_vectors",
         "Vectors of a key streamed from host memory to a device per proof (0: all resident)",

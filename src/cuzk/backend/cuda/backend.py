@@ -103,7 +103,9 @@ class CudaBackend:
         if self.memory_limit is None or self._pool_limit is None:
             return MemoryInfo(free, total, None, self.watch.peak)
         margin = self.memory_limit - self._pool_limit + CAPPED_POOL_SLACK
-        return MemoryInfo(free, total, self.memory_limit, self.watch.peak, margin)
+        return MemoryInfo(
+            free, total, self.memory_limit, self.watch.peak, margin, self.gpu.give_backs()
+        )
 
     def reset_peak(self) -> None:
         self.watch.reset()

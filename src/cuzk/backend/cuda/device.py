@@ -165,6 +165,11 @@ class Gpu:
         capped_allocator(self.cp).limit(self.device, pool_limit)
         return pool_limit
 
+    def give_backs(self) -> int:
+        """How often cached blocks went back to this device to keep a capped request under
+        its cap (each a device-wide wait), since the process started."""
+        return capped_allocator(self.cp).give_backs_by_device.get(self.device, 0)
+
     def uncap_memory(self) -> None:
         """Lift :meth:`cap_memory`'s limit (the backend closes; the device may be opened
         again without one)."""

@@ -92,8 +92,9 @@ class CappedAllocator:
         self._drain = drain
         self._local = threading.local()  # .depth: this thread's nesting of capped requests
         #: Pools that gave cached blocks back to the device (each a cudaFree: the device
-        #: drains first), every device together since start.
+        #: drains first), every device together since start, and per device.
         self.give_backs = 0
+        self.give_backs_by_device: dict[int, int] = {}
 
     def limit(self, device: int, nbytes: int | None) -> None:
         """Keep ``device``'s pools under ``nbytes`` together (None: no limit; then, with
@@ -204,7 +205,10 @@ class CappedAllocator:
     def _give_back(self, pool: Any, size: int) -> None:
         cached = pool.total_bytes() - pool.used_bytes()
         pool.free_all_blocks()
-        self.give_backs += 1
+        device = self._device()
+        with self._lock:
+            self.give_backs += 1
+            self.give_backs_by_device[device] = self.give_backs_by_device.get(device, 0) + 1
         if memory_log.isEnabledFor(logging.DEBUG):
             memory_log.debug("gave back %s for %s: %s", _gib(cached), _gib(size), self._state())
 

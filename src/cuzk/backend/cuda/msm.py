@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import logging
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
@@ -47,7 +48,7 @@ import numpy as np
 from cuzk.backend.base import MIN_ONES_SHARE_FOR_SPLIT, MsmPlan, PointSet, check_fr_vec
 from cuzk.backend.cuda import msm_ba
 from cuzk.backend.cuda.device import Gpu, Relay
-from cuzk.backend.cuda.memory import LARGE_BYTES, size_class
+from cuzk.backend.cuda.memory import LARGE_BYTES, memory_log, size_class
 from cuzk.backend.cuda.msm_bases import (
     BLOCK,
     MAX_PRECOMPUTED_WINDOW,
@@ -421,6 +422,10 @@ class GpuMsm(MsmBases):
                 self._stream.synchronize()
                 self._copy_stream.synchronize()
             self.workspace_overflow += workspace.overflow
+            if memory_log.isEnabledFor(logging.DEBUG):
+                memory_log.debug(
+                    "H workspace of %.2f GiB: %d requests past it", size / 2**30, workspace.overflow
+                )
 
     def _download(self, parts: list[Any]) -> np.ndarray | None:
         """The terms the passes queued, on the host (waits for the MSM stream)."""
