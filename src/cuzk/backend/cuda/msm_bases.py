@@ -21,9 +21,11 @@ in place through the device). Every MSM over it then runs in passes of S bytes o
 
 from __future__ import annotations
 
+import logging
 import math
 import os
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -34,6 +36,8 @@ from cuzk.backend.base import PointSet
 from cuzk.backend.cuda.device import HIGH_PRIORITY, LOW_PRIORITY, Gpu
 from cuzk.backend.cuda.points import FLAG_MASK, FP_WORDS, GROUPS
 from cuzk.errors import BadInput
+
+log = logging.getLogger(__name__)
 
 KERNEL_FILE = "msm.cu"
 FIXED_BASE_FILE = "fixed_base.cu"  # its affine conversion makes the precomputed copies
@@ -256,8 +260,11 @@ class MsmBases:
         cp = self._cp
         nfp = GROUPS[bases.group][0]
         n, words = bases.count, point_words(bases.group)[0]
+        t0 = time.perf_counter()
         host = self.gpu.pinned_empty((n, words), np.uint32, pooled=False)
+        t1 = time.perf_counter()
         _read_into(bases.path, bases.offset, host)
+        t2 = time.perf_counter()
         raw_rows = host.view(np.uint8).reshape(n, words * 4)
         with self.gpu.context(self._stream), self.gpu.guard(f"loading {n} {bases.group} points"):
             bad = cp.full(1, NO_BAD_POINT, dtype=cp.uint64)
@@ -274,6 +281,16 @@ class MsmBases:
                 conv[:cnt].get(stream=self._stream, out=host[start:stop])
             first_bad = int(bad.get(stream=self._stream)[0])  # waits for the whole vector
         _check_flags(bases, first_bad)
+        t3 = time.perf_counter()
+        gb = host.nbytes / 1e9
+        # Where a key's load time goes (page-locking, the file, the device's conversion): a
+        # cold load is the file's; the others do not depend on the page cache.
+        log.info(
+            "%s at byte %d: %d %s points, %.1f GB page-locked in %.1f s, read in %.1f s "
+            "(%.1f GB/s), converted on the device in %.1f s", os.path.basename(bases.path),
+            bases.offset, n, bases.group, gb, t1 - t0,
+            t2 - t1, gb / max(t2 - t1, 1e-9), t3 - t2,
+        )  # fmt: skip
         with self._lock:
             self._bases[bases.key] = ResidentBases(bases.group, n, host, stream_bytes=stream_bytes)
 
