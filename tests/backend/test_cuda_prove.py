@@ -149,8 +149,11 @@ def test_streamed_keys_give_the_resident_sums(
         assert all(capped_backend.msms.streamed(v) for v in vectors)
         assignment = synthesize(SyntheticCircuit(N20, seed=seed))
         resident = wait_kernels(start(assignment, shape, params, cuda_backend))
+        uploaded = capped_backend.memory().uploaded
         streamed = wait_kernels(start(assignment, shape, params, capped_backend))
         assert streamed == resident, f"seed {seed}"
+        # Every streamed point (an affine point: 96 bytes at least) crossed the bus once.
+        assert capped_backend.memory().uploaded - uploaded >= 96 * sum(v.count for v in vectors)
         proof = finalize(start(assignment, shape, params, capped_backend))
         assert verify(params.vk, assignment.public_inputs, proof), f"seed {seed}"
         assert capped_backend.msms.workspaces == before + 2

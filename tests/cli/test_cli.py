@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+from types import SimpleNamespace
+from typing import Any
 
 import pytest
 
@@ -306,6 +308,26 @@ def test_gen_vanilla_porep_and_snap_open_as_requests(kind, circuit, inputs, tmp_
     statement = open_statement(circuit, payload=out.read_bytes())
     assert statement.partitions == 1 and len(statement.expected(0)) == inputs
     assert main(["gen-vanilla", kind, "--partition", "1", "--out", str(out)]) == 2
+
+
+def test_bench_counts_a_devices_bus_and_give_backs_over_the_measured_proofs(rng):
+    from cuzk.cli.bench import _bus, _since
+    from cuzk.engine.request import DeviceStatus
+
+    def status(give_backs: int, uploaded: int, kernel_s: float) -> Any:
+        dev = DeviceStatus(0, "cuda", kernel_s, memory_give_backs=give_backs,
+                           uploaded_bytes=uploaded)  # fmt: skip
+        return SimpleNamespace(devices=(dev,))
+
+    g, u, k = int(rng.integers(0, 100)), int(rng.integers(0, 1 << 40)), float(rng.uniform(1, 9))
+    dg, du, dk = int(rng.integers(1, 100)), int(rng.integers(1e9, 1e12)), float(rng.uniform(1, 60))
+    after = status(g + dg, u + du, k + dk).devices[0]
+    m = _since(status(g, u, k), after)
+    assert m["give_backs"] == dg and m["uploaded_bytes"] == du
+    assert m["kernel_seconds"] == pytest.approx(dk)
+    parts = int(rng.integers(1, 40))
+    assert _bus(m, parts) == f"{du / parts / 1e9:.1f} GB / {du / dk / 1e9:.1f} GB/s"
+    assert _bus({"uploaded_bytes": du, "kernel_seconds": 0.0}, parts).endswith("/ 0.0 GB/s")
 
 
 def test_bench_marks_a_peak_over_the_cap():

@@ -42,6 +42,7 @@ class _ReportsMemory:
         self.streamed: dict[str, int] = {}  # vector key → stream buffer bytes it was loaded with
         self.streamed_shapes: list = []  # (shape, block bytes) it was told to stream
         self.give_backs = 0  # what it reports as cached blocks given back under a cap
+        self.uploaded = 0  # and as bytes copied to the device
 
     def stream_shape(self, shape, block_bytes: int) -> None:
         self.streamed_shapes.append((shape, block_bytes))
@@ -59,7 +60,9 @@ class _ReportsMemory:
         self._backend.preload(bases, stream_bytes)
 
     def memory(self) -> MemoryInfo:
-        return MemoryInfo(self._total, self._total, give_backs=self.give_backs)
+        return MemoryInfo(
+            self._total, self._total, give_backs=self.give_backs, uploaded=self.uploaded
+        )
 
     def precompute(self, bases, copies: int) -> int:
         if self._refuse and copies > 1:
@@ -246,10 +249,10 @@ def test_the_daemon_reports_each_devices_memory(make_engine, param_dir, tmp_path
     assert_verifies(engine.prove(ProofRequest.of(SMALL, seed=seed + 1), timeout=60), 1)
     tiers = {s.circuit_id: s.tier for s in service.status().loaded_srs}
     assert tiers == {SMALL: pb.SRSStatus.HOT, LARGER: pb.SRSStatus.WARM}
-    # The give-backs a capped backend counts reach the status (and /status's JSON).
-    engine.backends[0].give_backs = 3 + seed % 97
-    assert engine.status().devices[0].memory_give_backs == 3 + seed % 97
-    assert status_json(engine.status())["devices"][0]["memory_give_backs"] == 3 + seed % 97
+    # The give-backs and uploads a capped backend counts reach the status and /status's JSON.
+    engine.backends[0].give_backs, engine.backends[0].uploaded = 3 + seed % 97, seed << 20
+    (dev,) = status_json(engine.status())["devices"]
+    assert (dev["memory_give_backs"], dev["uploaded_bytes"]) == (3 + seed % 97, seed << 20)
 
 
 def test_both_keys_stay_resident_when_they_fit(make_engine, param_dir, seed):

@@ -58,7 +58,13 @@ def fake_status(rng) -> EngineStatus:
             WorkerStatus("d1", "device", 1, "job-1/p1"),
         ),
         devices=tuple(
-            DeviceStatus(i, "cpu", float(rng.uniform(0, uptime)), memory_give_backs=r(500))
+            DeviceStatus(
+                i,
+                "cpu",
+                float(rng.uniform(0, uptime)),
+                memory_give_backs=r(500),
+                uploaded_bytes=r(1 << 40),
+            )
             for i in range(2)
         ),
     )
@@ -148,6 +154,7 @@ def test_gauges_reflect_the_status_at_scrape_time(rng):
             assert v("cuzk_device_memory_give_backs_total", device=str(d.index)) == (
                 d.memory_give_backs
             )
+            assert v("cuzk_device_uploaded_bytes_total", device=str(d.index)) == d.uploaded_bytes
         resident = [s for s in st.srs if s.state == "resident"]
         assert v("cuzk_srs_entries", state="resident") == len(resident) == 2
         assert v("cuzk_srs_bytes", state="resident") == sum(s.bytes for s in resident)

@@ -96,7 +96,8 @@ class MemoryInfo:
     since the backend started (or since :meth:`Backend.reset_peak`), measured; None where the
     backend cannot measure it. ``give_backs``: how often, since the process started, cached
     blocks went back to the device to keep a request under the cap (each a device-wide wait:
-    many a partition is a sign the cap is tight for the work); None where not counted."""
+    many a partition is a sign the cap is tight for the work); ``uploaded``: bytes copied from
+    the host to the device since the backend started (None: not counted)."""
 
     free: int
     total: int
@@ -106,6 +107,7 @@ class MemoryInfo:
     #: and pool rounding, with room to spare); 0 for a virtual device made of accounting.
     margin: int = 2 << 30
     give_backs: int | None = None
+    uploaded: int | None = None
 
     @property
     def usable(self) -> int:

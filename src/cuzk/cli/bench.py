@@ -44,6 +44,7 @@ from cuzk.errors import BadInput, CuzkError
 
 if TYPE_CHECKING:
     from cuzk.engine import EngineStatus
+    from cuzk.engine.request import DeviceStatus
 
 
 def _peak_rss() -> int:
@@ -53,8 +54,21 @@ def _peak_rss() -> int:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
-def _give_backs_of(status: EngineStatus, device: int) -> int:
-    return next((d.memory_give_backs for d in status.devices if d.index == device), 0)
+def _since(before: EngineStatus, d: DeviceStatus) -> dict[str, Any]:
+    """A device's counters over the measured proofs (loading and warm-ups left out)."""
+    b = next((x for x in before.devices if x.index == d.index), None)
+    return {
+        "give_backs": d.memory_give_backs - (b.memory_give_backs if b else 0),
+        "uploaded_bytes": d.uploaded_bytes - (b.uploaded_bytes if b else 0),
+        "kernel_seconds": d.kernel_seconds - (b.kernel_seconds if b else 0.0),
+    }
+
+
+def _bus(m: dict[str, Any], partitions: int) -> str:
+    """Host→device bytes a partition and their rate over the device's kernel time."""
+    per = m["uploaded_bytes"] / max(partitions, 1) / 1e9
+    rate = m["uploaded_bytes"] / m["kernel_seconds"] / 1e9 if m["kernel_seconds"] > 0 else 0.0
+    return f"{per:.1f} GB / {rate:.1f} GB/s"
 
 
 def _cap_and_peak(m: dict[str, int]) -> str:
@@ -288,14 +302,14 @@ def cmd_bench(args: argparse.Namespace) -> int:
     report["streamed"] = list(
         next((s.streamed for s in status.srs if s.circuit_id == args.circuit), ())
     )
+    report["partitions_measured"] = len(timelines)
     report["device_memory"] = [
         {
             "device": d.index,
             "usable_bytes": d.memory_total,
             "limit_bytes": d.memory_limit,
             "peak_bytes": d.memory_peak,
-            # during the measured proofs (loading and warm-ups left out)
-            "give_backs": d.memory_give_backs - _give_backs_of(before, d.index),
+            **_since(before, d),
             "staging_bytes": d.staging_total,
             "keys_bytes": d.key_bytes,
         }
@@ -493,6 +507,14 @@ def _print_report(args: argparse.Namespace, report: dict) -> None:
             (f"device {m['device']}: pool give-backs (device-wide waits)", str(m["give_backs"]))
             for m in report.get("device_memory") or ()
             if m.get("limit_bytes")
+        ),
+        *(
+            (
+                f"device {m['device']}: host → device a partition / rate in kernel time",
+                _bus(m, report.get("partitions_measured", 0)),
+            )
+            for m in report.get("device_memory") or ()
+            if m.get("uploaded_bytes")
         ),
         (
             "host peak RSS (engine process)",

@@ -273,6 +273,7 @@ class DeviceStatus:
     memory_peak: int = 0  # the most in use on the device since start, measured (0: unknown)
     staging_total: int = 0  # its staging area (grown to one partition of a key placed there)
     memory_give_backs: int = 0  # cached blocks given back to stay under the cap (device waits)
+    uploaded_bytes: int = 0  # copied host → device since start (0: not counted)
 
     @property
     def memory_free(self) -> int:

@@ -91,7 +91,7 @@ def device_statuses(
 
 
 def _device_status(d: Device, budgets: Sequence[MemoryBudget] | None) -> DeviceStatus:
-    limit, peak, give_backs = _measured(d)
+    limit, peak, give_backs, uploaded = _measured(d)
     return DeviceStatus(
         d.index,
         d.backend.name,
@@ -105,16 +105,17 @@ def _device_status(d: Device, budgets: Sequence[MemoryBudget] | None) -> DeviceS
         memory_peak=peak,
         staging_total=d.staging.total if d.staging is not None else 0,
         memory_give_backs=give_backs,
+        uploaded_bytes=uploaded,
     )
 
 
-def _measured(device: Device) -> tuple[int, int, int]:
-    """(its memory cap, its measured peak use, its give-backs), 0 for what the backend does
-    not know."""
+def _measured(device: Device) -> tuple[int, int, int, int]:
+    """(its memory cap, its measured peak use, its give-backs, its bytes uploaded), 0 for
+    what the backend does not know."""
     try:
         info = device.backend.memory()
     except Exception:  # a failing device still has a status
-        return 0, 0, 0
+        return 0, 0, 0, 0
     if info is None:
-        return 0, 0, 0
-    return info.limit or 0, info.peak or 0, info.give_backs or 0
+        return 0, 0, 0, 0
+    return info.limit or 0, info.peak or 0, info.give_backs or 0, info.uploaded or 0

@@ -145,6 +145,7 @@ def status_json(status: EngineStatus) -> dict[str, Any]:
                 "memory_limit_bytes": d.memory_limit,
                 "memory_peak_bytes": d.memory_peak,
                 "memory_give_backs": d.memory_give_backs,
+                "uploaded_bytes": d.uploaded_bytes,
                 "staging_total_bytes": d.staging_total,
             }
             for d in status.devices

@@ -278,6 +278,15 @@ def _status_metrics(st: EngineStatus) -> Iterator[Metric]:
     for d in st.devices:
         give_backs.add_metric([str(d.index)], d.memory_give_backs)
     yield give_backs
+    uploaded = CounterMetricFamily(
+        "cuzk_device_uploaded_bytes",
+        "Bytes copied from host memory to a device (streamed key vectors and matrices, "
+        "witnesses) since the daemon started",
+        labels=["device"],
+    )
+    for d in st.devices:
+        uploaded.add_metric([str(d.index)], d.uploaded_bytes)
+    yield uploaded
     yield _gauge(
         "cuzk_srs_streamed_vectors",
         "Vectors of a key streamed from host memory to a device per proof (0: all resident)",

@@ -101,10 +101,16 @@ class CudaBackend:
         :data:`CAPPED_POOL_SLACK`: the pools' limit is then exactly what the engine plans."""
         free, total = self.gpu.memory()
         if self.memory_limit is None or self._pool_limit is None:
-            return MemoryInfo(free, total, None, self.watch.peak)
+            return MemoryInfo(free, total, None, self.watch.peak, uploaded=self.gpu.uploaded)
         margin = self.memory_limit - self._pool_limit + CAPPED_POOL_SLACK
         return MemoryInfo(
-            free, total, self.memory_limit, self.watch.peak, margin, self.gpu.give_backs()
+            free,
+            total,
+            self.memory_limit,
+            self.watch.peak,
+            margin,
+            self.gpu.give_backs(),
+            self.gpu.uploaded,
         )
 
     def reset_peak(self) -> None:

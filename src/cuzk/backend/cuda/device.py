@@ -106,6 +106,11 @@ class Gpu:
         self._kernels: dict[tuple[object, ...], Any] = {}
         self._stage: list[np.ndarray] | None = None
         self._stage_events: list[Any] = []
+        #: Bytes queued host→device through :meth:`upload` and the relays (streamed key
+        #: vectors and matrices, staged witnesses) since this object was made: with the
+        #: kernels' time, the bus rate a capped run achieved.
+        self.uploaded = 0
+        self._uploaded_lock = threading.Lock()
         try:
             with cp.cuda.Device(self.device):
                 # A blocking stream: ordered with CuPy work on the legacy default stream, so a
@@ -266,6 +271,7 @@ class Gpu:
         otherwise — so a memory-mapped file is read straight into the staging chunks)."""
         host = np.ascontiguousarray(host)
         stream = stream or self.stream
+        self.count_upload(host.nbytes)
         with self.context(stream), self.guard("host→device copy"):
             d = self.cp.empty(host.shape, dtype=host.dtype) if out is None else out
             if host.nbytes == 0:
@@ -276,6 +282,10 @@ class Gpu:
             with self._lock:  # one user of the staging chunks at a time
                 self._staged_upload(host, d, stream)
         return d
+
+    def count_upload(self, nbytes: int) -> None:
+        with self._uploaded_lock:
+            self.uploaded += nbytes
 
     def _staged_upload(self, host: np.ndarray, d: Any, stream: Any) -> None:
         cp = self.cp
@@ -382,7 +392,7 @@ class Relay:
     the copy stream then never idles for the host."""
 
     def __init__(self, gpu: Gpu, copy_stream: Any, consumer: Any) -> None:
-        self._cp = gpu.cp
+        self._cp, self._gpu = gpu.cp, gpu
         self._copy, self._consumer = copy_stream, consumer
         # The slots are free once the consumer is past its earlier work: CuPy's pool may have
         # handed the caller slot memory that kernels queued on the consumer still read.
@@ -405,6 +415,7 @@ class Relay:
         for dst, src in copies:
             if src.size:
                 dst.set(src, stream=self._copy)
+        self._gpu.count_upload(sum(src.nbytes for _, src in copies))
         uploaded = self._cp.cuda.Event(disable_timing=True)
         uploaded.record(self._copy)
         self._uploaded[slot] = uploaded
