@@ -187,13 +187,29 @@ class _StatusCollector(Collector):
         yield from _status_metrics(st)
 
 
+def _family(
+    kind: type[GaugeMetricFamily] | type[CounterMetricFamily],
+    name: str,
+    doc: str,
+    labels: list[str],
+    rows: Iterable[tuple[list[str], float]],
+) -> Metric:
+    family = kind(name, doc, labels=labels)
+    for values, v in rows:
+        family.add_metric(values, v)
+    return family
+
+
 def _gauge(
     name: str, doc: str, labels: list[str], rows: Iterable[tuple[list[str], float]]
-) -> GaugeMetricFamily:
-    g = GaugeMetricFamily(name, doc, labels=labels)
-    for values, v in rows:
-        g.add_metric(values, v)
-    return g
+) -> Metric:
+    return _family(GaugeMetricFamily, name, doc, labels, rows)
+
+
+def _counter(
+    name: str, doc: str, labels: list[str], rows: Iterable[tuple[list[str], float]]
+) -> Metric:
+    return _family(CounterMetricFamily, name, doc, labels, rows)
 
 
 def _status_metrics(st: EngineStatus) -> Iterator[Metric]:
@@ -269,24 +285,20 @@ def _status_metrics(st: EngineStatus) -> Iterator[Metric]:
         ["device"],
         [([str(d.index)], d.memory_peak) for d in st.devices],
     )
-    give_backs = CounterMetricFamily(
+    yield _counter(
         "cuzk_device_memory_give_backs",
         "Cached blocks given back to a device to keep a request under its cap, each a "
         "device-wide wait (since the daemon started)",
-        labels=["device"],
+        ["device"],
+        [([str(d.index)], d.memory_give_backs) for d in st.devices],
     )
-    for d in st.devices:
-        give_backs.add_metric([str(d.index)], d.memory_give_backs)
-    yield give_backs
-    uploaded = CounterMetricFamily(
+    yield _counter(
         "cuzk_device_uploaded_bytes",
         "Bytes copied from host memory to a device (streamed key vectors and matrices, "
         "witnesses) since the daemon started",
-        labels=["device"],
+        ["device"],
+        [([str(d.index)], d.uploaded_bytes) for d in st.devices],
     )
-    for d in st.devices:
-        uploaded.add_metric([str(d.index)], d.uploaded_bytes)
-    yield uploaded
     yield _gauge(
         "cuzk_srs_streamed_vectors",
         "Vectors of a key streamed from host memory to a device per proof (0: all resident)",
@@ -302,14 +314,12 @@ def _status_metrics(st: EngineStatus) -> Iterator[Metric]:
             for d in st.devices
         ],
     )
-    kernel = CounterMetricFamily(
+    yield _counter(
         "cuzk_device_kernel_seconds",
         "Seconds the device's compute lock was held",
-        labels=["device", "backend"],
+        ["device", "backend"],
+        [([str(d.index), d.backend], d.kernel_seconds) for d in st.devices],
     )
-    for d in st.devices:
-        kernel.add_metric([str(d.index), d.backend], d.kernel_seconds)
-    yield kernel
     by_state: dict[str, tuple[int, int]] = {"resident": (0, 0), "loading": (0, 0)}
     for s in st.srs:
         n, b = by_state.get(s.state, (0, 0))
