@@ -445,7 +445,7 @@ def test_copies_are_reserved_when_the_key_is_admitted(make_engine, param_dir, se
 
 def test_a_tight_cap_with_four_workers_never_deadlocks(make_engine, param_dir, seed):
     """A device capped just above what one partition and a wholly streamed key need, four
-    device workers, two circuits taking turns at random priorities: every one of 96 partitions
+    device workers, two circuits taking turns at random priorities: every one of 240 partitions
     proves and verifies (no deadlock, no job failed for memory), and at every look the device's
     keys and staging area stay within the cap."""
     import random
@@ -467,7 +467,7 @@ def test_a_tight_cap_with_four_workers_never_deadlocks(make_engine, param_dir, s
                 priority=rnd.choice(list(Priority)),
             )  # fmt: skip
         )
-        for i in range(24)
+        for i in range(60)
     ]
     for job_id in ids:
         result = engine.result(job_id, timeout=300)
