@@ -13,6 +13,8 @@
 #   cap    porep-32g under $CAPS (default "16GiB 24GiB"), 2 proofs each after the warm-ups, with
 #          the device-request trace (TRACER=stream_trace.py for the device timeline instead;
 #          COLD=1 reads the key from the disk, not the page cache)
+#   cap4w  porep-32g at 16 GiB with four device workers over PROOFS (default 14) proofs: many
+#          partitions under a tight cap without a deadlock or an out-of-memory error
 #   prep   porep-32g's keys and inputs alone (capped_sweep.sh's first half), so that later calls
 #          on the same warm machine spend their time on the benches
 #   abcap  porep-32g at 16 GiB once per source tree of $AB (commits made here with
@@ -78,6 +80,8 @@ for s in "$@"; do
       tests/backend/test_cuda_abc.py tests/engine/test_cuda_capped_engine.py" ;;
     cap) TAIL=40 step cap "OUT=$OUT CAPS='${CAPS:-16GiB 24GiB}' PROOFS=2 PER_CAP_S=240 COLD=${COLD:-0} \
       TRACER=${TRACER:-memory_trace.py} bash bench/capped_sweep.sh" ;;
+    cap4w) TAIL=40 step cap4w "OUT=$OUT/cap4w CAPS=16GiB PROOFS=${PROOFS:-14} WPD=4 PER_CAP_S=560 \
+      bash bench/capped_sweep.sh" ;;
     prep) step prep "OUT=$OUT/prep CAPS=' ' bash bench/capped_sweep.sh" ;;
     abcap) for c in ${AB:?set AB}; do step "ab_$c" "mkdir -p $OUT/$c && \
       PYTHONPATH=/tmp/site:$PWD/ab/$c/src OUT=$OUT/$c CAPS=16GiB PROOFS=2 PER_CAP_S=240 \
