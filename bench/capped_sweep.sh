@@ -37,7 +37,7 @@ for cap in $CAPS; do
   [ -f "$OUT/memory_$cap.log" ] && echo "H workspaces: $(grep -c 'H workspace' "$OUT/memory_$cap.log"), \
 with requests past them: $(grep 'H workspace' "$OUT/memory_$cap.log" | grep -vc ': 0 requests')"
   grep -m2 refused "$OUT/memory_$cap.log" 2>/dev/null | cut -c1-220
-  grep 'page-locked in' "$OUT/memory_$cap.log" 2>/dev/null | cut -c1-220
+  grep 'page-locked in' "$OUT/memory_$cap.log" 2>/dev/null | sed -E 's/INFO [^ ]+ at byte/at byte/'
   [ -f "$OUT/memory_$cap.log" ] && echo "pool give-backs (device-wide waits): $(grep -c 'gave back' "$OUT/memory_$cap.log")"
   if [ -f "$OUT/memory_$cap.log" ]; then gzip -f "$OUT/memory_$cap.log"; fi
 done

@@ -191,9 +191,10 @@ def main() -> None:
     n = 1 << args.log
     t0 = time.perf_counter()
     tiled = bench.prepare(args.group, args.log)
-    host = gm.gpu.pinned_empty(tiled.shape, np.uint32, pooled=False)
+    host = gm.gpu.host_pages(tiled.shape, np.uint32)
     with gm.gpu.context():
         tiled.get(out=host)
+    gm.gpu.page_lock(host)
     print(f"{n} points copied to page-locked host memory in {time.perf_counter() - t0:.1f} s")
     resident = PointSet(args.group, "<resident>", 0, n)
     gm._adopt(resident, tiled)

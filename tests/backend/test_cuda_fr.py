@@ -155,6 +155,13 @@ def test_upload_download_pinned_and_staged(backend, rng, seed, monkeypatch):
     pinned[:] = v
     assert backend.gpu.is_pinned(pinned) and not backend.gpu.is_pinned(v)
     assert np.array_equal(backend.download(backend.upload(pinned)), v), seed
+    # Filled first, page-locked after (streamed keys and matrices): uploaded as DMA from
+    # any offset, and a view of it counts as page-locked too.
+    locked = backend.gpu.pinned_copy(v)
+    assert backend.gpu.is_pinned(locked) and backend.gpu.is_pinned(locked[1234:])
+    assert np.array_equal(backend.download(backend.upload(locked[1234:])), v[1234:]), seed
+    with pytest.raises(TypeError):
+        backend.gpu.page_lock(v)
     monkeypatch.setattr(dev, "STAGING_CHUNK", 4096)  # many chunks through both staging slots
     gpu = dev.Gpu(0)
     assert np.array_equal(gpu.download(gpu.upload(v)), v), seed

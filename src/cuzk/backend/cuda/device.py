@@ -10,8 +10,9 @@ the kernel and CUDA's message; launch-time errors (bad configuration, too much s
 leave the context usable.
 
 Transfers: host→device copies go straight from page-locked memory when the source already is
-(:meth:`Gpu.pinned_empty` makes such arrays), otherwise through two reusable page-locked
-staging chunks so the host copy of one chunk overlaps the DMA of the previous one.
+(:meth:`Gpu.pinned_empty` and :meth:`Gpu.page_lock` make such arrays), otherwise through two
+reusable page-locked staging chunks so the host copy of one chunk overlaps the DMA of the
+previous one.
 Device→host copies land in page-locked memory from CuPy's pinned pool and are returned as is.
 """
 
@@ -25,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from cuzk.backend.cuda import loader
+from cuzk.backend.cuda.host_pages import HostPages, pages_of
 from cuzk.backend.cuda.memory import capped_allocator
 from cuzk.errors import DeviceFault, ResourceExhausted
 
@@ -218,41 +220,58 @@ class Gpu:
     def ptr(a: Any) -> int:
         return int(a.data.ptr)
 
-    def pinned_empty(
-        self, shape: tuple[int, ...] | int, dtype: Any = np.uint64, *, pooled: bool = True
-    ) -> np.ndarray:
-        """A host array in page-locked memory: uploads from it are direct DMA at full bus
-        speed. ``pooled``: from CuPy's pinned pool (recycled: staging buffers); otherwise an
-        allocation of its own, portable to every device and given back to the system when the
-        array goes (streamed keys: tens of GB that must not linger in a pool)."""
+    def pinned_empty(self, shape: tuple[int, ...] | int, dtype: Any = np.uint64) -> np.ndarray:
+        """A host array in page-locked memory from CuPy's pinned pool (recycled: staging
+        buffers, downloads): uploads from it are direct DMA at full bus speed."""
         shape = (shape,) if isinstance(shape, int) else tuple(shape)
         count = int(np.prod(shape))
         nbytes = count * np.dtype(dtype).itemsize
         if nbytes == 0:
             return np.empty(shape, dtype=dtype)
-        cuda = self.cp.cuda
         with self.context(), self.guard("allocating page-locked host memory"):
             try:
-                if pooled:
-                    mem = cuda.alloc_pinned_memory(nbytes)
-                else:
-                    flags = cuda.runtime.hostAllocPortable
-                    mem = cuda.PinnedMemoryPointer(cuda.PinnedMemory(nbytes, flags), 0)
+                mem = self.cp.cuda.alloc_pinned_memory(nbytes)
             except self._errors as e:
                 if "cudaErrorMemoryAllocation" not in str(e):
                     raise
-                raise ResourceExhausted(
-                    f"cannot page-lock {nbytes / (1 << 30):.1f} GiB of host memory ({e})"
-                ) from e
+                raise self._host_exhausted(nbytes, e) from e
         return np.frombuffer(mem, dtype=dtype, count=count).reshape(shape)
 
+    @staticmethod
+    def host_pages(shape: tuple[int, ...] | int, dtype: Any = np.uint64) -> np.ndarray:
+        """Plain host memory of its own, to fill and then :meth:`page_lock` (streamed keys
+        and matrices: tens of GB that must not linger in a pool). Filling it faults its pages
+        in on the filling threads, so locking is cheap (see :mod:`host_pages`)."""
+        shape = (shape,) if isinstance(shape, int) else tuple(shape)
+        return HostPages(shape, dtype).array()
+
+    def page_lock(self, a: np.ndarray) -> np.ndarray:
+        """Page-lock an array from :meth:`host_pages` (portable to every device; unlocked when
+        its last view goes) and return it."""
+        pages = pages_of(a)
+        if pages is None:
+            raise TypeError("page_lock takes arrays made by Gpu.host_pages")
+        with self.context(), self.guard("page-locking host memory"):
+            try:
+                pages.lock(self.cp.cuda.runtime)
+            except self._errors as e:
+                if "cudaErrorMemoryAllocation" not in str(e):
+                    raise
+                raise self._host_exhausted(pages.nbytes, e) from e
+        return a
+
+    @staticmethod
+    def _host_exhausted(nbytes: int, e: BaseException) -> ResourceExhausted:
+        return ResourceExhausted(
+            f"cannot page-lock {nbytes / (1 << 30):.1f} GiB of host memory ({e})"
+        )
+
     def pinned_copy(self, a: np.ndarray) -> np.ndarray:
-        """``a`` copied into page-locked memory of its own (:meth:`pinned_empty` unpooled):
-        what is kept on the host to be uploaded again and again (streamed matrices, row
-        indices)."""
-        out = self.pinned_empty(a.shape, a.dtype, pooled=False)
+        """``a`` copied into page-locked memory of its own: what is kept on the host to be
+        uploaded again and again (streamed matrices, row indices)."""
+        out = self.host_pages(a.shape, a.dtype)
         np.copyto(out, a)
-        return out
+        return self.page_lock(out)
 
     def is_pinned(self, a: np.ndarray) -> bool:
         if a.nbytes == 0:
