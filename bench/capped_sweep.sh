@@ -6,11 +6,13 @@
 # The cap "none" runs the same bench uncapped (keys resident in device memory), for comparison.
 # TRACER=stream_trace.py traces the device's streams instead (bench/stream_trace.py), to
 # $OUT/streams_<cap>.log.
+# SPY="py-spy record --idle --threads --nonblocking --format raw -r 50" samples every thread
+# of each bench, waiting ones too (bench/gil_summary.py reads the file).
 # COLD=1 takes the key files out of the page cache before each cap (bench/page_cache.py), so
 # the bench's "loading: the key in N s" is a read from the disk.
 # Usage (GPU host): OUT=/tmp/out CAPS="20GiB 18GiB 16GiB none" bash bench/capped_sweep.sh
 # Dry run here:     PY=.venv/bin/python CUZK=".venv/bin/python -m cuzk.cli.main" OUT=/tmp/o WORK=/tmp/w \
-#                   CIRCUIT=porep-2k BACKEND=cpu SIZE=2KiB CAPS=1GiB bash bench/capped_sweep.sh
+#                   CIRCUIT=porep-2k BACKEND=cpu SIZE=2KiB CAPS=2GiB bash bench/capped_sweep.sh
 set -u
 OUT=${OUT:?set OUT}
 CAPS=${CAPS:-"20GiB 18GiB 16GiB"}
@@ -28,7 +30,11 @@ for cap in $CAPS; do
   limit=""; [ "$cap" = none ] || limit="--device-memory-limit $cap"
   # COLD=1: the key files out of the page cache first, so the bench's key load reads the disk
   [ "${COLD:-0}" = 1 ] && ${PY:-python3} "$HERE/page_cache.py" evict "$WORK"/keys/* | tail -1
-  CUZK="${PY:-python3} $HERE/${TRACER:-memory_trace.py}" MEMORY_LOG="$OUT/memory_$cap.log" \
+  # SPY: a sampling profiler's command line that takes "-o FILE -- python3 ..." (py-spy
+  # record), so where each thread waits is on record per cap, in $OUT/spy_<cap>.txt
+  run=${PY:-python3}
+  [ -n "${SPY:-}" ] && run="$SPY -o $OUT/spy_$cap.txt -- $run"
+  CUZK="$run $HERE/${TRACER:-memory_trace.py}" MEMORY_LOG="$OUT/memory_$cap.log" \
     STREAM_LOG="$OUT/streams_$cap.log" STEPS=bench TAG="_$cap" \
     BENCH_ARGS="$limit ${BENCH_ARGS:-}" \
     timeout --kill-after=10 "$PER_CAP_S" bash "$HERE/filecoin_32g.sh" > "$OUT/sweep_$cap.log" 2>&1

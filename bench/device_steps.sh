@@ -12,7 +12,8 @@
 #   ctests the GPU tests of the capped path (MSMs, whole proofs, a/b/c, the engine under a cap)
 #   cap    porep-32g under $CAPS (default "16GiB 24GiB"), 2 proofs each after the warm-ups, with
 #          the device-request trace (TRACER=stream_trace.py for the device timeline instead;
-#          COLD=1 reads the key from the disk, not the page cache)
+#          COLD=1 reads the key from the disk, not the page cache; SPY_ON=1 samples every
+#          thread with py-spy into $OUT/spy_<cap>.txt)
 #   cap4w  porep-32g at 16 GiB with four device workers over PROOFS (default 14) proofs: many
 #          partitions under a tight cap without a deadlock or an out-of-memory error
 #   prep   porep-32g's keys and inputs alone (capped_sweep.sh's first half), so that later calls
@@ -63,6 +64,16 @@ step() {  # name, command...
   timeout "$t" bash -c "$*" >"$OUT/$name.log" 2>&1
   echo "== $name rc=$? after $SECONDS s"; tail -${TAIL:-12} "$OUT/$name.log"
 }
+SPY=""
+spy() {  # SPY=1: py-spy samples the cap benches' threads (idle ones too), if ptrace allows
+  [ "${SPY_ON:-0}" = 1 ] || return 0
+  if /tmp/site/bin/py-spy record -d 1 --nonblocking -o /tmp/spy_try.txt --format raw \
+      -- python3 -c 'import time; time.sleep(1.5)' >/tmp/spy_try.log 2>&1; then
+    SPY="/tmp/site/bin/py-spy record --idle --threads --nonblocking --format raw -r 50"
+  else
+    echo "== py-spy cannot run here: $(tail -1 /tmp/spy_try.log)"
+  fi
+}
 nvidia-smi -L; df -h /tmp /var/tmp | tail -2
 for s in "$@"; do
   case $s in
@@ -85,7 +96,7 @@ for s in "$@"; do
     ctests) TAIL=6 step ctests "python3 -m pytest -q -m gpu -p no:cacheprovider \
       tests/backend/test_cuda_msm.py tests/backend/test_cuda_prove.py \
       tests/backend/test_cuda_abc.py tests/engine/test_cuda_capped_engine.py" ;;
-    cap) TAIL=40 step cap "OUT=$OUT CAPS='${CAPS:-16GiB 24GiB}' PROOFS=2 PER_CAP_S=${PER_CAP_S:-240} COLD=${COLD:-0} \
+    cap) spy; TAIL=40 step cap "SPY='$SPY' OUT=$OUT CAPS='${CAPS:-16GiB 24GiB}' PROOFS=2 PER_CAP_S=${PER_CAP_S:-240} COLD=${COLD:-0} \
       TRACER=${TRACER:-memory_trace.py} bash bench/capped_sweep.sh" ;;
     cap4w) TAIL=40 step cap4w "OUT=$OUT/cap4w CAPS=16GiB PROOFS=${PROOFS:-14} WPD=4 PER_CAP_S=560 \
       bash bench/capped_sweep.sh" ;;
