@@ -74,8 +74,16 @@ DENSE_LANE_STREAM_BYTES = 9 << 26
 #: The second lane's MSMs over device scalars of at least this size run in a workspace taken
 #: on the compute stream (:meth:`GpuMsm._workspace`): the H quotient's (4 GiB at 2^27).
 WORKSPACE_MIN_BYTES = LARGE_BYTES
-#: The accumulation aims at about this many chunks (threads) per MSM.
+#: The accumulation aims at about this many chunks (threads) per MSM...
 TARGET_CHUNKS = 1 << 19
+#: ...and four times as many, each a quarter as long, in the second lane: there the dense H
+#: MSM fills the device beside the first lane's passes, whose kernels (≈ 20 a pass, each
+#: waiting for its host's plan) find room only as H's thread blocks end. At 2^19 chunks an
+#: H pass's blocks each run ≈ 180 additions a thread, milliseconds long, and at 16 GiB the
+#: first lane's B MSMs took 4–5 times as long beside H as without it (session 24's trace).
+#: The price: ≈ 0.3 GB more partial sums a pass (inside H's workspace) and one more level of
+#: their per-bucket tree.
+DENSE_LANE_TARGET_CHUNKS = 1 << 21
 MIN_CHUNK = 16
 #: Partial sums of one bucket added per thread and tree level.
 SEG_FANIN = 8
@@ -385,8 +393,7 @@ class GpuMsm(MsmBases):
         scalars' size class, taken and given back on the compute stream
         (:mod:`cuzk.backend.cuda.workspace`: why). Elsewhere nothing changes."""
         cp = self._cp
-        dense_lane = len(self._lanes) > 1 and self._lane is self._lanes[-1]
-        if not dense_lane or isinstance(scalars, np.ndarray):
+        if not self._dense_lane or isinstance(scalars, np.ndarray):
             yield
             return
         nbytes = int(scalars.nbytes)
@@ -439,7 +446,7 @@ class GpuMsm(MsmBases):
         resident ones without copies (all of them otherwise)."""
         if res.streamed:
             size = res.stream_bytes
-            if len(self._lanes) > 1 and self._lane is self._lanes[-1]:
+            if self._dense_lane:
                 size = min(size, DENSE_LANE_STREAM_BYTES)
             return pass_points(res.group, size)
         if res.copies == 1 and self.max_pass_points:
@@ -640,7 +647,8 @@ class GpuMsm(MsmBases):
             windows = self._reduce_windows(group, dense, nb, 0, 0, offsets, nwin, nb)
             return windows, [c * w for w in range(nwin)]
         # Chunks of the sorted entries and the partial-sum slots of every bucket.
-        chunk = max(MIN_CHUNK, -(-total_max // TARGET_CHUNKS))
+        target = DENSE_LANE_TARGET_CHUNKS if self._dense_lane else TARGET_CHUNKS
+        chunk = max(MIN_CHUNK, -(-total_max // target))
         nchunks = -(-total_max // chunk)
         off = offsets.astype(cp.int64)
         nseg = cp.where(off[1:] > off[:-1], (off[1:] - 1) // chunk - off[:-1] // chunk + 1, 0)

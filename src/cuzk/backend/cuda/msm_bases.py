@@ -213,6 +213,12 @@ class MsmBases:
         return self._lanes[0] if lane is None else lane
 
     @property
+    def _dense_lane(self) -> bool:
+        """Whether the calling thread runs the second lane's MSMs (the dense H MSM beside the
+        others, under a memory cap)."""
+        return len(self._lanes) > 1 and self._lane is self._lanes[-1]
+
+    @property
     def _stream(self) -> Any:
         """The calling thread's MSM stream."""
         return self._lane.stream
