@@ -280,9 +280,6 @@ def test_two_lanes_run_side_by_side(rng, seed, tmp_path, monkeypatch):
     bases, points = make_bases("g1", n, rng, tmp_path)
     monkeypatch.setattr(cuda_msm, "DENSE_LANE_STREAM_BYTES", 400 * GROUPS["g1"][0])
     monkeypatch.setattr(cuda_msm, "WORKSPACE_MIN_BYTES", 0)  # device scalars: a workspace
-    # The second lane's own chunking of the accumulation (few long chunks here, so that
-    # buckets span chunk boundaries unlike the first lane's).
-    monkeypatch.setattr(cuda_msm, "DENSE_LANE_TARGET_CHUNKS", 97)
     with cuda_msm.GpuMsm(Gpu(0), lanes=2) as gpu:
         gpu.preload(bases, stream_bytes=900 * GROUPS["g1"][0])
         assert gpu.streamed(bases)

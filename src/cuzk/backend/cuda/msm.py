@@ -74,16 +74,8 @@ DENSE_LANE_STREAM_BYTES = 9 << 26
 #: The second lane's MSMs over device scalars of at least this size run in a workspace taken
 #: on the compute stream (:meth:`GpuMsm._workspace`): the H quotient's (4 GiB at 2^27).
 WORKSPACE_MIN_BYTES = LARGE_BYTES
-#: The accumulation aims at about this many chunks (threads) per MSM...
+#: The accumulation aims at about this many chunks (threads) per MSM.
 TARGET_CHUNKS = 1 << 19
-#: ...and four times as many, each a quarter as long, in the second lane: there the dense H
-#: MSM fills the device beside the first lane's passes, whose kernels (≈ 20 a pass, each
-#: waiting for its host's plan) find room only as H's thread blocks end. At 2^19 chunks an
-#: H pass's blocks each run ≈ 180 additions a thread, milliseconds long, and at 16 GiB the
-#: first lane's B MSMs took 4–5 times as long beside H as without it (session 24's trace).
-#: The price: ≈ 0.3 GB more partial sums a pass (inside H's workspace) and one more level of
-#: their per-bucket tree.
-DENSE_LANE_TARGET_CHUNKS = 1 << 21
 MIN_CHUNK = 16
 #: Partial sums of one bucket added per thread and tree level.
 SEG_FANIN = 8
@@ -551,6 +543,14 @@ class GpuMsm(MsmBases):
                 points = buffers[k % 2][: hi - lo]
                 if k == 0:
                     upload(0)
+                if self._dense_lane:
+                    # The second lane never waits on the host otherwise, so it would queue
+                    # all its passes at once (H: 22 at 16 GiB, ≈ 330 kernels and their
+                    # uploads), and in session 24's trace one of the first lane's L, B₁,
+                    # B₂ then ended only with H in every partition, however short alone:
+                    # work queued behind all of H's. Held here to two passes in flight:
+                    # pass k is queued once pass k − 2 is done.
+                    relay.wait_free(k)
                 if k + 1 < passes:
                     upload(k + 1)  # its buffer's last reader, pass k − 1, is queued
             else:
@@ -647,8 +647,7 @@ class GpuMsm(MsmBases):
             windows = self._reduce_windows(group, dense, nb, 0, 0, offsets, nwin, nb)
             return windows, [c * w for w in range(nwin)]
         # Chunks of the sorted entries and the partial-sum slots of every bucket.
-        target = DENSE_LANE_TARGET_CHUNKS if self._dense_lane else TARGET_CHUNKS
-        chunk = max(MIN_CHUNK, -(-total_max // target))
+        chunk = max(MIN_CHUNK, -(-total_max // TARGET_CHUNKS))
         nchunks = -(-total_max // chunk)
         off = offsets.astype(cp.int64)
         nseg = cp.where(off[1:] > off[:-1], (off[1:] - 1) // chunk - off[:-1] // chunk + 1, 0)

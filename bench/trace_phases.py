@@ -1,0 +1,114 @@
+"""Per-partition phases of a capped bench, read off its device-request trace
+(bench/memory_trace.py's memory_<cap>.log[.gz]): the cadence, the first lane's split MSMs in
+the order the prover submits them (L, B₁, B₂, A), the H MSM on the second lane, and how the
+first lane's last MSM ends against H's.
+
+    python3 bench/trace_phases.py bench/results/s24/call1_memory_16GiB.log.gz [--after 140000]
+
+Markers (requests of 64 MiB or more only; times are ms since the process started):
+- a partition's witness: z's request (``empty`` asked by ``witness.py``'s ``assemble``);
+- a first-lane MSM over streamed bases: its two pass buffers, asked for back to back in
+  ``_run_passes`` by the first lane's thread (``msm_0``); its passes' gathers (``plan``)
+  follow, one a pass (L gathers nothing: its scalars are a slice of z);
+- H: the second lane's workspace (``msm-dense_0``, ``_run``) and its "H workspace of" line
+  when it is given back.
+A first-lane MSM lasts until the next one starts; the partition's last (A) until the next
+witness, which waits for z's release after A. Medians over the partitions after ``--after``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import re
+import statistics
+from collections import Counter
+from dataclasses import dataclass, field
+
+LINE = re.compile(r"^\s*(\d+) DEBUG (.*)$")
+NAMES = ("L", "B1", "B2", "A")
+
+
+@dataclass
+class Partition:
+    witness: int
+    msms: list[tuple[int, int]] = field(default_factory=list)  # (start ms, passes gathered)
+    h: tuple[int, int] | None = None  # (workspace taken, given back)
+
+
+def read(path: str) -> list[tuple[int, str]]:
+    opener = gzip.open if path.endswith(".gz") else open
+    with opener(path, "rt") as f:
+        return [(int(m[1]), m[2]) for m in map(LINE.match, f) if m]
+
+
+def partitions(events: list[tuple[int, str]], after: int) -> list[Partition]:
+    parts: list[Partition] = []
+    last_buffer = -(10**9)
+    h_start: int | None = None
+    for t, text in events:
+        if t < after:
+            continue
+        if re.search(r"\] \S+ empty < \S+witness\.py:\d+ assemble <", text):
+            parts.append(Partition(t))
+        elif "[cuzk-gpu0-msm_0]" in text and re.search(r"\] \S+ _run_passes <", text):
+            if parts and t - last_buffer > 3:  # the first of the pair
+                parts[-1].msms.append((t, 0))
+            last_buffer = t
+        elif "[cuzk-gpu0-msm_0]" in text and " plan <" in text and parts and parts[-1].msms:
+            start, gathered = parts[-1].msms[-1]
+            parts[-1].msms[-1] = (start, gathered + 1)
+        elif "[cuzk-gpu0-msm-dense_0]" in text and " _run" in text:
+            h_start = t
+        elif text.startswith("H workspace of") and h_start is not None:
+            # H belongs to the partition whose witness came before it started
+            owner = [p for p in parts if p.witness <= h_start]
+            if owner:
+                owner[-1].h = (h_start, t)
+            h_start = None
+    return parts
+
+
+def spans(parts: list[Partition]) -> tuple[dict[str, list[int]], Counter[str]]:
+    """ms per phase, over partitions whose four first-lane MSMs and H were all seen, and
+    which first-lane MSM was running when H's ended (A: the lane ended after H)."""
+    out: dict[str, list[int]] = {k: [] for k in ("cadence", *NAMES, "H", "A ends after H")}
+    across: Counter[str] = Counter()
+    for p, nxt in zip(parts, parts[1:], strict=False):
+        out["cadence"].append(nxt.witness - p.witness)
+        # MSMs that started before this partition's witness belong to the one before
+        own = [m for m in p.msms if m[0] >= p.witness]
+        if len(own) != 4 or p.h is None:
+            continue
+        ends = [m[0] for m in own[1:]] + [nxt.witness]
+        for name, (start, _), end in zip(NAMES, own, ends, strict=True):
+            out[name].append(end - start)
+            if start < p.h[1] <= end:
+                across[name] += 1
+        if p.h[1] > nxt.witness:
+            across["(none: the lane ended first)"] += 1
+        out["H"].append(p.h[1] - p.h[0])
+        out["A ends after H"].append(nxt.witness - p.h[1])
+    return out, across
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("trace")
+    ap.add_argument("--after", type=int, default=0, help="ms: skip loading and warm-ups")
+    args = ap.parse_args()
+    parts = partitions(read(args.trace), args.after)
+    table, across = spans(parts)
+    print(f"{len(parts)} partitions after {args.after} ms")
+    for name, values in table.items():
+        if values:
+            q = statistics.quantiles(values, n=4) if len(values) > 1 else [values[0]] * 3
+            print(f"{name:>15}: median {statistics.median(values):6.0f} ms "
+                  f"(quartiles {q[0]:.0f}–{q[2]:.0f}, n={len(values)})")  # fmt: skip
+    print("first-lane MSM running when H ended: "
+          + ", ".join(f"{k} {n}" for k, n in sorted(across.items())))  # fmt: skip
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
