@@ -5,7 +5,10 @@ are unmapped, only when the last view goes. On a GPU: test_cuda_msm.py's streame
 from __future__ import annotations
 
 import gc
+import mmap
+import os
 import random
+import signal
 
 import numpy as np
 import pytest
@@ -93,3 +96,20 @@ def test_a_refused_lock_leaves_the_pages_unlocked() -> None:
     with pytest.raises(RuntimeError):
         pages.lock(Refusing())
     assert not pages.locked
+
+
+@pytest.mark.skipif(not hasattr(mmap, "MADV_DONTFORK"), reason="no MADV_DONTFORK on this OS")
+def test_pages_are_not_inherited_by_a_child_process() -> None:
+    """Like the driver's own page-locked memory: a fork copies none of a key's pages (the
+    child finds nothing mapped there)."""
+    a = HostPages((1024,), np.uint64).array()
+    a[:] = 7
+    pid = os.fork()
+    if pid == 0:  # the child: reading the pages faults
+        try:
+            int(a[0])
+        finally:
+            os._exit(0)
+    _, status = os.waitpid(pid, 0)
+    assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGSEGV
+    assert int(a[0]) == 7  # the parent keeps them

@@ -39,13 +39,16 @@ class HostPages:
         self.shape = tuple(int(s) for s in shape)
         self.nbytes = int(np.prod(self.shape)) * self.dtype.itemsize
         self._map = mmap.mmap(-1, max(self.nbytes, 1), flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
-        if hasattr(mmap, "MADV_HUGEPAGE"):
-            # Fewer faults while filling and fewer pages to lock; a kernel without
-            # transparent huge pages keeps 4 KiB pages, which work the same.
-            try:
-                self._map.madvise(mmap.MADV_HUGEPAGE)
-            except OSError:
-                pass
+        # Huge pages: fewer faults while filling and fewer pages to lock (a kernel without
+        # transparent huge pages keeps 4 KiB pages, which work the same). Not inherited by a
+        # child process, as the driver's own page-locked memory is not: a fork would
+        # otherwise have to copy the locked pages.
+        for advice in ("MADV_HUGEPAGE", "MADV_DONTFORK"):
+            if hasattr(mmap, advice):
+                try:
+                    self._map.madvise(getattr(mmap, advice))
+                except OSError:
+                    pass
         anchor = ctypes.c_char.from_buffer(self._map)
         self.ptr = ctypes.addressof(anchor)
         del anchor  # an export of the map would keep it from being closed
