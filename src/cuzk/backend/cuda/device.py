@@ -439,14 +439,6 @@ class Relay:
         uploaded.record(self._copy)
         self._uploaded[slot] = uploaded
 
-    def wait_free(self, k: int) -> None:
-        """Wait on the host until the consumer's work on the block before k in its slot
-        (k − 2) is done. A consumer that never waits on the host otherwise calls this before
-        queuing block k, so that its streams hold two blocks, not all of them (see
-        :meth:`cuzk.backend.cuda.msm.GpuMsm._run_passes`)."""
-        with self._gpu.guard("waiting for a stream slot"):
-            self._freed[k % 2].synchronize()
-
     def wait(self, k: int) -> None:
         """The consumer's work queued from now on waits for block k's upload."""
         uploaded = self._uploaded[k % 2]

@@ -35,6 +35,7 @@ back (the only host wait).
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import functools
 import logging
@@ -537,20 +538,21 @@ class GpuMsm(MsmBases):
         parts: list[Any] = []
         exponents: list[int] = []
         carry: CarriedBuckets | None = None
+        # The second lane never waits on the host otherwise, so it would queue all its
+        # passes at once (H at 16 GiB: 22, ≈ 330 kernels and their uploads), and in session
+        # 24's trace one of the first lane's L, B₁, B₂ then ended only with H in every
+        # partition, however short alone: work queued behind all of H's. There pass k is
+        # queued once pass k − 2 is done: two passes in flight.
+        in_flight: collections.deque[Any] = collections.deque()
         for k in range(passes):
             lo, hi = int(edges[k]), int(edges[k + 1])
+            if self._dense_lane and len(in_flight) == 2:
+                with self.gpu.guard("waiting for an earlier pass"):
+                    in_flight.popleft().synchronize()
             if relay is not None:
                 points = buffers[k % 2][: hi - lo]
                 if k == 0:
                     upload(0)
-                if self._dense_lane:
-                    # The second lane never waits on the host otherwise, so it would queue
-                    # all its passes at once (H: 22 at 16 GiB, ≈ 330 kernels and their
-                    # uploads), and in session 24's trace one of the first lane's L, B₁,
-                    # B₂ then ended only with H in every partition, however short alone:
-                    # work queued behind all of H's. Held here to two passes in flight:
-                    # pass k is queued once pass k − 2 is done.
-                    relay.wait_free(k)
                 if k + 1 < passes:
                     upload(k + 1)  # its buffer's last reader, pass k − 1, is queued
             else:
@@ -571,6 +573,8 @@ class GpuMsm(MsmBases):
                 exponents.append(0)
             if relay is not None:
                 relay.release(k)
+            if self._dense_lane:
+                in_flight.append(self.gpu.record(self._stream))
         if carry is not None:
             nwin, rows, exps = window_rows(carry.c)
             nb = 1 << (carry.c - 1)
