@@ -45,5 +45,9 @@ with requests past them: $(grep 'H workspace' "$OUT/memory_$cap.log" | grep -vc 
   grep -m2 refused "$OUT/memory_$cap.log" 2>/dev/null | cut -c1-220
   grep 'page-locked in' "$OUT/memory_$cap.log" 2>/dev/null | sed -E 's/INFO [^ ]+ at byte/at byte/'
   [ -f "$OUT/memory_$cap.log" ] && echo "pool give-backs (device-wide waits): $(grep -c 'gave back' "$OUT/memory_$cap.log")"
-  if [ -f "$OUT/memory_$cap.log" ]; then gzip -f "$OUT/memory_$cap.log"; fi
+  if [ -f "$OUT/memory_$cap.log" ]; then
+    gzip -f "$OUT/memory_$cap.log"
+    # the partitions' phases past the first four (the warm-ups' and the first proof's start)
+    ${PY:-python3} "$HERE/trace_phases.py" "$OUT/memory_$cap.log.gz" --skip 4 2>&1 | tail -9
+  fi
 done

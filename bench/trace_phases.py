@@ -4,6 +4,7 @@ the order the prover submits them (L, B₁, B₂, A), the H MSM on the second la
 first lane's last MSM ends against H's.
 
     python3 bench/trace_phases.py bench/results/s24/call1_memory_16GiB.log.gz [--after 140000]
+    python3 bench/trace_phases.py $OUT/memory_16GiB.log.gz --skip 4   # as capped_sweep.sh
 
 Markers (requests of 64 MiB or more only; times are ms since the process started):
 - a partition's witness: z's request (``empty`` asked by ``witness.py``'s ``assemble``);
@@ -21,6 +22,7 @@ from __future__ import annotations
 import argparse
 import gzip
 import re
+import signal
 import statistics
 from collections import Counter
 from dataclasses import dataclass, field
@@ -96,8 +98,9 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("trace")
     ap.add_argument("--after", type=int, default=0, help="ms: skip loading and warm-ups")
+    ap.add_argument("--skip", type=int, default=0, help="partitions to skip (warm-ups)")
     args = ap.parse_args()
-    parts = partitions(read(args.trace), args.after)
+    parts = partitions(read(args.trace), args.after)[args.skip :]
     table, across = spans(parts)
     print(f"{len(parts)} partitions after {args.after} ms")
     for name, values in table.items():
@@ -111,4 +114,5 @@ def main() -> int:
 
 
 if __name__ == "__main__":
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # `| head` is fine
     raise SystemExit(main())
