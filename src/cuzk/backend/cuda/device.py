@@ -228,13 +228,8 @@ class Gpu:
         nbytes = count * np.dtype(dtype).itemsize
         if nbytes == 0:
             return np.empty(shape, dtype=dtype)
-        with self.context(), self.guard("allocating page-locked host memory"):
-            try:
-                mem = self.cp.cuda.alloc_pinned_memory(nbytes)
-            except self._errors as e:
-                if "cudaErrorMemoryAllocation" not in str(e):
-                    raise
-                raise self._host_exhausted(nbytes, e) from e
+        with self._page_locking("allocating page-locked host memory", nbytes):
+            mem = self.cp.cuda.alloc_pinned_memory(nbytes)
         return np.frombuffer(mem, dtype=dtype, count=count).reshape(shape)
 
     @staticmethod
@@ -251,20 +246,23 @@ class Gpu:
         pages = pages_of(a)
         if pages is None:
             raise TypeError("page_lock takes arrays made by Gpu.host_pages")
-        with self.context(), self.guard("page-locking host memory"):
+        with self._page_locking("page-locking host memory", pages.nbytes):
+            pages.lock(self.cp.cuda.runtime)
+        return a
+
+    @contextlib.contextmanager
+    def _page_locking(self, what: str, nbytes: int) -> Iterator[None]:
+        """This device current, CUDA errors mapped, and no page-lockable host memory left
+        for ``nbytes`` as ResourceExhausted."""
+        with self.context(), self.guard(what):
             try:
-                pages.lock(self.cp.cuda.runtime)
+                yield
             except self._errors as e:
                 if "cudaErrorMemoryAllocation" not in str(e):
                     raise
-                raise self._host_exhausted(pages.nbytes, e) from e
-        return a
-
-    @staticmethod
-    def _host_exhausted(nbytes: int, e: BaseException) -> ResourceExhausted:
-        return ResourceExhausted(
-            f"cannot page-lock {nbytes / (1 << 30):.1f} GiB of host memory ({e})"
-        )
+                raise ResourceExhausted(
+                    f"cannot page-lock {nbytes / (1 << 30):.1f} GiB of host memory ({e})"
+                ) from e
 
     def pinned_copy(self, a: np.ndarray) -> np.ndarray:
         """``a`` copied into page-locked memory of its own: what is kept on the host to be
