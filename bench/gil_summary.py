@@ -5,7 +5,7 @@ with --idle instead, where each thread spends its time, waits included.
     PY="py-spy record --gil --nonblocking --threads --format raw -r 100 -o $OUT/gil.txt \\
         -- python3" OUT=$OUT CAPS=16GiB bash bench/capped_sweep.sh
     python3 bench/gil_summary.py $OUT/gil.txt        # top threads, cuzk frames and leaves
-    python3 bench/gil_summary.py $OUT/spy_16GiB.txt msm_0   # one thread (profiles taken
+    python3 bench/gil_summary.py $OUT/spy_16GiB.txt.gz msm_0   # one thread (profiles taken
                                                             # with --idle: where it waits)
 
 Each line of the raw format is a stack (frames joined by ';', outermost first, "function
@@ -14,6 +14,7 @@ Each line of the raw format is a stack (frames joined by ';', outermost first, "
 
 from __future__ import annotations
 
+import gzip
 import signal
 import sys
 from collections import Counter
@@ -26,7 +27,8 @@ def summarize(path: str, top: int = 20, thread: str = "") -> dict[str, Counter[s
     threads: Counter[str] = Counter()
     cuzk: Counter[str] = Counter()
     leaves: Counter[str] = Counter()
-    with open(path) as f:
+    opener = gzip.open if path.endswith(".gz") else open
+    with opener(path, "rt") as f:
         for line in f:
             stack, _, count = line.rstrip("\n").rpartition(" ")
             if not stack or not count.isdigit():
