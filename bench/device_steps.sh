@@ -10,7 +10,7 @@
 #   wtests the device-witness GPU tests (snap-8m's included), then the interop and groth16 ones
 #   mtests the MSM GPU tests alone
 #   ctests the GPU tests of the capped path (MSMs, whole proofs, a/b/c, the engine under a cap)
-#   qtests the few of them over streamed keys, page-locked host memory and the two lanes
+#   qtests the few of them over streamed keys, page-locked host memory, the two lanes and planned passes
 #   cap    porep-32g under $CAPS (default "16GiB 24GiB"), 2 proofs each after the warm-ups, with
 #          the device-request trace (TRACER=stream_trace.py for the device timeline instead;
 #          COLD=1 reads the key from the disk, not the page cache; SPY_ON=1 samples every
@@ -99,7 +99,7 @@ for s in "$@"; do
       tests/backend/test_cuda_abc.py tests/engine/test_cuda_capped_engine.py" ;;
     qtests) TAIL=6 step qtests "python3 -m pytest -q -m gpu -p no:cacheprovider \
       tests/backend/test_cuda_fr.py tests/backend/test_cuda_msm.py \
-      tests/backend/test_cuda_prove.py tests/backend/test_cuda_abc.py -k 'pinned or two_lanes or streamed'" ;;
+      tests/backend/test_cuda_prove.py tests/backend/test_cuda_abc.py -k 'pinned or two_lanes or streamed or planned'" ;;
     cap) spy; TAIL=40 step cap "SPY='$SPY' OUT=$OUT CAPS='${CAPS:-16GiB 24GiB}' PROOFS=2 PER_CAP_S=${PER_CAP_S:-240} COLD=${COLD:-0} \
       TRACER=${TRACER:-memory_trace.py} bash bench/capped_sweep.sh" ;;
     cap4w) TAIL=40 step cap4w "OUT=$OUT/cap4w CAPS=16GiB PROOFS=${PROOFS:-14} WPD=4 PER_CAP_S=560 \

@@ -141,10 +141,32 @@ def _cuts(cp: Any, idx: Any, edges: np.ndarray, stream: Any) -> np.ndarray | Non
     return cp.asnumpy(found, stream=stream)
 
 
-#: What a pass of an MSM reads: ``(k, lo, hi)`` → (the scalars of its tail, their indices among
-#: the pass's points or None for all of them in order, the indices of its scalar-one points or
-#: None), device arrays on the MSM stream.
-PassScalars = Callable[[int, int, int], tuple[Any, Any, Any]]
+def _nothing_ahead(k: int, lo: int, hi: int) -> None:
+    return None
+
+
+@dataclass(frozen=True)
+class PassScalars:
+    """What each pass of an MSM reads. ``take(k, lo, hi)`` gives pass k's (the scalars of its
+    tail, their indices among the pass's points or None for all of them in order, the indices
+    of its scalar-one points or None), device arrays on the MSM stream. ``ahead(k, lo, hi)``
+    is called before pass k − 1's kernels are queued: what it queues for pass k runs before
+    them, so a host wait in ``take(k)`` ends while pass k − 1 still runs."""
+
+    take: Callable[[int, int, int], tuple[Any, Any, Any]]
+    ahead: Callable[[int, int, int], None] = _nothing_ahead
+
+
+@dataclass(frozen=True)
+class _Classified:
+    """A pass's scalars classified ahead of it: its uploaded rows (None: a slice of the
+    source), their kinds, the two counts on their way to page-locked host memory, and the
+    event after which those counts are there."""
+
+    rows: Any
+    kinds: Any
+    counts: np.ndarray
+    done: Any
 
 
 @functools.cache
@@ -465,7 +487,7 @@ class GpuMsm(MsmBases):
                 o = (_device_index(cp, ones[ones_at[k] : ones_at[k + 1]]) - lo).astype(cp.uint32)
             return d_scalars, gather, o
 
-        return cut
+        return PassScalars(cut)
 
     def _planned(self, source: Any, rows: Any) -> PassScalars:
         """Each pass's scalars gathered and split on the device as the pass runs (MSM stream):
@@ -473,40 +495,56 @@ class GpuMsm(MsmBases):
         they are common enough (as a whole plan would split them), zeros dropped. The pass's
         slice of the host ``rows`` is uploaded on the MSM stream (a direct DMA from
         page-locked rows). Neither the MSM's scalar vector, a plan of all of it nor all its
-        rows are ever on the device."""
+        rows are ever on the device.
+
+        The compaction's sizes are the pass's counts of ones and of other values: the host
+        waits for them once a pass. Pass k's are counted ahead, before pass k − 1's kernels
+        are queued, so that wait ends while pass k − 1 runs and the host queues pass k behind
+        it; counted in place, the wait came after pass k − 1's kernels and the lane's stream
+        stood empty while the host launched pass k (61 % of the lane's thread in that wait in
+        session 25's profile, one empty stretch a pass). Held ahead: the pass's rows and kinds
+        (5 bytes a point); its scalars are gathered again when it runs."""
         cp = self._cp
+        ahead: dict[int, _Classified] = {}
+
+        def classify(k: int, lo: int, hi: int) -> None:
+            idx = None if rows is None else self.gpu.upload(rows[lo:hi], stream=self._stream)
+            vals = source[lo:hi] if idx is None else cp.take(source, idx, axis=0)
+            kinds = self._fr.classify(vals, self._stream)
+            del vals  # 32 bytes a point: gathered again when the pass runs, not held meanwhile
+            counts = cp.stack((cp.count_nonzero(kinds == 1), cp.count_nonzero(kinds == 2)))
+            host = self.gpu.pinned_empty(2, np.int64)
+            cp.asnumpy(counts.astype(cp.int64), stream=self._stream, out=host, blocking=False)
+            ahead[k] = _Classified(idx, kinds, host, self.gpu.record(self._stream))
 
         def plan(k: int, lo: int, hi: int) -> tuple[Any, Any, Any]:
-            if rows is None:
-                vals = source[lo:hi]
-            else:
-                idx = self.gpu.upload(rows[lo:hi], stream=self._stream)
-                vals = cp.take(source, idx, axis=0)
-            kinds = self._fr.classify(vals, self._stream)
-            is_one, is_other = kinds == 1, kinds == 2
-            ones_at = cp.cumsum(is_one, dtype=cp.int32)
-            other_at = cp.cumsum(is_other, dtype=cp.int32)
-            # The pass's one host wait: both counts at once (two flatnonzero calls waited
-            # twice, each a round trip behind the lane's queued kernels).
-            counts = cp.asnumpy(cp.stack((ones_at[-1], other_at[-1])), stream=self._stream)
-            n_ones, n_other = int(counts[0]), int(counts[1])
+            if k not in ahead:
+                classify(k, lo, hi)
+            pass_k = ahead.pop(k)
+            pass_k.done.synchronize()  # the pass's one host wait
+            n_ones, n_other = int(pass_k.counts[0]), int(pass_k.counts[1])
+            kinds = pass_k.kinds
+            vals = source[lo:hi] if pass_k.rows is None else cp.take(source, pass_k.rows, axis=0)
             if n_ones < MIN_ONES_SHARE_FOR_SPLIT * max(1, hi - lo):
                 ones = None
-                rest = _compact(cp, kinds != 0, ones_at + other_at, n_ones + n_other)
+                keep = kinds != 0
+                rest = _compact(cp, keep, cp.cumsum(keep, dtype=cp.int32), n_ones + n_other)
             else:
-                ones = _compact(cp, is_one, ones_at, n_ones).view(cp.uint32)
-                rest = _compact(cp, is_other, other_at, n_other)
+                is_one, is_other = kinds == 1, kinds == 2
+                ones = _compact(cp, is_one, cp.cumsum(is_one, dtype=cp.int32), n_ones)
+                ones = ones.view(cp.uint32)
+                rest = _compact(cp, is_other, cp.cumsum(is_other, dtype=cp.int32), n_other)
             return vals[rest], rest.view(cp.uint32), ones
 
-        return plan
+        return PassScalars(plan, classify)
 
     def _run_passes(
         self, res: ResidentBases, edges: np.ndarray, window: int | None, scalars: PassScalars
     ) -> tuple[list[Any], list[int]]:
         """Launch the MSM in passes over the slices of points between ``edges`` (current
-        stream: the MSM stream), each with the scalars ``scalars(k, lo, hi)`` gives (the
-        tail's scalars, their point indices in the pass or None for all of them in order, the
-        indices of its scalar-one points or None). With more than one pass the buckets are
+        stream: the MSM stream), each with the scalars ``scalars.take(k, lo, hi)`` gives (see
+        :class:`PassScalars`; ``scalars.ahead`` for pass k + 1 is called once pass k's are
+        taken, before pass k's kernels). With more than one pass the buckets are
         carried from pass to pass and reduced once at the end. Returns the terms and exponents
         (the carried windows', each pass's sum of its scalar-one points), summed on the host.
 
@@ -558,7 +596,9 @@ class GpuMsm(MsmBases):
             else:
                 points = res.points[lo:hi]
             view = ResidentBases(res.group, hi - lo, points)
-            d_scalars, gather, ones = scalars(k, lo, hi)
+            d_scalars, gather, ones = scalars.take(k, lo, hi)
+            if k + 1 < passes:  # before this pass's kernels, and before they wait for points
+                scalars.ahead(k + 1, hi, int(edges[k + 2]))
             if relay is not None:
                 relay.wait(k)
             if len(d_scalars):
