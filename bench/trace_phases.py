@@ -1,7 +1,7 @@
 """Per-partition phases of a capped bench, read off its device-request trace
 (bench/memory_trace.py's memory_<cap>.log[.gz]): the cadence, the first lane's split MSMs in
-the order the prover submits them (L, B₁, B₂, A), the H MSM on the second lane, and how the
-first lane's last MSM ends against H's.
+the order the prover submits them (L, B₁, B₂, A), when the H MSM on the second lane starts
+after the witness and how long it takes, and how the first lane's last MSM ends against H's.
 
     python3 bench/trace_phases.py bench/results/s24/call1_memory_16GiB.log.gz [--after 140000]
     python3 bench/trace_phases.py $OUT/memory_16GiB.log.gz --skip 4   # as capped_sweep.sh
@@ -74,7 +74,9 @@ def partitions(events: list[tuple[int, str]], after: int) -> list[Partition]:
 def spans(parts: list[Partition]) -> tuple[dict[str, list[int]], Counter[str]]:
     """ms per phase, over partitions whose four first-lane MSMs and H were all seen, and
     which first-lane MSM was running when H's ended (A: the lane ended after H)."""
-    out: dict[str, list[int]] = {k: [] for k in ("cadence", *NAMES, "H", "A ends after H")}
+    out: dict[str, list[int]] = {
+        k: [] for k in ("cadence", *NAMES, "H starts", "H", "A ends after H")
+    }
     across: Counter[str] = Counter()
     for p, nxt in zip(parts, parts[1:], strict=False):
         out["cadence"].append(nxt.witness - p.witness)
@@ -89,6 +91,7 @@ def spans(parts: list[Partition]) -> tuple[dict[str, list[int]], Counter[str]]:
                 across[name] += 1
         if p.h[1] > nxt.witness:
             across["(none: the lane ended first)"] += 1
+        out["H starts"].append(p.h[0] - p.witness)  # after the witness: a/b/c, check, h
         out["H"].append(p.h[1] - p.h[0])
         out["A ends after H"].append(nxt.witness - p.h[1])
     return out, across
