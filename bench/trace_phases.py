@@ -9,8 +9,9 @@ after the witness and how long it takes, and how the first lane's last MSM ends 
 Markers (requests of 64 MiB or more only; times are ms since the process started):
 - a partition's witness: z's request (``empty`` asked by ``witness.py``'s ``assemble``);
 - a first-lane MSM over streamed bases: its two pass buffers, asked for back to back in
-  ``_run_passes`` by the first lane's thread (``msm_0``); its passes' gathers (``plan``)
-  follow, one a pass (L gathers nothing: its scalars are a slice of z);
+  ``_run_passes`` by the first lane's thread (``msm_0``); its passes' gathers follow, one a
+  pass (``plan``, or ``gather`` called by ``plan`` since passes are classified ahead; L
+  gathers nothing: its scalars are a slice of z);
 - H: the second lane's workspace (``msm-dense_0``, ``_run``) and its "H workspace of" line
   when it is given back.
 A first-lane MSM lasts until the next one starts; the partition's last (A) until the next
@@ -57,7 +58,12 @@ def partitions(events: list[tuple[int, str]], after: int) -> list[Partition]:
             if parts and t - last_buffer > 3:  # the first of the pair
                 parts[-1].msms.append((t, 0))
             last_buffer = t
-        elif "[cuzk-gpu0-msm_0]" in text and " plan <" in text and parts and parts[-1].msms:
+        elif (
+            "[cuzk-gpu0-msm_0]" in text
+            and re.search(r"\] \S+ (gather < \S+ )?plan <", text)
+            and parts
+            and parts[-1].msms
+        ):
             start, gathered = parts[-1].msms[-1]
             parts[-1].msms[-1] = (start, gathered + 1)
         elif "[cuzk-gpu0-msm-dense_0]" in text and " _run" in text:

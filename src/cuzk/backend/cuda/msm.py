@@ -37,9 +37,8 @@ from __future__ import annotations
 
 import collections
 import contextlib
-import functools
 import logging
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -62,6 +61,7 @@ from cuzk.backend.cuda.msm_bases import (
     window_rows,
 )
 from cuzk.backend.cuda.ntt import GpuFr
+from cuzk.backend.cuda.pass_scalars import PassScalars, planned, sliced
 from cuzk.backend.cuda.points import FLAG_INFINITY, FP_WORDS, GROUPS, xyzz_to_zcash
 from cuzk.backend.cuda.workspace import Workspace
 from cuzk.errors import BadInput
@@ -122,68 +122,6 @@ def _device_u32(cp: Any, indices: Any) -> Any:
     if isinstance(indices, np.ndarray):
         return cp.asarray(indices.astype(np.uint32))
     return indices.astype(cp.uint32)
-
-
-def _device_index(cp: Any, idx: Any) -> Any:
-    """Sorted indices (host or device) as an int64 device array."""
-    if isinstance(idx, np.ndarray):
-        return cp.asarray(idx.astype(np.int64))
-    return idx.astype(cp.int64)
-
-
-def _cuts(cp: Any, idx: Any, edges: np.ndarray, stream: Any) -> np.ndarray | None:
-    """Where each of ``edges`` falls in the sorted index array ``idx`` (host positions)."""
-    if idx is None:
-        return None
-    if isinstance(idx, np.ndarray):
-        return np.searchsorted(idx, edges)
-    found = cp.searchsorted(idx, cp.asarray(edges.astype(idx.dtype)))
-    return cp.asnumpy(found, stream=stream)
-
-
-def _nothing_ahead(k: int, lo: int, hi: int) -> None:
-    return None
-
-
-@dataclass(frozen=True)
-class PassScalars:
-    """What each pass of an MSM reads. ``take(k, lo, hi)`` gives pass k's (the scalars of its
-    tail, their indices among the pass's points or None for all of them in order, the indices
-    of its scalar-one points or None), device arrays on the MSM stream. ``ahead(k, lo, hi)``
-    is called before pass k − 1's kernels are queued: what it queues for pass k runs before
-    them, so a host wait in ``take(k)`` ends while pass k − 1 still runs."""
-
-    take: Callable[[int, int, int], tuple[Any, Any, Any]]
-    ahead: Callable[[int, int, int], None] = _nothing_ahead
-
-
-@dataclass(frozen=True)
-class _Classified:
-    """A pass's scalars classified ahead of it: its uploaded rows (None: a slice of the
-    source), their kinds, the two counts on their way to page-locked host memory, and the
-    event after which those counts are there."""
-
-    rows: Any
-    kinds: Any
-    counts: np.ndarray
-    done: Any
-
-
-@functools.cache
-def _compact_kernel(cp: Any) -> Any:
-    return cp.ElementwiseKernel(
-        "bool keep, int32 at", "raw int32 out", "if (keep) out[at - 1] = (int)i", "cuzk_compact"
-    )
-
-
-def _compact(cp: Any, keep: Any, at: Any, count: int) -> Any:
-    """``flatnonzero(keep)`` as int32, from ``at``, the running count of ``keep`` (inclusive),
-    and ``count``, its last value, already on the host: queued on the current stream with no
-    host wait of its own (CuPy's flatnonzero waits to learn its length)."""
-    out = cp.empty(count, dtype=cp.int32)
-    if count:
-        _compact_kernel(cp)(keep, at, out)
-    return out
 
 
 def _edges(n: int, step: int) -> np.ndarray:
@@ -344,7 +282,8 @@ class GpuMsm(MsmBases):
     ) -> Any:
         with self._running(bases, after) as res:
             edges = _edges(res.count, self._pass_size(res))
-            parts, exponents = self._run_passes(res, edges, window, self._planned(source, rows))
+            scalars = planned(self.gpu, self._fr, self._stream, source, rows)
+            parts, exponents = self._run_passes(res, edges, window, scalars)
             host = self._download(parts)  # inside the guard: queued kernels' errors show here
         return self._finish(res.group, host, exponents)
 
@@ -383,7 +322,7 @@ class GpuMsm(MsmBases):
             step = self._pass_size(res)
             if res.streamed or step < res.count:
                 edges = _edges(res.count, step)
-                slices = self._slices(d_all, ones, tail, edges)
+                slices = sliced(cp, self._stream, d_all, ones, tail, edges)
                 parts, exponents = self._run_passes(res, edges, window, slices)
             else:
                 if tail is None:
@@ -467,76 +406,6 @@ class GpuMsm(MsmBases):
         if res.copies == 1 and self.max_pass_points:
             return self.max_pass_points
         return max(1, res.count)
-
-    def _slices(self, d_all: Any, ones: Any, tail: Any, edges: np.ndarray) -> PassScalars:
-        """Each pass's scalars from a whole MSM's device scalars and plan: ``ones`` and
-        ``tail`` (sorted indices, host or device) are cut at the pass boundaries with one
-        search (one small host wait for device ones)."""
-        cp = self._cp
-        ones_at = _cuts(cp, ones, edges, self._stream)
-        tail_at = _cuts(cp, tail, edges, self._stream)
-
-        def cut(k: int, lo: int, hi: int) -> tuple[Any, Any, Any]:
-            if tail is None or tail_at is None:
-                d_scalars, gather = d_all[lo:hi], None
-            else:
-                t = _device_index(cp, tail[tail_at[k] : tail_at[k + 1]])
-                d_scalars, gather = d_all[t], (t - lo).astype(cp.uint32)
-            o = None
-            if ones is not None and ones_at is not None:
-                o = (_device_index(cp, ones[ones_at[k] : ones_at[k + 1]]) - lo).astype(cp.uint32)
-            return d_scalars, gather, o
-
-        return PassScalars(cut)
-
-    def _planned(self, source: Any, rows: Any) -> PassScalars:
-        """Each pass's scalars gathered and split on the device as the pass runs (MSM stream):
-        source[rows[lo:hi]] (or source[lo:hi]) classified, the ones apart from the rest when
-        they are common enough (as a whole plan would split them), zeros dropped. The pass's
-        slice of the host ``rows`` is uploaded on the MSM stream (a direct DMA from
-        page-locked rows). Neither the MSM's scalar vector, a plan of all of it nor all its
-        rows are ever on the device.
-
-        The compaction's sizes are the pass's counts of ones and of other values: the host
-        waits for them once a pass. Pass k's are counted ahead, before pass k − 1's kernels
-        are queued, so that wait ends while pass k − 1 runs and the host queues pass k behind
-        it; counted in place, the wait came after pass k − 1's kernels and the lane's stream
-        stood empty while the host launched pass k (61 % of the lane's thread in that wait in
-        session 25's profile, one empty stretch a pass). Held ahead: the pass's rows and kinds
-        (5 bytes a point); its scalars are gathered again when it runs."""
-        cp = self._cp
-        ahead: dict[int, _Classified] = {}
-
-        def classify(k: int, lo: int, hi: int) -> None:
-            idx = None if rows is None else self.gpu.upload(rows[lo:hi], stream=self._stream)
-            vals = source[lo:hi] if idx is None else cp.take(source, idx, axis=0)
-            kinds = self._fr.classify(vals, self._stream)
-            del vals  # 32 bytes a point: gathered again when the pass runs, not held meanwhile
-            counts = cp.stack((cp.count_nonzero(kinds == 1), cp.count_nonzero(kinds == 2)))
-            host = self.gpu.pinned_empty(2, np.int64)
-            cp.asnumpy(counts.astype(cp.int64), stream=self._stream, out=host, blocking=False)
-            ahead[k] = _Classified(idx, kinds, host, self.gpu.record(self._stream))
-
-        def plan(k: int, lo: int, hi: int) -> tuple[Any, Any, Any]:
-            if k not in ahead:
-                classify(k, lo, hi)
-            pass_k = ahead.pop(k)
-            pass_k.done.synchronize()  # the pass's one host wait
-            n_ones, n_other = int(pass_k.counts[0]), int(pass_k.counts[1])
-            kinds = pass_k.kinds
-            vals = source[lo:hi] if pass_k.rows is None else cp.take(source, pass_k.rows, axis=0)
-            if n_ones < MIN_ONES_SHARE_FOR_SPLIT * max(1, hi - lo):
-                ones = None
-                keep = kinds != 0
-                rest = _compact(cp, keep, cp.cumsum(keep, dtype=cp.int32), n_ones + n_other)
-            else:
-                is_one, is_other = kinds == 1, kinds == 2
-                ones = _compact(cp, is_one, cp.cumsum(is_one, dtype=cp.int32), n_ones)
-                ones = ones.view(cp.uint32)
-                rest = _compact(cp, is_other, cp.cumsum(is_other, dtype=cp.int32), n_other)
-            return vals[rest], rest.view(cp.uint32), ones
-
-        return PassScalars(plan, classify)
 
     def _run_passes(
         self, res: ResidentBases, edges: np.ndarray, window: int | None, scalars: PassScalars

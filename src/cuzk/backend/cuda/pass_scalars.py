@@ -1,0 +1,152 @@
+"""What each pass of an MSM in passes reads (:meth:`cuzk.backend.cuda.msm.GpuMsm._run_passes`):
+the scalars of its slice of points, which of them are ones, which are dropped.
+
+Two sources: :func:`sliced` cuts a whole MSM's device scalars and plan at the pass boundaries;
+:func:`planned` gathers, classifies and splits each pass's scalars on the device as the pass
+runs, so that under a memory cap neither the MSM's scalar vector, a plan of all of it nor all
+its rows are ever on the device.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from cuzk.backend.base import MIN_ONES_SHARE_FOR_SPLIT
+from cuzk.backend.cuda.device import Gpu
+from cuzk.backend.cuda.ntt import GpuFr
+
+
+def _nothing_ahead(k: int, lo: int, hi: int) -> None:
+    return None
+
+
+@dataclass(frozen=True)
+class PassScalars:
+    """What each pass of an MSM reads. ``take(k, lo, hi)`` gives pass k's (the scalars of its
+    tail, their indices among the pass's points or None for all of them in order, the indices
+    of its scalar-one points or None), device arrays on the MSM stream. ``ahead(k, lo, hi)``
+    is called before pass k − 1's kernels are queued: what it queues for pass k runs before
+    them, so a host wait in ``take(k)`` ends while pass k − 1 still runs."""
+
+    take: Callable[[int, int, int], tuple[Any, Any, Any]]
+    ahead: Callable[[int, int, int], None] = _nothing_ahead
+
+
+@dataclass(frozen=True)
+class _Classified:
+    """A pass's scalars classified ahead of it: its uploaded rows (None: a slice of the
+    source), their kinds, the two counts on their way to page-locked host memory, and the
+    event after which those counts are there."""
+
+    rows: Any
+    kinds: Any
+    counts: np.ndarray
+    done: Any
+
+
+def _device_index(cp: Any, idx: Any) -> Any:
+    """Sorted indices (host or device) as an int64 device array."""
+    if isinstance(idx, np.ndarray):
+        return cp.asarray(idx.astype(np.int64))
+    return idx.astype(cp.int64)
+
+
+def _cuts(cp: Any, idx: Any, edges: np.ndarray, stream: Any) -> np.ndarray | None:
+    """Where each of ``edges`` falls in the sorted index array ``idx`` (host positions)."""
+    if idx is None:
+        return None
+    if isinstance(idx, np.ndarray):
+        return np.searchsorted(idx, edges)
+    found = cp.searchsorted(idx, cp.asarray(edges.astype(idx.dtype)))
+    return cp.asnumpy(found, stream=stream)
+
+
+@functools.cache
+def _compact_kernel(cp: Any) -> Any:
+    return cp.ElementwiseKernel(
+        "bool keep, int32 at", "raw int32 out", "if (keep) out[at - 1] = (int)i", "cuzk_compact"
+    )
+
+
+def _compact(cp: Any, keep: Any, count: int) -> Any:
+    """``flatnonzero(keep)`` as int32, ``count`` (its length) already on the host: queued on
+    the current stream with no host wait of its own (CuPy's flatnonzero waits to learn its
+    length)."""
+    out = cp.empty(count, dtype=cp.int32)
+    if count:
+        _compact_kernel(cp)(keep, cp.cumsum(keep, dtype=cp.int32), out)
+    return out
+
+
+def sliced(
+    cp: Any, stream: Any, d_all: Any, ones: Any, tail: Any, edges: np.ndarray
+) -> PassScalars:
+    """Each pass's scalars from a whole MSM's device scalars and plan: ``ones`` and ``tail``
+    (sorted indices, host or device) are cut at the pass boundaries with one search (one
+    small host wait for device ones)."""
+    ones_at = _cuts(cp, ones, edges, stream)
+    tail_at = _cuts(cp, tail, edges, stream)
+
+    def cut(k: int, lo: int, hi: int) -> tuple[Any, Any, Any]:
+        if tail is None or tail_at is None:
+            d_scalars, gather = d_all[lo:hi], None
+        else:
+            t = _device_index(cp, tail[tail_at[k] : tail_at[k + 1]])
+            d_scalars, gather = d_all[t], (t - lo).astype(cp.uint32)
+        o = None
+        if ones is not None and ones_at is not None:
+            o = (_device_index(cp, ones[ones_at[k] : ones_at[k + 1]]) - lo).astype(cp.uint32)
+        return d_scalars, gather, o
+
+    return PassScalars(cut)
+
+
+def planned(gpu: Gpu, fr: GpuFr, stream: Any, source: Any, rows: Any) -> PassScalars:
+    """Each pass's scalars gathered and split on the device as the pass runs (on ``stream``):
+    source[rows[lo:hi]] (or source[lo:hi]) classified, the ones apart from the rest when they
+    are common enough (as a whole plan would split them), zeros dropped. The pass's slice of
+    the host ``rows`` is uploaded on ``stream`` (a direct DMA from page-locked rows).
+
+    The compaction's sizes are the pass's counts of ones and of other values: the host waits
+    for them once a pass. Pass k's are counted ahead, before pass k − 1's kernels are queued,
+    so that wait ends while pass k − 1 runs and the host queues pass k behind it; counted in
+    place, the wait came after pass k − 1's kernels and the lane's stream stood empty while
+    the host launched pass k (61 % of the lane's thread in that wait in session 25's profile,
+    one empty stretch a pass). Held ahead: the pass's rows and kinds (5 bytes a point); its
+    scalars are gathered again when it runs."""
+    cp = gpu.cp
+    ahead: dict[int, _Classified] = {}
+
+    def gather(idx: Any, lo: int, hi: int) -> Any:
+        return source[lo:hi] if idx is None else cp.take(source, idx, axis=0)
+
+    def classify(k: int, lo: int, hi: int) -> None:
+        idx = None if rows is None else gpu.upload(rows[lo:hi], stream=stream)
+        kinds = fr.classify(gather(idx, lo, hi), stream)  # the gathered scalars are not held
+        counts = cp.stack((cp.count_nonzero(kinds == 1), cp.count_nonzero(kinds == 2)))
+        host = gpu.pinned_empty(2, np.int64)
+        cp.asnumpy(counts.astype(cp.int64), stream=stream, out=host, blocking=False)
+        ahead[k] = _Classified(idx, kinds, host, gpu.record(stream))
+
+    def plan(k: int, lo: int, hi: int) -> tuple[Any, Any, Any]:
+        if k not in ahead:
+            classify(k, lo, hi)
+        pass_k = ahead.pop(k)
+        pass_k.done.synchronize()  # the pass's one host wait
+        n_ones, n_other = int(pass_k.counts[0]), int(pass_k.counts[1])
+        kinds = pass_k.kinds
+        vals = gather(pass_k.rows, lo, hi)
+        if n_ones < MIN_ONES_SHARE_FOR_SPLIT * max(1, hi - lo):
+            ones = None
+            rest = _compact(cp, kinds != 0, n_ones + n_other)
+        else:
+            ones = _compact(cp, kinds == 1, n_ones).view(cp.uint32)
+            rest = _compact(cp, kinds == 2, n_other)
+        return vals[rest], rest.view(cp.uint32), ones
+
+    return PassScalars(plan, classify)
