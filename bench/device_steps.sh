@@ -102,7 +102,7 @@ for s in "$@"; do
       tests/backend/test_cuda_prove.py tests/backend/test_cuda_abc.py -k 'pinned or two_lanes or streamed or planned'" ;;
     cap) spy; TAIL=40 step cap "SPY='$SPY' OUT=$OUT CAPS='${CAPS:-16GiB 24GiB}' PROOFS=2 PER_CAP_S=${PER_CAP_S:-240} COLD=${COLD:-0} \
       TRACER=${TRACER:-memory_trace.py} bash bench/capped_sweep.sh" ;;
-    cap4w) TAIL=40 step cap4w "OUT=$OUT/cap4w CAPS=16GiB PROOFS=${PROOFS:-14} WPD=4 PER_CAP_S=560 \
+    cap4w) TAIL=40 step cap4w "OUT=$OUT/cap4w CAPS=16GiB PROOFS=${PROOFS:-14} WPD=4 PER_CAP_S=${PER_CAP_S:-560} \
       bash bench/capped_sweep.sh" ;;
     prep) step prep "OUT=$OUT/prep CAPS=' ' bash bench/capped_sweep.sh" ;;
     abcap) for c in ${AB:?set AB}; do step "ab_$c" "mkdir -p $OUT/$c && \

@@ -412,8 +412,7 @@ class GpuMsm(MsmBases):
     ) -> tuple[list[Any], list[int]]:
         """Launch the MSM in passes over the slices of points between ``edges`` (current
         stream: the MSM stream), each with the scalars ``scalars.take(k, lo, hi)`` gives (see
-        :class:`PassScalars`; ``scalars.ahead`` for pass k + 1 is called once pass k's are
-        taken, before pass k's kernels). With more than one pass the buckets are
+        :class:`PassScalars`). With more than one pass the buckets are
         carried from pass to pass and reduced once at the end. Returns the terms and exponents
         (the carried windows', each pass's sum of its scalar-one points), summed on the host.
 
@@ -466,8 +465,6 @@ class GpuMsm(MsmBases):
                 points = res.points[lo:hi]
             view = ResidentBases(res.group, hi - lo, points)
             d_scalars, gather, ones = scalars.take(k, lo, hi)
-            if k + 1 < passes:  # before this pass's kernels, and before they wait for points
-                scalars.ahead(k + 1, hi, int(edges[k + 2]))
             if relay is not None:
                 relay.wait(k)
             if len(d_scalars):

@@ -21,32 +21,13 @@ from cuzk.backend.cuda.device import Gpu
 from cuzk.backend.cuda.ntt import GpuFr
 
 
-def _nothing_ahead(k: int, lo: int, hi: int) -> None:
-    return None
-
-
 @dataclass(frozen=True)
 class PassScalars:
     """What each pass of an MSM reads. ``take(k, lo, hi)`` gives pass k's (the scalars of its
     tail, their indices among the pass's points or None for all of them in order, the indices
-    of its scalar-one points or None), device arrays on the MSM stream. ``ahead(k, lo, hi)``
-    is called before pass k − 1's kernels are queued: what it queues for pass k runs before
-    them, so a host wait in ``take(k)`` ends while pass k − 1 still runs."""
+    of its scalar-one points or None), device arrays on the MSM stream."""
 
     take: Callable[[int, int, int], tuple[Any, Any, Any]]
-    ahead: Callable[[int, int, int], None] = _nothing_ahead
-
-
-@dataclass(frozen=True)
-class _Classified:
-    """A pass's scalars classified ahead of it: its uploaded rows (None: a slice of the
-    source), their kinds, the two counts on their way to page-locked host memory, and the
-    event after which those counts are there."""
-
-    rows: Any
-    kinds: Any
-    counts: np.ndarray
-    done: Any
 
 
 def _device_index(cp: Any, idx: Any) -> Any:
@@ -73,13 +54,13 @@ def _compact_kernel(cp: Any) -> Any:
     )
 
 
-def _compact(cp: Any, keep: Any, count: int) -> Any:
-    """``flatnonzero(keep)`` as int32, ``count`` (its length) already on the host: queued on
-    the current stream with no host wait of its own (CuPy's flatnonzero waits to learn its
-    length)."""
+def _compact(cp: Any, keep: Any, at: Any, count: int) -> Any:
+    """``flatnonzero(keep)`` as int32, given ``at`` (keep's inclusive cumulative sum) and
+    ``count`` (its last value) already on the host: queued on the current stream with no host
+    wait of its own (CuPy's flatnonzero waits to learn its length)."""
     out = cp.empty(count, dtype=cp.int32)
     if count:
-        _compact_kernel(cp)(keep, cp.cumsum(keep, dtype=cp.int32), out)
+        _compact_kernel(cp)(keep, at, out)
     return out
 
 
@@ -113,40 +94,31 @@ def planned(gpu: Gpu, fr: GpuFr, stream: Any, source: Any, rows: Any) -> PassSca
     the host ``rows`` is uploaded on ``stream`` (a direct DMA from page-locked rows).
 
     The compaction's sizes are the pass's counts of ones and of other values: the host waits
-    for them once a pass. Pass k's are counted ahead, before pass k − 1's kernels are queued,
-    so that wait ends while pass k − 1 runs and the host queues pass k behind it; counted in
-    place, the wait came after pass k − 1's kernels and the lane's stream stood empty while
-    the host launched pass k (61 % of the lane's thread in that wait in session 25's profile,
-    one empty stretch a pass). Held ahead: the pass's rows and kinds (5 bytes a point); its
-    scalars are gathered again when it runs."""
+    for them once a pass, behind the lane's queued kernels. Counting pass k ahead, before
+    pass k − 1's kernels were queued, was tried and measured no faster (a PoRep partition at
+    16 GiB on an H100: H started 0.2 s sooner and ran 0.2 s longer beside this lane; the
+    device's SMs, not these waits, set the pace)."""
     cp = gpu.cp
-    ahead: dict[int, _Classified] = {}
-
-    def gather(idx: Any, lo: int, hi: int) -> Any:
-        return source[lo:hi] if idx is None else cp.take(source, idx, axis=0)
-
-    def classify(k: int, lo: int, hi: int) -> None:
-        idx = None if rows is None else gpu.upload(rows[lo:hi], stream=stream)
-        kinds = fr.classify(gather(idx, lo, hi), stream)  # the gathered scalars are not held
-        counts = cp.stack((cp.count_nonzero(kinds == 1), cp.count_nonzero(kinds == 2)))
-        host = gpu.pinned_empty(2, np.int64)
-        cp.asnumpy(counts.astype(cp.int64), stream=stream, out=host, blocking=False)
-        ahead[k] = _Classified(idx, kinds, host, gpu.record(stream))
 
     def plan(k: int, lo: int, hi: int) -> tuple[Any, Any, Any]:
-        if k not in ahead:
-            classify(k, lo, hi)
-        pass_k = ahead.pop(k)
-        pass_k.done.synchronize()  # the pass's one host wait
-        n_ones, n_other = int(pass_k.counts[0]), int(pass_k.counts[1])
-        kinds = pass_k.kinds
-        vals = gather(pass_k.rows, lo, hi)
+        if rows is None:
+            vals = source[lo:hi]
+        else:
+            vals = cp.take(source, gpu.upload(rows[lo:hi], stream=stream), axis=0)
+        kinds = fr.classify(vals, stream)
+        is_one, is_other = kinds == 1, kinds == 2
+        ones_at = cp.cumsum(is_one, dtype=cp.int32)
+        other_at = cp.cumsum(is_other, dtype=cp.int32)
+        # The pass's one host wait: both counts at once (two flatnonzero calls waited twice,
+        # each a round trip behind the lane's queued kernels).
+        counts = cp.asnumpy(cp.stack((ones_at[-1], other_at[-1])), stream=stream)
+        n_ones, n_other = int(counts[0]), int(counts[1])
         if n_ones < MIN_ONES_SHARE_FOR_SPLIT * max(1, hi - lo):
             ones = None
-            rest = _compact(cp, kinds != 0, n_ones + n_other)
+            rest = _compact(cp, kinds != 0, ones_at + other_at, n_ones + n_other)
         else:
-            ones = _compact(cp, kinds == 1, n_ones).view(cp.uint32)
-            rest = _compact(cp, kinds == 2, n_other)
+            ones = _compact(cp, is_one, ones_at, n_ones).view(cp.uint32)
+            rest = _compact(cp, is_other, other_at, n_other)
         return vals[rest], rest.view(cp.uint32), ones
 
-    return PassScalars(plan, classify)
+    return PassScalars(plan)
