@@ -411,10 +411,11 @@ class GpuMsm(MsmBases):
         self, res: ResidentBases, edges: np.ndarray, window: int | None, scalars: PassScalars
     ) -> tuple[list[Any], list[int]]:
         """Launch the MSM in passes over the slices of points between ``edges`` (current
-        stream: the MSM stream), each with the scalars ``scalars.take(k, lo, hi)`` gives (see
-        :class:`PassScalars`). With more than one pass the buckets are
-        carried from pass to pass and reduced once at the end. Returns the terms and exponents
-        (the carried windows', each pass's sum of its scalar-one points), summed on the host.
+        stream: the MSM stream), each with the scalars ``scalars(k, lo, hi)`` gives (see
+        :data:`~cuzk.backend.cuda.pass_scalars.PassScalars`). With more than one pass the
+        buckets are carried from pass to pass and reduced once at the end. Returns the terms
+        and exponents (the carried windows', each pass's sum of its scalar-one points), summed
+        on the host.
 
         Streamed bases are uploaded into two device buffers on the copy stream: pass i's
         upload waits for the kernels of pass i − 2 (the buffer's last reader), and pass i's
@@ -464,7 +465,7 @@ class GpuMsm(MsmBases):
             else:
                 points = res.points[lo:hi]
             view = ResidentBases(res.group, hi - lo, points)
-            d_scalars, gather, ones = scalars.take(k, lo, hi)
+            d_scalars, gather, ones = scalars(k, lo, hi)
             if relay is not None:
                 relay.wait(k)
             if len(d_scalars):

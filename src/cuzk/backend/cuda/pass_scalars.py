@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -20,14 +19,10 @@ from cuzk.backend.base import MIN_ONES_SHARE_FOR_SPLIT
 from cuzk.backend.cuda.device import Gpu
 from cuzk.backend.cuda.ntt import GpuFr
 
-
-@dataclass(frozen=True)
-class PassScalars:
-    """What each pass of an MSM reads. ``take(k, lo, hi)`` gives pass k's (the scalars of its
-    tail, their indices among the pass's points or None for all of them in order, the indices
-    of its scalar-one points or None), device arrays on the MSM stream."""
-
-    take: Callable[[int, int, int], tuple[Any, Any, Any]]
+#: What each pass of an MSM reads: ``(k, lo, hi)`` → pass k's (the scalars of its tail, their
+#: indices among the pass's points or None for all of them in order, the indices of its
+#: scalar-one points or None), device arrays on the MSM stream.
+PassScalars = Callable[[int, int, int], tuple[Any, Any, Any]]
 
 
 def _device_index(cp: Any, idx: Any) -> Any:
@@ -84,7 +79,7 @@ def sliced(
             o = (_device_index(cp, ones[ones_at[k] : ones_at[k + 1]]) - lo).astype(cp.uint32)
         return d_scalars, gather, o
 
-    return PassScalars(cut)
+    return cut
 
 
 def planned(gpu: Gpu, fr: GpuFr, stream: Any, source: Any, rows: Any) -> PassScalars:
@@ -121,4 +116,4 @@ def planned(gpu: Gpu, fr: GpuFr, stream: Any, source: Any, rows: Any) -> PassSca
             rest = _compact(cp, is_other, other_at, n_other)
         return vals[rest], rest.view(cp.uint32), ones
 
-    return PassScalars(plan)
+    return plan
