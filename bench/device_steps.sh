@@ -21,6 +21,9 @@
 #          on the same warm machine spend their time on the benches
 #   abcap  porep-32g at 16 GiB once per source tree of $AB (commits made here with
 #          bench/ab_trees.sh ab <commits>, carried as `ab`), 2 proofs each, logs in $OUT/<commit>
+#   smsm   one G1 2^27 MSM, dense scalars (H's), resident, in passes and streamed, at the
+#          pass sizes $PASS_MIB (default "576,768": the H lane's buffers without and with its
+#          workspace's share)
 #   msmred G1 2^16–2^24 and G2 2^14–2^24, the bucket reduction's plan vs the fixed 32-bucket one
 #   copies precomputed bases (GpuMsm.precompute): their GPU tests, then plain vs K copies on
 #          distinct bases, G1 2^20/24/26 and G2 2^20/22 (results cross-checked, making time),
@@ -108,6 +111,8 @@ for s in "$@"; do
     abcap) for c in ${AB:?set AB}; do step "ab_$c" "mkdir -p $OUT/$c && \
       PYTHONPATH=/tmp/site:$PWD/ab/$c/src OUT=$OUT/$c CAPS=16GiB PROOFS=2 PER_CAP_S=${PER_CAP_S:-240} \
       bash bench/capped_sweep.sh"; done ;;
+    smsm) step smsm "python3 bench/streamed_msm.py --group g1 --log 27 --mix dense \
+      --pass-mib ${PASS_MIB:-576,768} --runs 3 --out $OUT" ;;
     msmred) step msmred "python3 bench/gpu_msm.py --g1 16:24 --g2 14:24 --no-fp --no-save \
       --runs 5 --reduce-threads 0 --profile 14,16,20" ;;
     copies) step copies "python3 -m pytest -q -m gpu -p no:cacheprovider tests/backend/test_cuda_msm.py \
