@@ -280,9 +280,6 @@ def test_two_lanes_run_side_by_side(rng, seed, tmp_path, monkeypatch):
     bases, points = make_bases("g1", n, rng, tmp_path)
     monkeypatch.setattr(cuda_msm, "DENSE_LANE_STREAM_BYTES", 400 * GROUPS["g1"][0])
     monkeypatch.setattr(cuda_msm, "WORKSPACE_MIN_BYTES", 0)  # device scalars: a workspace
-    # ...whose share sets the second lane's passes when larger (here ≈ 750 points: the
-    # workspace of 3000 scalars' 96,000 bytes, in their size class)
-    monkeypatch.setattr(cuda_msm, "DENSE_LANE_WORKSPACE_SHARE", (3, 4))
     with cuda_msm.GpuMsm(Gpu(0), lanes=2) as gpu:
         gpu.preload(bases, stream_bytes=900 * GROUPS["g1"][0])
         assert gpu.streamed(bases)
@@ -290,10 +287,6 @@ def test_two_lanes_run_side_by_side(rng, seed, tmp_path, monkeypatch):
         assert gpu._pass_size(res) == 900  # this (test) thread: the first lane's
         sizes = [f.result() for f in (ex.submit(gpu._pass_size, res) for ex in gpu._executors)]
         assert sizes == [900, 400]
-        # In a workspace the second lane's buffers are a share of it, not bounded by the
-        # key's (its bases' buffers of 900 points): 3/4 of 1 MiB is 8,192 points a pass.
-        roomy = gpu._executors[1].submit(gpu._pass_size, res, 1 << 20).result()
-        assert roomy == (3 << 18) // (4 * GROUPS["g1"][0])
         # The split MSMs' lane goes first (the device clamps the priorities to its range).
         first, dense = (lane.stream.priority for lane in gpu._lanes)
         assert first < dense == 0

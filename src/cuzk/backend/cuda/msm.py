@@ -72,14 +72,6 @@ BA_KERNEL_FILE = "msm_ba.cu"
 #: left of the kernels' working set once a, b and c are gone (≈ 4.4 GiB at 2^27; two such
 #: buffers, a pass's sorted entries and partial sums and the carried buckets take ≈ 2.8).
 DENSE_LANE_STREAM_BYTES = 9 << 26
-#: ...or, when the MSM has its workspace (:meth:`GpuMsm._workspace`), this share of the block
-#: each, if larger: the block is the H quotient's 4.29 GB at 2^27, so 768 MiB buffers, 16
-#: passes of H instead of 22, each pass costing ≈ 10 ms of fixed work (its counts, scan,
-#: segment tree and carry over 3.7M buckets). Inside the block at G1, c = 19: two buffers
-#: 1.61 GB, sorted entries 0.47 GB (14 windows × 4 B a point), partial-sum slots 0.81 GB
-#: (3.7M buckets and 0.5M chunks at 192 B), carried buckets 0.70 GB, counts, offsets and
-#: segments ≈ 0.15 GB: ≈ 3.7 GB (3.2 GB with the smaller buffers).
-DENSE_LANE_WORKSPACE_SHARE = (3, 16)
 #: The second lane's MSMs over device scalars of at least this size run in a workspace taken
 #: on the compute stream (:meth:`GpuMsm._workspace`): the H quotient's (4 GiB at 2^27).
 WORKSPACE_MIN_BYTES = LARGE_BYTES
@@ -321,13 +313,13 @@ class GpuMsm(MsmBases):
         after: Any = None,
     ) -> Any:
         cp = self._cp
-        with self._running(bases, after) as res, self._workspace(scalars) as block_bytes:
+        with self._running(bases, after) as res, self._workspace(scalars):
             parts: list[Any] = []
             exponents: list[int] = []
             # Host scalars: one upload of all rows (one DMA when the caller's buffer is
             # page-locked); the tail is gathered on the device, not on the host.
             d_all = scalars if not isinstance(scalars, np.ndarray) else cp.asarray(scalars)
-            step = self._pass_size(res, block_bytes)
+            step = self._pass_size(res)
             if res.streamed or step < res.count:
                 edges = _edges(res.count, step)
                 slices = sliced(cp, self._stream, d_all, ones, tail, edges)
@@ -349,19 +341,18 @@ class GpuMsm(MsmBases):
         return self._finish(res.group, host, exponents)
 
     @contextlib.contextmanager
-    def _workspace(self, scalars: Any) -> Iterator[int]:
+    def _workspace(self, scalars: Any) -> Iterator[None]:
         """In the second lane (under a cap), with device scalars of at least
         :data:`WORKSPACE_MIN_BYTES`: the MSM's own requests carved from one block of the
         scalars' size class, taken and given back on the compute stream
-        (:mod:`cuzk.backend.cuda.workspace`: why). Elsewhere nothing changes. Yields the
-        block's bytes (0: no block)."""
+        (:mod:`cuzk.backend.cuda.workspace`: why). Elsewhere nothing changes."""
         cp = self._cp
         if not self._dense_lane or isinstance(scalars, np.ndarray):
-            yield 0
+            yield
             return
         nbytes = int(scalars.nbytes)
         if nbytes < WORKSPACE_MIN_BYTES:
-            yield 0
+            yield
             return
         size = size_class(nbytes)
         fallback = cp.cuda.get_allocator()  # the process's (the capped allocator)
@@ -372,7 +363,7 @@ class GpuMsm(MsmBases):
         except cp.cuda.memory.OutOfMemoryError:  # no room for a whole block: pieces, as before
             block = None
         if block is None:
-            yield 0
+            yield
             return
         self._stream.wait_event(taken)  # nothing queued there still reads the block
         device = self.device
@@ -384,7 +375,7 @@ class GpuMsm(MsmBases):
         self.workspaces += 1
         try:
             with cp.cuda.using_allocator(workspace.malloc):
-                yield size
+                yield
         finally:
             # The block goes back to the compute stream's cache once its pieces are dropped:
             # every reader (this lane's kernels, its copy stream's uploads) must be done.
@@ -403,17 +394,14 @@ class GpuMsm(MsmBases):
             return None
         return self._cp.asnumpy(self._cp.concatenate(parts), stream=self._stream)
 
-    def _pass_size(self, res: ResidentBases, workspace_bytes: int = 0) -> int:
-        """Points per pass of an MSM over ``res``: the stream buffer's for streamed bases (in
-        a second lane at most :data:`DENSE_LANE_STREAM_BYTES`, or the
-        :data:`DENSE_LANE_WORKSPACE_SHARE` of a workspace of ``workspace_bytes``, which the
-        key's buffers do not bound: the workspace is the MSM's own), ``max_pass_points`` for
+    def _pass_size(self, res: ResidentBases) -> int:
+        """Points per pass of an MSM over ``res``: the stream buffer's for streamed bases (at
+        most :data:`DENSE_LANE_STREAM_BYTES` in a second lane), ``max_pass_points`` for
         resident ones without copies (all of them otherwise)."""
         if res.streamed:
             size = res.stream_bytes
             if self._dense_lane:
-                share, whole = DENSE_LANE_WORKSPACE_SHARE
-                size = max(min(size, DENSE_LANE_STREAM_BYTES), workspace_bytes * share // whole)
+                size = min(size, DENSE_LANE_STREAM_BYTES)
             return pass_points(res.group, size)
         if res.copies == 1 and self.max_pass_points:
             return self.max_pass_points
