@@ -142,10 +142,10 @@ def stage_profile(gm, bases: PointSet, source, cp) -> dict[str, float]:  # type:
     """ms per kernel name over one run (the MSM stream's time between a launch's event and the
     one before it: CuPy work queued in between counts to the next launch; "plan" is a pass's
     gather and classification)."""
-    planned = gm._planned
+    planned = msm.planned  # the pass scalars the MSM module makes (pass_scalars.planned)
 
-    def marked(src, rows):  # type: ignore[no-untyped-def]
-        plan = planned(src, rows)
+    def marked(*args):  # type: ignore[no-untyped-def]
+        plan = planned(*args)
 
         def run_plan(k, lo, hi):  # type: ignore[no-untyped-def]
             out = plan(k, lo, hi)
@@ -154,7 +154,7 @@ def stage_profile(gm, bases: PointSet, source, cp) -> dict[str, float]:  # type:
 
         return run_plan
 
-    gm._planned = marked
+    msm.planned = marked
     gm.trace = []
     try:
         with gm.gpu.context(gm._stream):
@@ -164,7 +164,7 @@ def stage_profile(gm, bases: PointSet, source, cp) -> dict[str, float]:  # type:
         trace = gm.trace
     finally:
         gm.trace = None
-        del gm._planned
+        msm.planned = planned
     out: dict[str, float] = {}
     prev = start
     for name, ev in trace:
