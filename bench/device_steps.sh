@@ -22,8 +22,8 @@
 #   abcap  porep-32g at 16 GiB once per source tree of $AB (commits made here with
 #          bench/ab_trees.sh ab <commits>, carried as `ab`), 2 proofs each, logs in $OUT/<commit>
 #   smsm   one G1 2^27 MSM, dense scalars (H's), resident, in passes and streamed, at the
-#          pass sizes $PASS_MIB (default "576,768": the H lane's buffers without and with its
-#          workspace's share)
+#          pass sizes $PASS_MIB (default "576,768": the H lane's buffers under a cap, and
+#          session 27's larger ones, measured slower in the engine and not kept)
 #   msmred G1 2^16–2^24 and G2 2^14–2^24, the bucket reduction's plan vs the fixed 32-bucket one
 #   copies precomputed bases (GpuMsm.precompute): their GPU tests, then plain vs K copies on
 #          distinct bases, G1 2^20/24/26 and G2 2^20/22 (results cross-checked, making time),
