@@ -12,7 +12,12 @@ so they finish before their points have crossed the bus (on the H200: 0.13–0.1
 against 0.23 s of upload at 55 GB/s; on PCIe 4.0, 0.5 s): each of their bytes kept resident
 saves time. B₁'s and B₂'s tails and the dense H take longer than their uploads (B₂ 0.60 s for
 6.4 GB, H 1.3 s for 12.9 GB): streamed, their upload hides under their own work. So vectors
-stay resident in the order L, A, B₁, B₂, H while they fit, and the rest stream.
+stay resident in the order L, A, B₁, B₂, H while they fit, and the rest stream. On the H200's
+55 GB/s bus the whole rule is worth little (porep-32g, two workers: L and A resident at 48 GiB
+saved 0.014 s of GPU a partition over all five streamed, B₁ and B₂ at 32 GiB 0.006 s): the
+other MSM lane fills the waits. It is the slower buses of the cards that run capped (PCIe 4.0,
+≈ 25 GB/s: L's or A's upload ≈ 0.5 s against ≈ 0.15 s of work) that it is for. Under a cap a
+resident MSM still runs in bounded passes, so residency never buys the uncapped one-pass MSM.
 
 The shape's matrices stay before any vector: a partition reads them four times (A, B, and C
 twice under a cap), about 7 GB of transfers for porep-32g's 5.5 GB, and their products are
