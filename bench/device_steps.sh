@@ -17,6 +17,9 @@
 #          thread with py-spy into $OUT/spy_<cap>.txt)
 #   cap4w  porep-32g at 16 GiB with four device workers over PROOFS (default 14) proofs: many
 #          partitions under a tight cap without a deadlock or an out-of-memory error
+#   wab    porep-32g (or CIRCUIT) under $CAPS (default 16GiB) with two device workers, then
+#          four, in one call on one machine (PROOFS each, default 2; logs in $OUT/wpd2 and
+#          $OUT/wpd4): the A/B that decides whether a cap should default to four workers
 #   prep   porep-32g's keys and inputs alone (capped_sweep.sh's first half), so that later calls
 #          on the same warm machine spend their time on the benches
 #   abcap  porep-32g at 16 GiB once per source tree of $AB (commits made here with
@@ -107,6 +110,8 @@ for s in "$@"; do
       TRACER=${TRACER:-memory_trace.py} bash bench/capped_sweep.sh" ;;
     cap4w) TAIL=40 step cap4w "OUT=$OUT/cap4w CAPS=16GiB PROOFS=${PROOFS:-14} WPD=4 PER_CAP_S=${PER_CAP_S:-560} \
       bash bench/capped_sweep.sh" ;;
+    wab) for w in 2 4; do TAIL=30 step "wpd$w" "OUT=$OUT/wpd$w CAPS='${CAPS:-16GiB}' \
+      PROOFS=${PROOFS:-2} WPD=$w PER_CAP_S=${PER_CAP_S:-220} bash bench/capped_sweep.sh"; done ;;
     prep) step prep "OUT=$OUT/prep CAPS=' ' bash bench/capped_sweep.sh" ;;
     abcap) for c in ${AB:?set AB}; do step "ab_$c" "mkdir -p $OUT/$c && \
       PYTHONPATH=/tmp/site:$PWD/ab/$c/src OUT=$OUT/$c CAPS=16GiB PROOFS=2 PER_CAP_S=${PER_CAP_S:-240} \
