@@ -250,9 +250,9 @@ class GpuMsm(MsmBases):
         best page-locked) or of ``source`` itself, planned pass by pass on the device
         (:func:`~cuzk.backend.cuda.pass_scalars.planned`): under a memory cap neither the
         gathered scalars, a plan nor the row indices of the whole MSM are on the device (for a
-        PoRep partition: B's 1.2 GiB of
-        scalars, 0.8 GiB of L, A and B plans, 0.65 GiB of A and B rows). ``source`` is a
-        device FrVec of this GPU, complete once the event ``after`` has passed."""
+        PoRep partition: B's 1.2 GiB of scalars, 0.8 GiB of L, A and B plans, 0.65 GiB of A and
+        B rows). ``source`` is a device FrVec of this GPU, complete once the event ``after``
+        has passed."""
         check_fr_vec(source, "scalars")
         count = int(source.shape[0]) if rows is None else int(rows.shape[0])
         if count != bases.count:
