@@ -160,3 +160,66 @@ def test_streamed_keys_give_the_resident_sums(
     finally:
         for v in vectors:
             capped_backend.evict(v)
+
+
+def test_combined_check_sums_agree_with_the_cpu(capped_backend, seed):
+    """The a·b = c combination's kernels: the partial sums of Σ ρ^i·a_i·b_i add up to the
+    CPU's, and the verdict is True for c = a·b and False with one row of c changed."""
+    from cuzk.backend.cuda.abc_check import CombinedCheck
+    from cuzk.field import fr
+    from cuzk.field.constants import R
+
+    rng = np.random.default_rng(seed)
+    n = 3001 + int(rng.integers(0, 5000))  # not a multiple of the block count
+    a, b = fr.random(n, rng), fr.random(n, rng)
+    c = fr.mul(a, b)
+    up = capped_backend.upload
+    rho = capped_backend._rho
+    powers = capped_backend.fr.pow_table(rho, 1, n)
+    check = CombinedCheck(capped_backend.fr, powers, up(a), up(b))
+    check.count_c(up(c))
+    assert check.satisfied(), f"seed {seed}"
+    want = sum(x * p for x, p in zip(fr.to_ints(c), fr.to_ints(fr.powers(rho, n)), strict=True)) % R
+    for partials in (check._s, check._t):
+        assert sum(fr.to_ints(capped_backend.download(partials))) % R == want, f"seed {seed}"
+    row = int(rng.integers(n))
+    c[row] = fr.add(c[row : row + 1], fr.ones(1))[0]
+    check = CombinedCheck(capped_backend.fr, powers, up(a), up(b))
+    check.count_c(up(c))
+    assert not check.satisfied(), f"seed {seed}, row {row}"
+
+
+@pytest.mark.parametrize("streamed", [False, True], ids=["resident", "streamed-matrices"])
+def test_capped_check_is_deferred_and_names_the_first_bad_row(
+    keys, capped_backend, cpu_backend, seed, streamed
+):
+    """Under a cap the prover checks a·b = c where the H pipeline makes c: start() queues
+    every MSM, a good witness proves, and a bad one is refused by wait_kernels with the
+    first row the CPU's exact check finds."""
+    from cuzk.errors import UnsatisfiedConstraint
+    from cuzk.field import fr
+    from cuzk.groth16.prover import Assignment, finalize, start, wait_kernels
+
+    shape, params = keys
+    if streamed:
+        capped_backend.stream_shape(shape, 1 << 13)
+    try:
+        assignment = synthesize(SyntheticCircuit(N, seed=seed))
+        pending = start(assignment, shape, params, capped_backend)
+        assert pending.abc_check is not None
+        proof = finalize(pending)
+        assert verify(params.vk, assignment.public_inputs, proof), f"seed {seed}"
+        rng = np.random.default_rng(seed)
+        z = assignment.z.copy()
+        bad: np.ndarray = np.zeros(0, dtype=np.int64)
+        while not len(bad):  # a new value for an aux variable that some constraint reads
+            var = int(rng.integers(shape.num_inputs, shape.num_variables))
+            z[var] = fr.random(1, rng)[0]
+            bad = cpu_backend.unsatisfied_rows(*cpu_backend.evaluate_abc(shape, z))
+        wrong = Assignment.split(z, shape.num_inputs, assignment.public_inputs)
+        pending = start(wrong, shape, params, capped_backend)
+        with pytest.raises(UnsatisfiedConstraint) as info:
+            wait_kernels(pending)
+        assert info.value.index == int(bad[0]), f"seed {seed}, variable {var}"
+    finally:
+        capped_backend.forget_shape(shape)

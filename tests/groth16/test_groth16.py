@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from cuzk.circuits.synthetic import SyntheticCircuit
-from cuzk.errors import BadInput, UnsatisfiedConstraint
+from cuzk.errors import BadInput, DeviceFault, UnsatisfiedConstraint
 from cuzk.field.constants import R
 from cuzk.groth16 import (
     PROOF_SIZE,
@@ -17,7 +17,7 @@ from cuzk.groth16 import (
     verify_batch,
 )
 from cuzk.groth16.params_io import read_header
-from cuzk.groth16.prover import check_compatible
+from cuzk.groth16.prover import check_compatible, start, synthesize, wait_kernels
 from cuzk.groth16.setup import generate_parameters
 from cuzk.r1cs import synthesize_shape
 from tests.r1cs.circuits import CubeCircuit
@@ -167,6 +167,47 @@ def test_unsatisfied_circuit_names_constraint_and_gives_no_proof(tmp_path, pool,
         del cpu_backend.split_msm
     assert info.value.index == 1
     assert len(submitted) == 3 and all(f.done() for f in submitted)
+
+
+def test_a_deferred_check_refuses_after_the_device_work(tmp_path, pool, cpu_backend):
+    """A backend may settle a·b = c where the H pipeline makes c (the CUDA backend under a
+    cap: Backend.defer_abc_check). The prover then queues every MSM, and wait_kernels
+    refuses a bad witness once all five have ended, naming the constraint the exact check
+    names; it drops z (the engine frees it next). A failed verdict with every row holding
+    is the device's fault, not the witness's."""
+    shape = synthesize_shape(CubeCircuit(3), "test:cube")
+    params = generate_parameters(shape, tmp_path, "cube", seed=5, pool=pool)
+    verdicts: list[bool] = []
+
+    def defer(a, b, c):
+        ok = len(cpu_backend.unsatisfied_rows(a, b, c)) == 0  # (h may be made in their memory)
+
+        def satisfied():
+            verdicts.append(ok)
+            return ok
+
+        return satisfied
+
+    cpu_backend.defer_abc_check = defer
+    try:
+        proof, inputs = prove(CubeCircuit(3), shape, params, cpu_backend)
+        assert verify(params.vk, inputs, proof) and verdicts == [True]
+        pending = start(synthesize(CubeCircuit(3, cheat=True)), shape, params, cpu_backend)
+        assert pending.abc_check is not None  # start() did not refuse: nothing was checked
+        with pytest.raises(UnsatisfiedConstraint, match="cube/cube") as info:
+            wait_kernels(pending)
+        assert info.value.index == 1 and verdicts == [True, False]
+        futures = (pending.h, pending.l, pending.a, pending.b_g1, pending.b_g2)
+        assert pending.abc_check is None and all(f.done() for f in futures)
+        pending = start(synthesize(CubeCircuit(3)), shape, params, cpu_backend)
+        check = pending.abc_check
+        assert check is not None and check.z is not None
+        check.satisfied = lambda: False
+        with pytest.raises(DeviceFault, match="every row holds"):
+            wait_kernels(pending)
+        assert check.z is None
+    finally:
+        del cpu_backend.defer_abc_check
 
 
 def test_parameters_of_another_circuit_are_refused(synthetic_keys, tmp_path, pool):

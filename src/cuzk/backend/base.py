@@ -11,6 +11,7 @@ which is how the prover overlaps the H pipeline with the L/A/B multiplications.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol, TypeAlias, runtime_checkable
@@ -174,6 +175,14 @@ class Backend(Protocol):
 
     def unsatisfied_rows(self, a: Vec, b: Vec, c: Vec, limit: int = 16) -> np.ndarray:
         """The first ``limit`` rows where a·b ≠ c, as host int64 indices (empty: satisfied)."""
+
+    def defer_abc_check(self, a: Vec, b: Vec, c: Vec) -> Callable[[], bool] | None:
+        """A check of a·b = c that the H quotient of these a, b, c finishes, as a function
+        that says (waiting if need be) whether every row holds; None where the backend has
+        none, and the caller checks now with :meth:`unsatisfied_rows`. For a backend whose c
+        costs a pass over C each time it is made (the CUDA backend under a cap), so the
+        check need not make it once more. A False verdict names no row: the caller evaluates
+        a, b, c again for :meth:`unsatisfied_rows`."""
 
     # -- multi-scalar multiplication ---------------------------------------------------------
     def preload(self, bases: PointSet, stream_bytes: int = 0) -> None:

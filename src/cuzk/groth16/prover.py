@@ -41,7 +41,7 @@ import numpy as np
 
 from cuzk.backend.base import Backend, Vec
 from cuzk.curve import G1, G2, g1_mul, g2_mul
-from cuzk.errors import BadInput, InternalError, UnsatisfiedConstraint
+from cuzk.errors import BadInput, DeviceFault, InternalError, UnsatisfiedConstraint
 from cuzk.field import fr
 from cuzk.field.constants import R
 from cuzk.groth16.keys import Parameters
@@ -153,6 +153,35 @@ class PendingProof:
     b_g1: Future
     b_g2: Future
     timings: Timings
+    abc_check: DeferredCheck | None = None  # settled by wait_kernels
+
+
+@dataclass
+class DeferredCheck:
+    """An a·b = c check the backend finishes in the H pipeline
+    (:meth:`~cuzk.backend.base.Backend.defer_abc_check`). Its verdict is read once the
+    witness's MSMs are done, while z still lives: a failure is then named by evaluating a, b
+    and c again from z for the exact check."""
+
+    satisfied: Callable[[], bool]
+    backend: Backend
+    shape: R1CSShape
+    z: Vec | None  # dropped once settled: the engine frees z right after
+    circuit: Circuit | None
+
+    def failure(self) -> Exception:
+        """After a False verdict: the UnsatisfiedConstraint naming the first bad row (call it
+        once the partition's device work is done: a, b and c are made again beside
+        nothing). Drops z."""
+        z, self.z = self.z, None
+        if z is None:
+            return InternalError("the a·b = c check failed and its witness is gone")
+        a, b, c = self.backend.evaluate_abc(self.shape, z)
+        bad = self.backend.unsatisfied_rows(a, b, c)
+        del a, b, c, z
+        if len(bad):
+            return _unsatisfied(int(bad[0]), self.shape, self.circuit)
+        return DeviceFault("the random combination of a·b = c failed but every row holds")
 
 
 Allocate = Callable[[int], fr.FrVec]
@@ -244,7 +273,8 @@ def start(
 
     Raises UnsatisfiedConstraint (naming the constraint, via a check-mode run of ``circuit``
     when given) if the witness does not satisfy the circuit — no proof is ever made for it;
-    the MSMs already submitted are waited out first.
+    the MSMs already submitted are waited out first. Where the backend defers the check
+    (:class:`DeferredCheck`), :func:`wait_kernels` raises it instead.
     """
     timings = timings if timings is not None else Timings()
     check_compatible(params, shape)
@@ -269,12 +299,19 @@ def start(
     _submit(futures, "b_g2", backend.split_msm(params.b_g2, z, b_rows), timings, t1)
 
     t0 = time.perf_counter()
+    deferred: DeferredCheck | None = None
     try:
         a, b, c = backend.evaluate_abc(shape, staged.z)
         if params.reduction.checks_constraints:
-            bad = backend.unsatisfied_rows(a, b, c)
-            if len(bad):
-                raise _unsatisfied(int(bad[0]), shape, circuit)
+            # A backend whose c costs a pass over C each time (CUDA under a cap) finishes the
+            # check where the H pipeline makes c; the others check every row now.
+            satisfied = backend.defer_abc_check(a, b, c)
+            if satisfied is not None:
+                deferred = DeferredCheck(satisfied, backend, shape, staged.z, circuit)
+            else:
+                bad = backend.unsatisfied_rows(a, b, c)
+                if len(bad):
+                    raise _unsatisfied(int(bad[0]), shape, circuit)
     except BaseException:
         _wait_out(futures.values())  # no device work of this partition outlives its failure
         raise
@@ -294,6 +331,7 @@ def start(
         r=secrets.randbelow(R - 1) + 1,
         s=secrets.randbelow(R - 1) + 1,
         timings=timings,
+        abc_check=deferred,
         **futures,
     )
 
@@ -332,10 +370,18 @@ def wait_kernels(pending: PendingProof, witness_read: Callable[[], None] | None 
     H quotient, the last of the compute stream's readers of z, and waits for it), so the
     caller may free z then and let the device's next partition stage in its place.
 
-    Raises whatever an MSM raised (DeviceFault when a worker or kernel died).
+    Raises whatever an MSM raised (DeviceFault when a worker or kernel died), and
+    UnsatisfiedConstraint where the backend deferred the a·b = c check
+    (:class:`DeferredCheck`) and it failed.
     """
     t0 = time.perf_counter()
     l_sum, b_g1, b_g2, a = (f.result() for f in (pending.l, pending.b_g1, pending.b_g2, pending.a))
+    check, pending.abc_check = pending.abc_check, None
+    if check is not None:
+        if not check.satisfied():
+            _wait_out([pending.h])  # H's MSM reads h, made where a and b are made again
+            raise check.failure()
+        del check  # it holds z, which the caller frees next
     if witness_read is not None:
         witness_read()
     sums = MsmSums(h=pending.h.result(), l=l_sum, a=a, b_g1=b_g1, b_g2=b_g2)
@@ -346,6 +392,7 @@ def wait_kernels(pending: PendingProof, witness_read: Callable[[], None] | None 
 def drain(pending: PendingProof) -> None:
     """After a failure: wait out every MSM still running, ignoring their errors (the first
     one was already reported), so the device's work ends before the next partition's."""
+    pending.abc_check = None  # (it holds z)
     _wait_out((pending.h, pending.l, pending.a, pending.b_g1, pending.b_g2))
 
 

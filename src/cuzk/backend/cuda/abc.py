@@ -20,7 +20,7 @@ import weakref
 from collections import OrderedDict
 from dataclasses import dataclass
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -28,6 +28,9 @@ from cuzk.backend.cuda.device import Relay
 from cuzk.errors import BadInput
 from cuzk.r1cs import R1CSShape
 from cuzk.r1cs.shape import CsrMatrix
+
+if TYPE_CHECKING:
+    from cuzk.backend.cuda.abc_check import CombinedCheck
 
 SRC = "spmv.cu"
 THREADS = 256
@@ -343,14 +346,17 @@ class GpuAbc:
         return self.spmv(m, z, out=full[: m.num_rows])
 
 
-@dataclass(frozen=True)
+@dataclass(eq=False)
 class RowProduct:
     """m·z not made yet: the CUDA backend's c under a memory cap. It is evaluated where it is
-    read — by the a·b = c check in slices, and by the H quotient into a buffer that b no longer
-    needs — so a, b and c never hold three vectors of the domain at once."""
+    read — by the H quotient into a buffer that b no longer needs, and by the exact a·b = c
+    check in slices — so a, b and c never hold three vectors of the domain at once.
+    ``check``: the deferred a·b = c check (:mod:`~cuzk.backend.cuda.abc_check`) that is
+    given c where the H quotient makes it."""
 
     matrix: DeviceCsr | HostCsr
     z: Any
+    check: CombinedCheck | None = None
 
     @property
     def shape(self) -> tuple[int, int]:

@@ -5,12 +5,15 @@ Everything runs on the device's one runtime (:class:`~cuzk.backend.cuda.device.G
 polynomial, a/b/c and fixed-base kernels on its compute stream, the MSMs on a side stream that
 waits for an event recorded on the compute stream when they are submitted — so a handle one
 method returns can be passed to the next at once, and the host waits only in
-:meth:`CudaBackend.download`, for an MSM's result, or in :meth:`unsatisfied_rows`.
+:meth:`CudaBackend.download`, for an MSM's result, in :meth:`unsatisfied_rows`, or for a
+deferred a·b = c check's verdict (:meth:`CudaBackend.defer_abc_check`).
 """
 
 from __future__ import annotations
 
+import secrets
 import threading
+from collections.abc import Callable
 from concurrent.futures import Future
 from functools import partial
 from typing import Any
@@ -26,12 +29,14 @@ from cuzk.backend.base import (
     check_quotient_inputs,
 )
 from cuzk.backend.cuda.abc import GpuAbc, RowProduct
+from cuzk.backend.cuda.abc_check import CombinedCheck
 from cuzk.backend.cuda.device import HIGH_PRIORITY, Gpu, MemoryWatch
 from cuzk.backend.cuda.msm import GpuMsm
 from cuzk.backend.cuda.ntt import GpuNtt
 from cuzk.backend.cuda.witness import GpuWitness
 from cuzk.errors import BadInput
 from cuzk.field import fr
+from cuzk.field.constants import R
 from cuzk.poly import Domain
 from cuzk.poly.snarkjs_h import snarkjs_odd_shift, snarkjs_order
 from cuzk.r1cs import R1CSShape
@@ -80,6 +85,8 @@ class CudaBackend:
         self._fixed_lock = threading.Lock()
         self._fixed: Any = None
         self._perms: dict[int, Any] = {}
+        # The a·b = c combination's ρ: secret, drawn once (its powers' table is kept per n).
+        self._rho = secrets.randbelow(R - 2) + 2
 
     # -- transfers and memory --------------------------------------------------------------------
     def upload(self, v: fr.FrVec) -> Vec:
@@ -165,6 +172,8 @@ class CudaBackend:
 
     def _fill_c(self, c: RowProduct, out: Any) -> None:
         self.abc.spmv(c.matrix, c.z, out=out)
+        if c.check is not None:
+            c.check.count_c(out)
 
     def odd_coset_h(self, a: Vec, b: Vec, domain: Domain) -> Vec:
         """snarkjs's H from device a, b (see :mod:`cuzk.poly.snarkjs_h`): per input an iNTT in
@@ -227,6 +236,20 @@ class CudaBackend:
             if not found:
                 return np.zeros(0, dtype=np.int64)
             return cp.asnumpy(cp.concatenate(found)[:limit], stream=self.gpu.stream)
+
+    def defer_abc_check(self, a: Vec, b: Vec, c: Vec) -> Callable[[], bool] | None:
+        """Under a cap (c a :class:`RowProduct`), the check by random linear combination of
+        :mod:`~cuzk.backend.cuda.abc_check`: it reads C only where the H quotient makes c.
+        Held whole, c costs nothing more to check, so the exact check stays (None)."""
+        if not isinstance(c, RowProduct) or c.check is not None:
+            return None
+        a, b = self._handle(a, "a"), self._handle(b, "b")
+        n = int(a.shape[0])
+        if n < 2 or tuple(b.shape) != (n, 4) or c.shape[0] != n:
+            return None  # (no H pipeline to finish it: a one-point domain, or a bad input)
+        check = CombinedCheck(self.fr, self.fr.pow_table(self._rho, 1, n), a, b)
+        c.check = check
+        return check.satisfied
 
     def _bad_rows(self, a: Any, b: Any, c: Any, lo: int, hi: int) -> Any:
         """Rows lo…hi−1: whether a·b ≠ c (c evaluated there when it is a RowProduct)."""

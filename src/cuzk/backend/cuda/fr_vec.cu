@@ -67,3 +67,56 @@ extern "C" __global__ void fr_vec_classify(signed char* out, const fr_u64* a, lo
         out[i] = fr_is_zero(x) ? 0 : (fr_is_one(x) ? 1 : 2);
     }
 }
+
+// --- the a·b = c check's random linear combination ------------------------------------------
+// Sums of a block's 256 threads (8 warps): shuffles within a warp, then one warp over the
+// warps' sums. Every thread of the block must call it.
+FR_FN fr_t fr_block_sum(fr_t x) {
+    __shared__ fr_t warp_sums[32];
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) {
+        fr_t y;
+#pragma unroll
+        for (int k = 0; k < 8; k++) y.w[k] = __shfl_down_sync(0xffffffffu, x.w[k], o);
+        x = fr_add(x, y);
+    }
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    if (lane == 0) warp_sums[warp] = x;
+    __syncthreads();
+    if (warp == 0) {
+        x = lane < (int)(blockDim.x >> 5) ? warp_sums[lane] : fr_zero();
+#pragma unroll
+        for (int o = 16; o > 0; o >>= 1) {
+            fr_t y;
+#pragma unroll
+            for (int k = 0; k < 8; k++) y.w[k] = __shfl_down_sync(0xffffffffu, x.w[k], o);
+            x = fr_add(x, y);
+        }
+    }
+    return x;  // the block's sum, in thread 0
+}
+
+// partials[block] = this block's share of Σ ρ^i·a[i]·b[i] (Σ ρ^i·a[i] when b is NULL), with
+// ρ^i from the two tables of fr_pow_lookup. Launched with blockDim a multiple of 32.
+extern "C" __global__ void fr_vec_rlc(fr_u64* partials, const fr_u64* a, const fr_u64* b,
+                                    const fr_u64* pw_lo, const fr_u64* pw_hi, int pw_bits,
+                                    long long n) {
+    fr_t acc = fr_zero();
+    FR_GRID_LOOP(i, n) {
+        fr_t x = fr_load(a, i);
+        if (b != nullptr) x = fr_mul(x, fr_load(b, i));
+        acc = fr_add(acc, fr_mul(x, fr_pow_lookup(pw_lo, pw_hi, pw_bits, i)));
+    }
+    acc = fr_block_sum(acc);
+    if (threadIdx.x == 0) fr_store(partials, blockIdx.x, acc);
+}
+
+// *equal = whether Σ p[j] = Σ q[j] over k partial sums (one block of a multiple of 32).
+extern "C" __global__ void fr_vec_sums_equal(int* equal, const fr_u64* p, const fr_u64* q,
+                                           long long k) {
+    fr_t acc = fr_zero();
+    for (long long j = threadIdx.x; j < k; j += blockDim.x)
+        acc = fr_add(acc, fr_sub(fr_load(p, j), fr_load(q, j)));
+    acc = fr_block_sum(acc);
+    if (threadIdx.x == 0) *equal = fr_is_zero(acc) ? 1 : 0;
+}

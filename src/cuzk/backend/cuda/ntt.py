@@ -190,6 +190,19 @@ class GpuFr:
                 self._elementwise("fr_vec_powers", n, out, t.lo, t.hi, bits, np.int64(n))
         return out
 
+    def combine(self, a: Any, b: Any, powers: PowTable, partials: Any) -> None:
+        """partials[j] ← block j's share of Σ ρ^i·a[i]·b[i] (Σ ρ^i·a[i] with ``b`` None), ρ^i
+        from ``powers``: one row of ``partials`` per block, whose count sets the grid."""
+        n = int(a.shape[0])
+        self.gpu.launch(ELT, "fr_vec_rlc", int(partials.shape[0]), ELT_THREADS,
+                        (partials, a, b, powers.lo, powers.hi, np.int32(powers.bits),
+                         np.int64(n)))  # fmt: skip
+
+    def sums_equal(self, equal: Any, p: Any, q: Any) -> None:
+        """equal[0] ← 1 if Σ p = Σ q (two rows of partial sums), else 0; one block."""
+        self.gpu.launch(ELT, "fr_vec_sums_equal", 1, ELT_THREADS,
+                        (equal, p, q, np.int64(p.shape[0])))  # fmt: skip
+
     def classify(self, v: Any, stream: Any = None) -> Any:
         """int8 per element: 0 zero, 1 one, 2 otherwise (as cuzk.field.fr.classify), queued on
         ``stream`` (default: the compute stream)."""
@@ -446,8 +459,8 @@ class GpuNtt(GpuFr):
         """h as :meth:`h_quotient` makes it, in the two zero-padded length-m buffers a and b
         head (:func:`_capacity`; h ends in b's), with c made only once a·b is formed:
         ``fill_c(out)`` writes c's n values into ``out``. Two vectors of the domain instead of
-        three (4 GiB less at PoRep 32 GiB), for evaluating C·z once more than the a·b = c
-        check does."""
+        three (4 GiB less at PoRep 32 GiB); the a·b = c check under a cap is finished where
+        c is made (the backend's ``fill_c``, :mod:`~cuzk.backend.cuda.abc_check`)."""
         n = self._check(a, domain)
         if self._check(b, domain) != n:
             raise BadInput("a and b must have the same length")
