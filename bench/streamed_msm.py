@@ -1,7 +1,7 @@
 """Where a streamed MSM's time goes (issue 31): one MSM timed four ways, and traced pass by pass.
 
 Usage: python bench/streamed_msm.py [--group g1] [--log 27] [--pass-mib 560,1024]
-       [--mix bits,dense] [--runs 3] [--out DIR]
+       [--mix bits,dense] [--runs 3] [--out DIR] [--windows dense:19,20,21 ...]
 
 For each scalar mix and pass size, the same split MSM (``GpuMsm.split_msm_planned``, the path
 every MSM of a capped partition takes) is timed, wall clock from submission to its result:
@@ -86,8 +86,8 @@ def make_scalars(cp, n: int, mix: str, rng_seed: int):  # type: ignore[no-untype
     return words
 
 
-def run(gm, bases: PointSet, source) -> object:  # type: ignore[no-untyped-def]
-    return gm.split_msm_planned(bases, source).result()
+def run(gm, bases: PointSet, source, window=None) -> object:  # type: ignore[no-untyped-def]
+    return gm.split_msm_planned(bases, source, window=window).result()
 
 
 def timed(fn, runs: int) -> float:  # type: ignore[no-untyped-def]
@@ -138,7 +138,7 @@ def summarise_trace(log: list[dict[str, object]], cp) -> dict[str, float]:  # ty
     }
 
 
-def stage_profile(gm, bases: PointSet, source, cp) -> dict[str, float]:  # type: ignore[no-untyped-def]
+def stage_profile(gm, bases: PointSet, source, cp, window=None) -> dict[str, float]:  # type: ignore[no-untyped-def]
     """ms per kernel name over one run (the MSM stream's time between a launch's event and the
     one before it: CuPy work queued in between counts to the next launch; "plan" is a pass's
     gather and classification)."""
@@ -160,7 +160,7 @@ def stage_profile(gm, bases: PointSet, source, cp) -> dict[str, float]:  # type:
         with gm.gpu.context(gm._stream):
             start = cp.cuda.Event()
             start.record(gm._stream)
-        run(gm, bases, source)
+        run(gm, bases, source, window)
         trace = gm.trace
     finally:
         gm.trace = None
@@ -184,7 +184,15 @@ def main() -> None:
     ap.add_argument("--device", type=int, default=0)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--out", default=os.environ.get("OUT", "."))
+    ap.add_argument(
+        "--windows",
+        action="append",
+        default=[],
+        help="MIX:C,C,...: also time each pass size at these windows (the carried buckets' "
+        "window, which the first pass chooses alone otherwise), e.g. dense:19,20,21",
+    )
     args = ap.parse_args()
+    windows = {m: [int(c) for c in cs.split(",")] for m, cs in (w.split(":") for w in args.windows)}
     msm.Relay = TracedRelay  # the MSM's passes use the traced relay
     bench = Bench(args)
     gm, cp = bench.gpu, bench.cp
@@ -234,6 +242,23 @@ def main() -> None:
                 f"streamed {t_str:.3f} s, upload only {t_up:.3f} s ({gb / t_up:.1f} GB/s)"
             )
             print("   trace: " + ", ".join(f"{k} {v:.2f}" for k, v in trace.items()))
+            for c in windows.get(mix, []):
+                gm.max_pass_points = step
+                if run(gm, resident, source, c) != whole:
+                    raise SystemExit(f"{mix}, {mib} MiB passes, window {c}: the MSM differs")
+                t_c = timed(partial(run, gm, resident, source, c), args.runs)
+                prof_c = stage_profile(gm, resident, source, cp, c)
+                gm.max_pass_points = None
+                gm._bases[streamed.key] = ResidentBases(args.group, n, host, stream_bytes=mib << 20)
+                t_cs = timed(partial(run, gm, streamed, source, c), args.runs)
+                gm.evict(streamed)
+                print(f"  window {c}: resident passes {t_c:.3f} s, streamed {t_cs:.3f} s")
+                print("   stages (ms): " + ", ".join(f"{k} {v:.1f}" for k, v in prof_c.items()))
+                results[f"{mix}:{mib}MiB:window{c}"] = {
+                    "resident_passes_s": t_c,
+                    "streamed_s": t_cs,
+                    "resident_passes_stages_ms": prof_c,
+                }
             results[f"{mix}:{mib}MiB"] = {
                 "resident_passes_s": t_pass,
                 "resident_passes_stages_ms": prof,
