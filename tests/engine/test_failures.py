@@ -134,3 +134,28 @@ def test_nongraceful_shutdown_cancels_everything(make_engine):
     assert all(j.state.terminal for j in st.jobs)
     assert st.budget.reserved == 0
     assert not any(t.is_alive() for t in engine.threads)
+
+
+def test_a_deferred_check_failure_fails_only_that_job(make_engine, monkeypatch):
+    """Where the backend settles a·b = c after the H pipeline (CUDA under a cap), a failed
+    verdict surfaces from the kernel region's wait: that job fails as the caller's fault
+    with the constraint named, its staged inputs and working set go back, and the device
+    proves the next job. (The CPU backend stands in: its verdict is forced to fail and its
+    exact check to name row 3.)"""
+    import numpy as np
+
+    from cuzk.backend.cpu import CpuBackend
+    from cuzk.errors import BadInput
+
+    engine = make_engine(workers_per_device=2)
+    assert_verifies(engine.prove(ProofRequest.of(SMALL, seed=3), timeout=60), 1)
+    monkeypatch.setattr(CpuBackend, "defer_abc_check", lambda self, a, b, c: lambda: False)
+    monkeypatch.setattr(
+        CpuBackend, "unsatisfied_rows", lambda self, a, b, c, limit=16: np.array([3])
+    )
+    bad = engine.submit(ProofRequest.of(SMALL, partitions=3, seed=4))
+    with pytest.raises(BadInput, match=r"\(kernels\).*constraint 3 .* is not satisfied"):
+        engine.result(bad, timeout=60)
+    wait_until(lambda: idle_budget(engine), what="the failed job's memory to return")
+    monkeypatch.undo()
+    assert_verifies(engine.prove(ProofRequest.of(SMALL, seed=5), timeout=60), 1)
