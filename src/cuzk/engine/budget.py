@@ -47,7 +47,9 @@ GPU_KERNEL_BYTES_PER_DOMAIN = 320
 #: pass (passes of at most 2^23 resident points or one 1 GiB stream buffer).
 CAPPED_KERNEL_BYTES_PER_DOMAIN = 64  # two domain buffers: a then a·b − c then h; b then c
 #: The rest under a cap, bounded whatever the circuit: the a·b = c check's slices (2^23 rows:
-#: 0.5 GiB) beside one MSM pass on the MSM stream (its gathered scalars, plan and sorted
+#: 0.5 GiB; since the check became a random combination (cuzk.backend.cuda.abc_check) they
+#: are made only to name a failing row, after the partition's MSMs: still counted, as the
+#: measured peak has not been taken without them) beside one MSM pass on the MSM stream (its gathered scalars, plan and sorted
 #: entries: at most 0.55 GiB above the pass's point buffers in session 17's trace of porep-32g
 #: at 20 GiB, 1 GiB buffers), with 0.2 GiB to spare. The NTT's twiddles are two tables (32 MiB)
 #: under a cap (its 2 GiB table was what the 2 GiB counted before covered). Once h is made,
