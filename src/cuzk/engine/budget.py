@@ -46,15 +46,15 @@ GPU_KERNEL_BYTES_PER_DOMAIN = 320
 #: quotient in two domain buffers, and every split MSM gathering and planning its scalars pass by
 #: pass (passes of at most 2^23 resident points or one 1 GiB stream buffer).
 CAPPED_KERNEL_BYTES_PER_DOMAIN = 64  # two domain buffers: a then a·b − c then h; b then c
-#: The rest under a cap, bounded whatever the circuit: the a·b = c check's slices (2^23 rows:
-#: 0.5 GiB; since the check became a random combination (cuzk.backend.cuda.abc_check) they
-#: are made only to name a failing row, after the partition's MSMs: still counted, as the
-#: measured peak has not been taken without them) beside one MSM pass on the MSM stream (its gathered scalars, plan and sorted
-#: entries: at most 0.55 GiB above the pass's point buffers in session 17's trace of porep-32g
-#: at 20 GiB, 1 GiB buffers), with 0.2 GiB to spare. The NTT's twiddles are two tables (32 MiB)
-#: under a cap (its 2 GiB table was what the 2 GiB counted before covered). Once h is made,
-#: the H MSM's lane (cuzk.backend.cuda.msm, DENSE_LANE_STREAM_BYTES) runs beside the split
-#: MSMs in the domain buffer h does not hold and this scratch.
+#: The rest under a cap, bounded whatever the circuit: the a·b = c check's slices (2^23 rows: 0.5
+#: GiB; since the check became a random combination (cuzk.backend.cuda.abc_check) they are made only
+#: to name a failing row, after the partition's MSMs: still counted, as the measured peak has not
+#: been taken without them) beside one MSM pass on the MSM stream (its gathered scalars, plan and
+#: sorted entries: at most 0.55 GiB above the pass's point buffers in session 17's trace of
+#: porep-32g at 20 GiB, 1 GiB buffers), with 0.2 GiB to spare. The NTT's twiddles are two tables (32
+#: MiB) under a cap (its 2 GiB table was what the 2 GiB counted before covered). Once h is made, the
+#: H MSM's lane (cuzk.backend.cuda.msm, DENSE_LANE_STREAM_BYTES) runs beside the split MSMs in the
+#: domain buffer h does not hold and this scratch.
 CAPPED_KERNEL_SCRATCH = 1280 << 20
 
 
