@@ -69,10 +69,8 @@ extern "C" __global__ void fr_vec_classify(signed char* out, const fr_u64* a, lo
 }
 
 // --- the a·b = c check's random linear combination ------------------------------------------
-// Sums of a block's 256 threads (8 warps): shuffles within a warp, then one warp over the
-// warps' sums. Every thread of the block must call it.
-FR_FN fr_t fr_block_sum(fr_t x) {
-    __shared__ fr_t warp_sums[32];
+// The sum of x over a warp's 32 lanes, in lane 0 (every lane must call it).
+FR_FN fr_t fr_warp_sum(fr_t x) {
 #pragma unroll
     for (int o = 16; o > 0; o >>= 1) {
         fr_t y;
@@ -80,20 +78,19 @@ FR_FN fr_t fr_block_sum(fr_t x) {
         for (int k = 0; k < 8; k++) y.w[k] = __shfl_down_sync(0xffffffffu, x.w[k], o);
         x = fr_add(x, y);
     }
+    return x;
+}
+
+// The sum of x over a block of up to 1024 threads, in thread 0: each warp's sum, then one warp
+// over those. Every thread of the block must call it.
+FR_FN fr_t fr_block_sum(fr_t x) {
+    __shared__ fr_t warp_sums[32];
+    x = fr_warp_sum(x);
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     if (lane == 0) warp_sums[warp] = x;
     __syncthreads();
-    if (warp == 0) {
-        x = lane < (int)(blockDim.x >> 5) ? warp_sums[lane] : fr_zero();
-#pragma unroll
-        for (int o = 16; o > 0; o >>= 1) {
-            fr_t y;
-#pragma unroll
-            for (int k = 0; k < 8; k++) y.w[k] = __shfl_down_sync(0xffffffffu, x.w[k], o);
-            x = fr_add(x, y);
-        }
-    }
-    return x;  // the block's sum, in thread 0
+    if (warp == 0) x = fr_warp_sum(lane < (int)(blockDim.x >> 5) ? warp_sums[lane] : fr_zero());
+    return x;
 }
 
 // partials[block] = this block's share of Σ ρ^i·a[i]·b[i] (Σ ρ^i·a[i] when b is NULL), with
