@@ -46,7 +46,7 @@ CASES = [
     ("msm_ba.cu", {"MSM_G2": 1, "BA_BLOCK": BA_BLOCK}, MSM_BA),
     # fixed_base.py (key generation) and msm.py's precomputed copies: both groups, no options.
     ("fixed_base.cu", {}, FIXED_BASE),
-    # ntt.py's elementwise kernels.
+    # fr_vec.py's elementwise kernels (the NTTs', the MSM plans', the a·b = c combination's).
     ("fr_vec.cu", {}, FR_ELEMENTWISE),
     # abc.py's sparse products, witness.py's placement and bit programs and its Poseidon hashes.
     ("spmv.cu", {}, SPMV),

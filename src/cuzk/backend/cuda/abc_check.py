@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from cuzk.backend.cuda.ntt import GpuFr, PowTable
+from cuzk.backend.cuda.fr_vec import GpuFr, PowTable
 from cuzk.errors import InternalError
 
 #: Blocks of the combination kernel per SM: each writes one partial sum, and one block adds

@@ -48,6 +48,7 @@ import numpy as np
 from cuzk.backend.base import MIN_ONES_SHARE_FOR_SPLIT, MsmPlan, PointSet, check_fr_vec
 from cuzk.backend.cuda import msm_ba
 from cuzk.backend.cuda.device import Gpu, Relay
+from cuzk.backend.cuda.fr_vec import GpuFr
 from cuzk.backend.cuda.memory import LARGE_BYTES, memory_log, size_class
 from cuzk.backend.cuda.msm_bases import (
     BLOCK,
@@ -60,7 +61,6 @@ from cuzk.backend.cuda.msm_bases import (
     point_words,
     window_rows,
 )
-from cuzk.backend.cuda.ntt import GpuFr
 from cuzk.backend.cuda.pass_scalars import PassScalars, planned, sliced
 from cuzk.backend.cuda.points import FLAG_INFINITY, FP_WORDS, GROUPS, xyzz_to_zcash
 from cuzk.backend.cuda.workspace import Workspace

@@ -17,7 +17,7 @@ import numpy as np
 
 from cuzk.backend.base import MIN_ONES_SHARE_FOR_SPLIT
 from cuzk.backend.cuda.device import Gpu
-from cuzk.backend.cuda.ntt import GpuFr
+from cuzk.backend.cuda.fr_vec import GpuFr
 
 #: What each pass of an MSM reads: ``(k, lo, hi)`` → pass k's (the scalars of its tail, their
 #: indices among the pass's points or None for all of them in order, the indices of its
