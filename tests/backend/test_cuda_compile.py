@@ -29,7 +29,8 @@ MSM = ["msm_to_mont", "msm_from_zcash", "msm_digits", "msm_accumulate", "msm_seg
 MSM_BA = ["msm_ba_round", "msm_ba_to_dense"]
 FIXED_BASE = [f"fixed_base_{k}_{g}" for g in ("g1", "g2") for k in ("table", "mul", "affine")]
 FR_ELEMENTWISE = ["fr_vec_add", "fr_vec_sub", "fr_vec_mul", "fr_vec_mul_sub", "fr_vec_scale",
-                  "fr_vec_scale_powers", "fr_vec_powers", "fr_vec_classify"]  # fmt: skip
+                  "fr_vec_scale_powers", "fr_vec_powers", "fr_vec_classify", "fr_vec_rlc",
+                  "fr_vec_sums_equal"]  # fmt: skip
 FR_BENCH = ["fr_bench_mul", "fr_bench_mul_eo", "fr_bench_mul_paired", "fr_bench_mul64"]
 SPMV = [
     f"spmv{k}_{ip}_{i}" for k in ("", "_abc") for ip in ("u32", "u64") for i in ("u8", "u16", "u32")
