@@ -29,6 +29,9 @@
 #          session 27's larger ones, measured slower in the engine and not kept)
 #   smsmw  the same MSM at 576 MiB passes with the carried buckets' window forced: dense at 19
 #          (what the first pass chooses), 20 and 21; PoRep-like bits at 16, 18 and 20
+#   smsmab H's MSM alone (as smsm, dense, 576 MiB passes) once per source tree of $AB (made with
+#          bench/ab_trees.sh ab <commits>, carried as `ab`), with $WINDOWS (e.g. "dense:20") also
+#          timed; logs in $OUT/smsm_<tree>.log: the A/B of an MSM kernel change in one call
 #   msmred G1 2^16–2^24 and G2 2^14–2^24, the bucket reduction's plan vs the fixed 32-bucket one
 #   copies precomputed bases (GpuMsm.precompute): their GPU tests, then plain vs K copies on
 #          distinct bases, G1 2^20/24/26 and G2 2^20/22 (results cross-checked, making time),
@@ -122,6 +125,9 @@ for s in "$@"; do
       --pass-mib ${PASS_MIB:-576,768} --runs 3 --out $OUT" ;;
     smsmw) step smsmw "python3 bench/streamed_msm.py --group g1 --log 27 --mix dense,bits \
       --pass-mib 576 --runs 3 --windows dense:19,20,21 --windows bits:16,18,20 --out $OUT" ;;
+    smsmab) for t in ${AB:?set AB}; do mkdir -p $OUT/$t; step "smsm_$t" "PYTHONPATH=/tmp/site:$PWD/ab/$t/src \
+      python3 bench/streamed_msm.py --group g1 --log 27 --mix dense --pass-mib 576 --runs 3 \
+      ${WINDOWS:+--windows $WINDOWS} --out $OUT/$t"; done ;;
     msmred) step msmred "python3 bench/gpu_msm.py --g1 16:24 --g2 14:24 --no-fp --no-save \
       --runs 5 --reduce-threads 0 --profile 14,16,20" ;;
     copies) step copies "python3 -m pytest -q -m gpu -p no:cacheprovider tests/backend/test_cuda_msm.py \
