@@ -67,6 +67,7 @@ mkdir -p /tmp/kc
 [ -f .kcache.tgz ] && tar xzf .kcache.tgz -C /tmp/kc
 trap '[ "${KCACHE:-0}" = 1 ] && tar czf "$OUT/kcache.tgz" -C /tmp/kc .' EXIT
 CUZK="python3 -m cuzk.cli.main"
+SMSM_H="python3 bench/streamed_msm.py --group g1 --log 27 --mix dense --runs 3"  # H's MSM alone
 left() { echo $((DEADLINE - SECONDS)); }
 step() {  # name, command...
   local name=$1; shift
@@ -121,13 +122,11 @@ for s in "$@"; do
     abcap) for c in ${AB:?set AB}; do step "ab_$c" "mkdir -p $OUT/$c && \
       PYTHONPATH=/tmp/site:$PWD/ab/$c/src OUT=$OUT/$c CAPS=16GiB PROOFS=2 PER_CAP_S=${PER_CAP_S:-240} \
       bash bench/capped_sweep.sh"; done ;;
-    smsm) step smsm "python3 bench/streamed_msm.py --group g1 --log 27 --mix dense \
-      --pass-mib ${PASS_MIB:-576,768} --runs 3 --out $OUT" ;;
+    smsm) step smsm "$SMSM_H --pass-mib ${PASS_MIB:-576,768} --out $OUT" ;;
     smsmw) step smsmw "python3 bench/streamed_msm.py --group g1 --log 27 --mix dense,bits \
       --pass-mib 576 --runs 3 --windows dense:19,20,21 --windows bits:16,18,20 --out $OUT" ;;
     smsmab) for t in ${AB:?set AB}; do mkdir -p $OUT/$t; step "smsm_$t" "PYTHONPATH=/tmp/site:$PWD/ab/$t/src \
-      python3 bench/streamed_msm.py --group g1 --log 27 --mix dense --pass-mib 576 --runs 3 \
-      ${WINDOWS:+--windows $WINDOWS} --out $OUT/$t"; done ;;
+      $SMSM_H --pass-mib 576 ${WINDOWS:+--windows $WINDOWS} --out $OUT/$t"; done ;;
     msmred) step msmred "python3 bench/gpu_msm.py --g1 16:24 --g2 14:24 --no-fp --no-save \
       --runs 5 --reduce-threads 0 --profile 14,16,20" ;;
     copies) step copies "python3 -m pytest -q -m gpu -p no:cacheprovider tests/backend/test_cuda_msm.py \
