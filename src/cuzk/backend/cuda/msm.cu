@@ -10,14 +10,16 @@
 //                       partial sums, one per bucket the chunk touches (balanced whatever the
 //                       bucket sizes)
 //   msm_seg_reduce      a bucket's partials (one per chunk it spans) summed by a tree, F at a
-//                       time, into its first slot (huge buckets stay parallel)
+//                       time, into its first slot (huge buckets stay parallel); one thread per
+//                       chunk, since only a bucket that a chunk starts inside has partials to add
 //   msm_reduce_level    Σ (b+1)·V_b per window by running sums over groups of gs buckets; the
 //                       group totals are the buckets of the next level (weights g), so no
 //                       thread multiplies by its group offset; each level's results are
 //                       pre-scaled by its weight (a few doublings)
 //   msm_sum_rows        tree reduction of all levels' results to one point per window
-//   msm_carry_buckets   (an MSM in passes) each pass's bucket sums added into buckets carried
-//                       across the passes, reduced once at the end
+//   msm_carry_buckets   (an MSM in passes) each pass's bucket sums written back into buckets
+//                       carried across the passes (the accumulation started every bucket's
+//                       first partial from its carried sum), reduced once at the end
 // The host adds the W window sums with weights 2^(c·w) (Horner).
 // msm_sum_affine adds gathered affine points (the scalars equal to one).
 //
@@ -121,11 +123,16 @@ extern "C" __global__ void msm_digits(const u64* __restrict__ scalars, u32 m, u3
 
 // Thread t adds entries [t*L, min((t+1)*L, total)) where total = offsets[nkeys]. A bucket k's
 // entries are [offsets[k], offsets[k+1]); its partial sum from chunk t goes to slot
-// seg_base[k] + t - offsets[k] / L of partials, and seg_key[slot] = k.
+// seg_base[k] + t - offsets[k] / L of partials, and chunk_key[t] = the bucket holding entry t*L.
+// With `seeded` (an MSM in passes), the chunk holding a bucket's first entry starts that
+// partial from the bucket's carried sum instead of infinity: the pass's sum then already
+// includes it, and msm_carry_buckets only copies it back (adding it there cost one full
+// addition per bucket and pass: 79 of H's 1,216 ms in 22 passes, bench/NOTES.md session 30).
 extern "C" __global__ void __launch_bounds__(128, ACC_MIN_BLOCKS) msm_accumulate(
     const affine* __restrict__ bases, const u32* __restrict__ entries,
     const u32* __restrict__ offsets, const u32* __restrict__ seg_base, u32 nkeys, u32 L,
-    u32 nchunks, xyzz* __restrict__ partials, u32* __restrict__ seg_key) {
+    u32 nchunks, xyzz* __restrict__ partials, u32* __restrict__ chunk_key,
+    const xyzz* __restrict__ carried, u32 seeded) {
     u64 t = global_thread();
     if (t >= nchunks) return;
     const u32 total = offsets[nkeys];
@@ -139,16 +146,16 @@ extern "C" __global__ void __launch_bounds__(128, ACC_MIN_BLOCKS) msm_accumulate
         if (offsets[mid] <= start) lo = mid; else hi = mid;
     }
     u32 k = lo;
+    chunk_key[t] = k;
     u32 bend = offsets[k + 1];
-    xyzz acc = xyzz::inf();
+    xyzz acc = (seeded && offsets[k] == start) ? carried[k] : xyzz::inf();
     for (u32 e = (u32)start; e < end; e++) {
         if (e == bend) {
             const u32 slot = seg_base[k] + (u32)t - offsets[k] / L;
             partials[slot] = acc;
-            seg_key[slot] = k;
-            acc = xyzz::inf();
             do { k++; } while (offsets[k + 1] <= e);
             bend = offsets[k + 1];
+            acc = seeded ? carried[k] : xyzz::inf();  // bucket k starts at e, in this chunk
         }
         const u32 v = entries[e];
         affine q = load_affine(bases, v & ~SIGN_BIT);
@@ -158,33 +165,41 @@ extern "C" __global__ void __launch_bounds__(128, ACC_MIN_BLOCKS) msm_accumulate
     }
     const u32 slot = seg_base[k] + (u32)t - offsets[k] / L;
     partials[slot] = acc;
-    seg_key[slot] = k;
 }
 
-// One level of the per-bucket tree over partial sums: slot s = seg_base[k] + j with j a multiple
-// of stride*F adds the slots j + i*stride (0 < i < F) of the same bucket into itself. Levels
+// One level of the per-bucket tree over partial sums: slot j of bucket k (its partials at
+// seg_base[k] + j, j < n) with j a multiple of stride*F adds the slots j + i*stride (0 < i < F)
+// into itself. Only a bucket spanning n >= 2 chunks has any: chunk c0 + j (c0 = offsets[k] / L,
+// 1 <= j < n) starts inside bucket k, so the thread of that chunk handles slot j, and the
+// thread of chunk c0 + 1 slot 0. A thread per slot instead had a handful of active lanes in
+// every warp (most buckets fit one chunk) and cost as much as an addition per slot. Levels
 // with stride >= *max_seg (the most partials any bucket has) have nothing to do.
 extern "C" __global__ void __launch_bounds__(128) msm_seg_reduce(
-    xyzz* __restrict__ partials, const u32* __restrict__ seg_key,
-    const u32* __restrict__ seg_base, u32 nkeys, u32 nslots, u32 stride, u32 F,
-    const u32* __restrict__ max_seg) {
+    xyzz* __restrict__ partials, const u32* __restrict__ chunk_key,
+    const u32* __restrict__ offsets, const u32* __restrict__ seg_base, u32 nkeys, u32 L,
+    u32 nchunks, u32 stride, u32 F, const u32* __restrict__ max_seg) {
     if (stride >= *max_seg) return;
-    u64 s = global_thread();
-    if (s >= nslots || s >= seg_base[nkeys]) return;
-    const u32 k = seg_key[s];
-    const u32 base = seg_base[k], n = seg_base[k + 1] - base, j = (u32)s - base;
-    if (j % (stride * F) != 0 || j + stride >= n) return;
-    xyzz acc = partials[s];
+    u64 t = global_thread();
+    if (t >= nchunks || t * L >= offsets[nkeys]) return;
+    const u32 k = chunk_key[t];
+    const u32 j = (u32)t - offsets[k] / L;
+    if (j == 0) return;  // chunk t starts bucket k
+    const u32 s = j == 1 ? 0 : j;
+    if (s % (stride * F) != 0) return;
+    const u32 base = seg_base[k], n = seg_base[k + 1] - base;
+    if (s + stride >= n) return;
+    xyzz acc = partials[base + s];
     for (u32 i = 1; i < F; i++) {
-        const u32 jj = j + i * stride;
+        const u32 jj = s + i * stride;
         if (jj >= n) break;
         acc = add(acc, partials[base + jj]);
     }
-    partials[s] = acc;
+    partials[base + s] = acc;
 }
 
-// Carried buckets (an MSM in several passes, one bucket reduction at the end): acc[k] += the
-// pass's sum of bucket k (the first partial of its slots), for the buckets the pass touched.
+// Carried buckets (an MSM in passes, one bucket reduction at the end): acc[k] = the pass's sum
+// of bucket k (the first partial of its slots, started from acc[k] by msm_accumulate), for the
+// buckets the pass touched; the others keep their sums.
 extern "C" __global__ void __launch_bounds__(128) msm_carry_buckets(
     xyzz* __restrict__ acc, const xyzz* __restrict__ partials, const u32* __restrict__ seg_base,
     u32 nkeys) {
@@ -192,7 +207,7 @@ extern "C" __global__ void __launch_bounds__(128) msm_carry_buckets(
     if (k >= nkeys) return;
     const u32 s0 = seg_base[k];
     if (seg_base[k + 1] == s0) return;
-    acc[k] = add(acc[k], partials[s0]);
+    acc[k] = partials[s0];
 }
 
 // Thread t = w * ngroups + g, for rows w < rows: over b in [g*gs, min((g+1)*gs, nb)),

@@ -147,8 +147,9 @@ def _horner(terms: list[tuple[int, Any]], identity: Any) -> Any:
 @dataclass
 class CarriedBuckets:
     """The buckets of an MSM run in passes, carried from pass to pass: every pass sorts and
-    accumulates its own points with window ``c`` and adds its bucket sums into ``acc`` (XYZZ,
-    (rows·2^(c−1), words), zeros = infinity); the windows are reduced once, after the last pass.
+    accumulates its own points with window ``c``, each bucket's first partial started from its
+    sum in ``acc`` (XYZZ, (rows·2^(c−1), words), zeros = infinity), and writes the bucket sums
+    back; the windows are reduced once, after the last pass.
     Measured on the H200 (bench/streamed_msm.py, G1 2^27 in 22 passes): the per-pass bucket
     reduction was 150 of 1,262 ms dense and 43 of 245 ms for a PoRep-like witness."""
 
@@ -527,7 +528,7 @@ class GpuMsm(MsmBases):
         """Launch the MSM of device scalars ((m, 4) uint64 Montgomery rows; point i is
         gather[i] if given) on the current stream. Returns (terms, exponents): the MSM is
         Σ 2^exponents[k]·terms[k] over the XYZZ rows of the device array ``terms``. With
-        ``carry`` the bucket sums are added into the carried buckets instead (with their
+        ``carry`` the bucket sums are written into the carried buckets instead (with their
         window) and nothing is returned: (None, [])."""
         cp = self._cp
         u32 = np.uint32
@@ -569,19 +570,22 @@ class GpuMsm(MsmBases):
         del off, nseg, cursor
         nslots = min(nkeys, total_max) + nchunks
         partials = cp.empty((nslots, xyzz_words), dtype=cp.uint32)
-        seg_key = cp.empty(nslots, dtype=cp.uint32)
+        chunk_key = cp.empty(nchunks, dtype=cp.uint32)
         self._mark("segments")
+        # With carried buckets each bucket's first partial starts from its carried sum.
+        carried = carry.acc if carry is not None else offsets  # any pointer when unused
         self._launch(group, "msm_accumulate", nchunks, res.points, entries, offsets, seg_base,
-                     u32(nkeys), u32(chunk), u32(nchunks), partials, seg_key)  # fmt: skip
+                     u32(nkeys), u32(chunk), u32(nchunks), partials, chunk_key, carried,
+                     u32(carry is not None))  # fmt: skip
         # A bucket holds at most m entries per window of its row (K with copies), so it spans
         # at most ⌈m·K/chunk⌉ + 1 chunks: that many partials, summed F at a time; levels at or
         # above the actual maximum exit at once.
         max_seg = nseg_max
         stride, bound = 1, -(-m * min(res.copies, nwin) // chunk) + 1
         while stride < bound:
-            self._launch(group, "msm_seg_reduce", nslots, partials, seg_key, seg_base,
-                         u32(nkeys), u32(nslots), u32(stride), u32(SEG_FANIN),
-                         max_seg)  # fmt: skip
+            self._launch(group, "msm_seg_reduce", nchunks, partials, chunk_key, offsets,
+                         seg_base, u32(nkeys), u32(chunk), u32(nchunks), u32(stride),
+                         u32(SEG_FANIN), max_seg)  # fmt: skip
             stride *= SEG_FANIN
         if carry is not None:
             self._launch(group, "msm_carry_buckets", nkeys, carry.acc, partials, seg_base,
