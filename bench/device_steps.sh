@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Steps for one call on the GPU machine, each under what is left of a deadline, logs in $OUT.
 # Usage there: OUT=$OUT DEADLINE=590 bash bench/device_steps.sh tests p24 e22
+# SRC=$PWD/ab/<tree>/src runs every step but abcap and smsmab (their trees are $AB's) on that
+# source tree instead of the checkout's src (the tests too: a pending kernel change on trial).
 #   tests  the GPU test suite (CuPy tests and the CUDA halves of the conformance suite)
 #   p24    2^24 synthetic proofs: keys, then one at a time and two in flight
 #   e22    the engine's 10 × 2^22 proofs (bench/engine_matrix.sh, staging, 2 workers)
@@ -58,7 +60,7 @@ OUT=${OUT:?set OUT}
 DEADLINE=${DEADLINE:-590}
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
   --target /tmp/site .whl/*.whl || exit 1
-export PYTHONPATH=/tmp/site:$PWD/src PYTHONUNBUFFERED=1
+export PYTHONPATH=/tmp/site:${SRC:-$PWD/src} PYTHONUNBUFFERED=1
 # CuPy's compiled kernels: a fresh machine spends ≈ 40 s compiling the MSM modules at the
 # first key load. KCACHE=1 returns them as $OUT/kcache.tgz; a copy of that file carried as
 # .kcache.tgz (git-ignored) starts the next machine with them.
