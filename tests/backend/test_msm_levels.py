@@ -6,7 +6,14 @@ from __future__ import annotations
 
 import pytest
 
-from cuzk.backend.cuda.msm import GROUP_SIZE, MIN_GROUP, reduction_levels
+from cuzk.backend.cuda.msm import (
+    DENSE_CARRIED_BYTES,
+    GROUP_SIZE,
+    MIN_GROUP,
+    carried_window,
+    reduction_levels,
+)
+from cuzk.backend.cuda.msm_bases import choose_window, window_rows
 
 
 def reduce_like_the_kernel(rows: list[list[int]], levels: list[tuple[int, int, int]]) -> list[int]:
@@ -56,3 +63,25 @@ def test_group_sizes_follow_the_thread_target():
     assert plan[0] == (1 << 15, 16, 2048)
     assert all(gs >= MIN_GROUP or ng == 1 for _, gs, ng in plan)
     assert len(plan) > 3
+
+
+def test_carried_window_widens_to_the_whole_msm_within_its_room(rng):
+    """H under a cap: 2^27 scalars in passes of 2^23 carry at the whole MSM's window when the
+    buckets fit, at the widest that fits otherwise, and never below the first pass's."""
+    first = choose_window(1 << 23)
+    assert carried_window(first, 1 << 27, "g1", DENSE_CARRIED_BYTES) == choose_window(1 << 27) == 20
+    assert first == 19
+    for _ in range(20):
+        whole = int(rng.integers(1 << 10, 1 << 30))
+        group = ["g1", "g2"][int(rng.integers(2))]
+        first = choose_window(max(1, whole >> int(rng.integers(0, 8))), group)
+        room = int(rng.integers(1 << 20, 1 << 33))
+        c = carried_window(first, whole, group, room)
+        assert first <= c <= max(first, choose_window(whole, group))
+        assert c == first or bucket_bytes(c, group) <= room
+        assert c == choose_window(whole, group) or bucket_bytes(c + 1, group) > room
+
+
+def bucket_bytes(c: int, group: str) -> int:
+    """All windows' buckets at window c: XYZZ points of 192 (G1) or 384 (G2) bytes."""
+    return (window_rows(c)[1] << (c - 1)) * (384 if group == "g2" else 192)

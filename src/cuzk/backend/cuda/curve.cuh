@@ -28,16 +28,18 @@ struct xyzz_t {
     FP_FN bool is_inf() const { return ZZ.is_zero(); }
 };
 
-// One affine point by 16-byte loads (points are 96 or 192 bytes, arrays 256-byte aligned).
-template <class F>
-__device__ __forceinline__ affine_t<F> load_affine(const affine_t<F>* __restrict__ pts, u32 idx) {
-    constexpr int N = (int)(sizeof(affine_t<F>) / 16);
-    const uint4* src = reinterpret_cast<const uint4*>(pts + idx);
+// A point (affine: 96 or 192 bytes; XYZZ: 192 or 384) by 16-byte loads and stores; its arrays
+// are 256- or 512-byte aligned. A plain struct copy moves 4-byte words: a strided access per
+// word and thread.
+template <class T>
+__device__ __forceinline__ T load16(const T* __restrict__ at) {
+    constexpr int N = (int)(sizeof(T) / 16);
+    const uint4* src = reinterpret_cast<const uint4*>(at);
     uint4 v[N];
 #pragma unroll
     for (int k = 0; k < N; k++) v[k] = src[k];
-    affine_t<F> q;
-    u32* dst = reinterpret_cast<u32*>(&q);
+    T p;
+    u32* dst = reinterpret_cast<u32*>(&p);
 #pragma unroll
     for (int k = 0; k < N; k++) {
         dst[4 * k] = v[k].x;
@@ -45,7 +47,33 @@ __device__ __forceinline__ affine_t<F> load_affine(const affine_t<F>* __restrict
         dst[4 * k + 2] = v[k].z;
         dst[4 * k + 3] = v[k].w;
     }
-    return q;
+    return p;
+}
+
+template <class T>
+__device__ __forceinline__ void store16(T* __restrict__ at, const T& p) {
+    constexpr int N = (int)(sizeof(T) / 16);
+    uint4* dst = reinterpret_cast<uint4*>(at);
+    const u32* src = reinterpret_cast<const u32*>(&p);
+#pragma unroll
+    for (int k = 0; k < N; k++)
+        dst[k] = make_uint4(src[4 * k], src[4 * k + 1], src[4 * k + 2], src[4 * k + 3]);
+}
+
+template <class F>
+__device__ __forceinline__ affine_t<F> load_affine(const affine_t<F>* __restrict__ pts, u32 idx) {
+    return load16(pts + idx);
+}
+
+template <class F>
+__device__ __forceinline__ xyzz_t<F> load_xyzz(const xyzz_t<F>* __restrict__ pts, u64 idx) {
+    return load16(pts + idx);
+}
+
+template <class F>
+__device__ __forceinline__ void store_xyzz(xyzz_t<F>* __restrict__ pts, u64 idx,
+                                           const xyzz_t<F>& p) {
+    store16(pts + idx, p);
 }
 
 template <class F>

@@ -17,9 +17,9 @@
 //                       thread multiplies by its group offset; each level's results are
 //                       pre-scaled by its weight (a few doublings)
 //   msm_sum_rows        tree reduction of all levels' results to one point per window
-//   msm_carry_buckets   (an MSM in passes) each pass's bucket sums written back into buckets
-//                       carried across the passes (the accumulation started every bucket's
-//                       first partial from its carried sum), reduced once at the end
+//   (an MSM in passes)  the same, with the buckets carried across the passes in place: each
+//                       bucket's first partial sum is the carried bucket (slot_of), the
+//                       buckets are reduced once at the end
 // The host adds the W window sums with weights 2^(c·w) (Horner).
 // msm_sum_affine adds gathered affine points (the scalars equal to one).
 //
@@ -121,18 +121,31 @@ extern "C" __global__ void msm_digits(const u64* __restrict__ scalars, u32 m, u3
 #endif
 #endif
 
+// Where slot j of bucket k's partial sums lives (chunk offsets[k] / L + j holds its entries
+// from there on). Plain (one pass): partials[seg_base[k] + j]. In place (an MSM in passes):
+// slot 0 is the carried bucket itself, buckets[k], and the slots j >= 1 (only a bucket that
+// spans several chunks has them) are partials[seg_base[k] + j - 1], seg_base then counting
+// the slots past each bucket's first. The partial sums then take one slot per chunk at most,
+// not one per bucket, and no pass copies its sums into the carried buckets.
+__device__ __forceinline__ xyzz* slot_of(xyzz* partials, xyzz* buckets,
+                                         const u32* __restrict__ seg_base, u32 k, u32 j,
+                                         u32 in_place) {
+    if (in_place) return j == 0 ? buckets + k : partials + (seg_base[k] + j - 1);
+    return partials + (seg_base[k] + j);
+}
+
 // Thread t adds entries [t*L, min((t+1)*L, total)) where total = offsets[nkeys]. A bucket k's
 // entries are [offsets[k], offsets[k+1]); its partial sum from chunk t goes to slot
-// seg_base[k] + t - offsets[k] / L of partials, and chunk_key[t] = the bucket holding entry t*L.
-// With `seeded` (an MSM in passes), the chunk holding a bucket's first entry starts that
-// partial from the bucket's carried sum instead of infinity: the pass's sum then already
-// includes it, and msm_carry_buckets only copies it back (adding it there cost one full
-// addition per bucket and pass: 79 of H's 1,216 ms in 22 passes, bench/NOTES.md session 30).
+// t - offsets[k] / L of bucket k (slot_of), and chunk_key[t] = the bucket holding entry t*L.
+// In place, the chunk holding a bucket's first entry starts from the bucket's carried sum
+// instead of infinity and writes the sum back there: adding the pass's sum to the carried one
+// in a kernel of its own cost 79 of H's 1,216 ms in 22 passes, and copying it back after a
+// seeded accumulation as much (bench/NOTES.md sessions 30 and 32).
 extern "C" __global__ void __launch_bounds__(128, ACC_MIN_BLOCKS) msm_accumulate(
     const affine* __restrict__ bases, const u32* __restrict__ entries,
     const u32* __restrict__ offsets, const u32* __restrict__ seg_base, u32 nkeys, u32 L,
-    u32 nchunks, xyzz* __restrict__ partials, u32* __restrict__ chunk_key,
-    const xyzz* __restrict__ carried, u32 seeded) {
+    u32 nchunks, xyzz* __restrict__ partials, u32* __restrict__ chunk_key, xyzz* buckets,
+    u32 in_place) {
     u64 t = global_thread();
     if (t >= nchunks) return;
     const u32 total = offsets[nkeys];
@@ -148,14 +161,14 @@ extern "C" __global__ void __launch_bounds__(128, ACC_MIN_BLOCKS) msm_accumulate
     u32 k = lo;
     chunk_key[t] = k;
     u32 bend = offsets[k + 1];
-    xyzz acc = (seeded && offsets[k] == start) ? carried[k] : xyzz::inf();
+    xyzz acc = (in_place && offsets[k] == start) ? load_xyzz(buckets, k) : xyzz::inf();
     for (u32 e = (u32)start; e < end; e++) {
         if (e == bend) {
-            const u32 slot = seg_base[k] + (u32)t - offsets[k] / L;
-            partials[slot] = acc;
+            store_xyzz(slot_of(partials, buckets, seg_base, k, (u32)t - offsets[k] / L, in_place),
+                       0, acc);
             do { k++; } while (offsets[k + 1] <= e);
             bend = offsets[k + 1];
-            acc = seeded ? carried[k] : xyzz::inf();  // bucket k starts at e, in this chunk
+            acc = in_place ? load_xyzz(buckets, k) : xyzz::inf();  // bucket k starts at e, here
         }
         const u32 v = entries[e];
         affine q = load_affine(bases, v & ~SIGN_BIT);
@@ -163,21 +176,22 @@ extern "C" __global__ void __launch_bounds__(128, ACC_MIN_BLOCKS) msm_accumulate
         if (v & SIGN_BIT) q = neg(q);
         acc = add_affine(acc, q);
     }
-    const u32 slot = seg_base[k] + (u32)t - offsets[k] / L;
-    partials[slot] = acc;
+    store_xyzz(slot_of(partials, buckets, seg_base, k, (u32)t - offsets[k] / L, in_place), 0,
+               acc);
 }
 
-// One level of the per-bucket tree over partial sums: slot j of bucket k (its partials at
-// seg_base[k] + j, j < n) with j a multiple of stride*F adds the slots j + i*stride (0 < i < F)
-// into itself. Only a bucket spanning n >= 2 chunks has any: chunk c0 + j (c0 = offsets[k] / L,
-// 1 <= j < n) starts inside bucket k, so the thread of that chunk handles slot j, and the
-// thread of chunk c0 + 1 slot 0. A thread per slot instead had a handful of active lanes in
-// every warp (most buckets fit one chunk) and cost as much as an addition per slot. Levels
-// with stride >= *max_seg (the most partials any bucket has) have nothing to do.
+// One level of the per-bucket tree over partial sums: slot j < n of bucket k (slot_of), with j
+// a multiple of stride*F, adds the slots j + i*stride (0 < i < F) into itself. Only a bucket
+// spanning n >= 2 chunks has any: chunk c0 + j (c0 = offsets[k] / L, 1 <= j < n) starts inside
+// bucket k, so the thread of that chunk handles slot j, and the thread of chunk c0 + 1 slot 0.
+// A thread per slot instead had a handful of active lanes in every warp (most buckets fit one
+// chunk) and cost as much as an addition per slot. Levels with stride >= *max_seg (the most
+// chunks any bucket spans) have nothing to do.
 extern "C" __global__ void __launch_bounds__(128) msm_seg_reduce(
     xyzz* __restrict__ partials, const u32* __restrict__ chunk_key,
     const u32* __restrict__ offsets, const u32* __restrict__ seg_base, u32 nkeys, u32 L,
-    u32 nchunks, u32 stride, u32 F, const u32* __restrict__ max_seg) {
+    u32 nchunks, u32 stride, u32 F, const u32* __restrict__ max_seg, xyzz* buckets,
+    u32 in_place) {
     if (stride >= *max_seg) return;
     u64 t = global_thread();
     if (t >= nchunks || t * L >= offsets[nkeys]) return;
@@ -186,28 +200,17 @@ extern "C" __global__ void __launch_bounds__(128) msm_seg_reduce(
     if (j == 0) return;  // chunk t starts bucket k
     const u32 s = j == 1 ? 0 : j;
     if (s % (stride * F) != 0) return;
-    const u32 base = seg_base[k], n = seg_base[k + 1] - base;
+    // Chunks of bucket k: in place seg_base counts the slots past the first.
+    const u32 n = seg_base[k + 1] - seg_base[k] + (in_place ? 1u : 0u);
     if (s + stride >= n) return;
-    xyzz acc = partials[base + s];
+    xyzz* dst = slot_of(partials, buckets, seg_base, k, s, in_place);
+    xyzz acc = load_xyzz(dst, 0);
     for (u32 i = 1; i < F; i++) {
         const u32 jj = s + i * stride;
         if (jj >= n) break;
-        acc = add(acc, partials[base + jj]);
+        acc = add(acc, load_xyzz(slot_of(partials, buckets, seg_base, k, jj, in_place), 0));
     }
-    partials[base + s] = acc;
-}
-
-// Carried buckets (an MSM in passes, one bucket reduction at the end): acc[k] = the pass's sum
-// of bucket k (the first partial of its slots, started from acc[k] by msm_accumulate), for the
-// buckets the pass touched; the others keep their sums.
-extern "C" __global__ void __launch_bounds__(128) msm_carry_buckets(
-    xyzz* __restrict__ acc, const xyzz* __restrict__ partials, const u32* __restrict__ seg_base,
-    u32 nkeys) {
-    u64 k = global_thread();
-    if (k >= nkeys) return;
-    const u32 s0 = seg_base[k];
-    if (seg_base[k + 1] == s0) return;
-    acc[k] = partials[s0];
+    store_xyzz(dst, 0, acc);
 }
 
 // Thread t = w * ngroups + g, for rows w < rows: over b in [g*gs, min((g+1)*gs, nb)),
@@ -230,15 +233,15 @@ extern "C" __global__ void __launch_bounds__(128) msm_reduce_level(
         if (use_seg) {
             const u32 k = w * nb + b;
             const u32 s0 = seg_base[k];
-            if (seg_base[k + 1] != s0) T = add(T, in[s0]);
+            if (seg_base[k + 1] != s0) T = add(T, load_xyzz(in, s0));
         } else {
-            T = add(T, in[(u64)w * row_stride + col_off + b]);
+            T = add(T, load_xyzz(in, (u64)w * row_stride + col_off + b));
         }
         R = add(R, T);
     }
     for (u32 i = 0; i < shift; i++) R = dbl(R);
-    out_a[(u64)w * a_stride + a_off + g] = R;
-    out_t[t] = T;
+    store_xyzz(out_a, (u64)w * a_stride + a_off + g, R);
+    store_xyzz(out_t, t, T);
 }
 
 // out[r * cols_out + j] = Σ_{i < K, j*K + i < cols_in} in[r * cols_in + j*K + i].

@@ -16,7 +16,7 @@ The bases are what its :class:`~cuzk.backend.cuda.msm_bases.MsmBases` side keeps
 precomputed in shifted copies, or streamed from page-locked host memory. An MSM over streamed
 bases runs in *passes* of S bytes of points: two device buffers, filled on a copy stream, so the
 upload of pass i+1 overlaps the bucket work of pass i; each pass sorts and accumulates its
-slice of the points and adds its bucket sums into buckets carried across the passes
+slice of the points into buckets carried across the passes, in place
 (:class:`CarriedBuckets`), whose windows are reduced once, after the last pass. The same
 passes bound the scratch of a resident MSM when ``max_pass_points`` is set (under a device
 memory cap).
@@ -75,6 +75,15 @@ DENSE_LANE_STREAM_BYTES = 9 << 26
 #: The second lane's MSMs over device scalars of at least this size run in a workspace taken
 #: on the compute stream (:meth:`GpuMsm._workspace`): the H quotient's (4 GiB at 2^27).
 WORKSPACE_MIN_BYTES = LARGE_BYTES
+#: The second lane's carried buckets may take this many bytes of its workspace: its MSM in
+#: passes then runs with the window its whole count of scalars would choose, narrowed until
+#: they fit (H at 2^27: c = 20, 13 windows instead of 14, 1.31 GB of buckets). The room comes
+#: from the buckets being carried in place: a pass's partial sums are then one slot a chunk
+#: (0.1 GB), not one a bucket (0.80 GB at c = 19, 1.41 GB at 20, which overflowed the 16 GiB
+#: plan in session 32), so H's workspace holds ≈ 3.3 GB at c = 20 in place, as at 19 before.
+#: The first lane keeps the first pass's window: its scratch under a cap has no such room
+#: (cuzk.engine.budget.CAPPED_KERNEL_SCRATCH).
+DENSE_CARRIED_BYTES = 1_400_000_000
 #: The accumulation aims at about this many chunks (threads) per MSM.
 TARGET_CHUNKS = 1 << 19
 MIN_CHUNK = 16
@@ -144,12 +153,25 @@ def _horner(terms: list[tuple[int, Any]], identity: Any) -> Any:
     return acc
 
 
+def carried_window(first: int, whole: int, group: str, room: int) -> int:
+    """The window of an MSM's carried buckets: ``first`` (the first pass's own choice) widened
+    towards what the whole MSM's ``whole`` scalars would choose, as far as the buckets of all
+    its windows (XYZZ points of ``group``) fit in ``room`` bytes; never narrower than
+    ``first``. One window fewer is one addition fewer per scalar in every pass."""
+    words = point_words(group)[1]
+    wide = choose_window(whole, group)
+    while wide > first and (window_rows(wide)[1] << (wide - 1)) * words * 4 > room:
+        wide -= 1
+    return max(first, wide)
+
+
 @dataclass
 class CarriedBuckets:
     """The buckets of an MSM run in passes, carried from pass to pass: every pass sorts and
-    accumulates its own points with window ``c``, each bucket's first partial started from its
-    sum in ``acc`` (XYZZ, (rows·2^(c−1), words), zeros = infinity), and writes the bucket sums
-    back; the windows are reduced once, after the last pass.
+    accumulates its own points with window ``c`` into ``acc`` in place (XYZZ, (rows·2^(c−1),
+    words), zeros = infinity; each bucket's first partial sum *is* its carried sum, and a pass
+    needs partial-sum slots only for buckets spanning several chunks, at most one a chunk);
+    the windows are reduced once, after the last pass.
     Measured on the H200 (bench/streamed_msm.py, G1 2^27 in 22 passes): the per-pass bucket
     reduction was 150 of 1,262 ms dense and 43 of 245 ms for a PoRep-like witness."""
 
@@ -472,7 +494,8 @@ class GpuMsm(MsmBases):
                 relay.wait(k)
             if len(d_scalars):
                 if carry is None and len(edges) > 2 and not self.batch_affine:
-                    carry = self._carried(view, len(d_scalars), window)
+                    whole = len(d_scalars) * n // (hi - lo)  # the pass's share, scaled
+                    carry = self._carried(view, len(d_scalars), whole, window)
                 terms, exps = self.enqueue_windows(view, d_scalars, gather, window, carry)
                 if carry is None:
                     parts.append(terms)
@@ -493,11 +516,16 @@ class GpuMsm(MsmBases):
             exponents += exps
         return parts, exponents
 
-    def _carried(self, view: ResidentBases, m: int, window: int | None) -> CarriedBuckets:
-        """Empty carried buckets for an MSM in passes, with the window the first pass (of
-        ``m`` scalars) would choose alone: the passes keep the accumulation they had, and the
-        buckets cost what one pass's partial sums already do (≈ 0.7 GB at G1, c = 19)."""
+    def _carried(
+        self, view: ResidentBases, m: int, whole: int, window: int | None
+    ) -> CarriedBuckets:
+        """Empty carried buckets for an MSM in passes whose first pass has ``m`` scalars and
+        the whole MSM about ``whole``. The window is ``window`` if given, else the first pass's
+        choice, widened on the second lane by :func:`carried_window` within
+        :data:`DENSE_CARRIED_BYTES` (the buckets cost their bytes, read and written a pass)."""
         c = self._window_for(view, m, window)
+        if window is None and self._dense_lane:
+            c = carried_window(c, whole, view.group, DENSE_CARRIED_BYTES)
         rows = window_rows(c)[1]
         words = point_words(view.group)[1]
         return CarriedBuckets(c, self._cp.zeros((rows << (c - 1), words), dtype=self._cp.uint32))
@@ -559,24 +587,27 @@ class GpuMsm(MsmBases):
             del entries, cursor
             windows = self._reduce_windows(group, dense, nb, 0, 0, offsets, nwin, nb)
             return windows, [c * w for w in range(nwin)]
-        # Chunks of the sorted entries and the partial-sum slots of every bucket.
+        # Chunks of the sorted entries and the partial-sum slots of every bucket: one per chunk
+        # it spans, or in place (carried buckets) one per chunk past its first, its first
+        # slot being the carried bucket (msm.cu's slot_of).
+        in_place = carry is not None
         chunk = max(MIN_CHUNK, -(-total_max // TARGET_CHUNKS))
         nchunks = -(-total_max // chunk)
         off = offsets.astype(cp.int64)
         nseg = cp.where(off[1:] > off[:-1], (off[1:] - 1) // chunk - off[:-1] // chunk + 1, 0)
         seg_base = cp.zeros(nkeys + 1, dtype=cp.uint32)
-        seg_base[1:] = cp.cumsum(nseg, dtype=cp.uint32)
+        seg_base[1:] = cp.cumsum(cp.maximum(nseg - 1, 0) if in_place else nseg, dtype=cp.uint32)
         nseg_max = nseg.max(keepdims=True).astype(cp.uint32)  # stays on the device
         del off, nseg, cursor
-        nslots = min(nkeys, total_max) + nchunks
+        # In place, the slots past the buckets' first number at most one per chunk boundary.
+        nslots = nchunks if in_place else min(nkeys, total_max) + nchunks
         partials = cp.empty((nslots, xyzz_words), dtype=cp.uint32)
         chunk_key = cp.empty(nchunks, dtype=cp.uint32)
         self._mark("segments")
-        # With carried buckets each bucket's first partial starts from its carried sum.
-        carried = carry.acc if carry is not None else offsets  # any pointer when unused
+        buckets = carry.acc if carry is not None else partials  # any pointer when not in place
         self._launch(group, "msm_accumulate", nchunks, res.points, entries, offsets, seg_base,
-                     u32(nkeys), u32(chunk), u32(nchunks), partials, chunk_key, carried,
-                     u32(carry is not None))  # fmt: skip
+                     u32(nkeys), u32(chunk), u32(nchunks), partials, chunk_key, buckets,
+                     u32(in_place))  # fmt: skip
         # A bucket holds at most m entries per window of its row (K with copies), so it spans
         # at most ⌈m·K/chunk⌉ + 1 chunks: that many partials, summed F at a time; levels at or
         # above the actual maximum exit at once.
@@ -585,11 +616,9 @@ class GpuMsm(MsmBases):
         while stride < bound:
             self._launch(group, "msm_seg_reduce", nchunks, partials, chunk_key, offsets,
                          seg_base, u32(nkeys), u32(chunk), u32(nchunks), u32(stride),
-                         u32(SEG_FANIN), max_seg)  # fmt: skip
+                         u32(SEG_FANIN), max_seg, buckets, u32(in_place))  # fmt: skip
             stride *= SEG_FANIN
-        if carry is not None:
-            self._launch(group, "msm_carry_buckets", nkeys, carry.acc, partials, seg_base,
-                         u32(nkeys))  # fmt: skip
+        if in_place:
             return None, []
         windows = self._reduce_windows(group, partials, 0, 0, 1, seg_base, rows, nb)
         return windows, exponents
