@@ -33,7 +33,12 @@
 #          (what the first pass chooses), 20 and 21; PoRep-like bits at 16, 18 and 20
 #   smsmab H's MSM alone (as smsm, dense, 576 MiB passes) once per source tree of $AB (made with
 #          bench/ab_trees.sh ab <commits>, carried as `ab`), with $WINDOWS (e.g. "dense:20") also
-#          timed; logs in $OUT/smsm_<tree>.log: the A/B of an MSM kernel change in one call
+#          timed (CHUNKS=21: the accumulation at 2^21 chunks, the engine's second lane's);
+#          logs in $OUT/smsm_<tree>.log: the A/B of an MSM kernel change in one call
+#   lanes  the two MSM lanes of a capped device side by side without the engine (lane_pair.py):
+#          H (G1 2^27 dense, second lane) beside a chain of planned bits MSMs (2^27, 2^25, 2^27)
+#          on the first, alone and together, at the second lane's chunk counts $DCHUNKS
+#          (default 19,20,21,22): whether H's long blocks stretch the first lane
 #   msmred G1 2^16–2^24 and G2 2^14–2^24, the bucket reduction's plan vs the fixed 32-bucket one
 #   copies precomputed bases (GpuMsm.precompute): their GPU tests, then plain vs K copies on
 #          distinct bases, G1 2^20/24/26 and G2 2^20/22 (results cross-checked, making time),
@@ -128,7 +133,8 @@ for s in "$@"; do
     smsmw) step smsmw "python3 bench/streamed_msm.py --group g1 --log 27 --mix dense,bits \
       --pass-mib 576 --runs 3 --windows dense:19,20,21 --windows bits:16,18,20 --out $OUT" ;;
     smsmab) for t in ${AB:?set AB}; do mkdir -p $OUT/$t; step "smsm_$t" "PYTHONPATH=/tmp/site:$PWD/ab/$t/src \
-      $SMSM_H --pass-mib 576 ${WINDOWS:+--windows $WINDOWS} --out $OUT/$t"; done ;;
+      $SMSM_H --pass-mib 576 ${WINDOWS:+--windows $WINDOWS} ${CHUNKS:+--chunks $CHUNKS} --out $OUT/$t"; done ;;
+    lanes) step lanes "python3 bench/lane_pair.py --dense-chunks ${DCHUNKS:-19,20,21,22} --out $OUT" ;;
     msmred) step msmred "python3 bench/gpu_msm.py --g1 16:24 --g2 14:24 --no-fp --no-save \
       --runs 5 --reduce-threads 0 --profile 14,16,20" ;;
     copies) step copies "python3 -m pytest -q -m gpu -p no:cacheprovider tests/backend/test_cuda_msm.py \

@@ -191,7 +191,17 @@ def main() -> None:
         help="MIX:C,C,...: also time each pass size at these windows (the carried buckets' "
         "window, which the first pass chooses alone otherwise), e.g. dense:19,20,21",
     )
+    ap.add_argument(
+        "--chunks",
+        type=int,
+        default=None,
+        help="log2 of the chunks the accumulation aims at (msm.TARGET_CHUNKS, 19 by default: "
+        "this bench runs on the first lane; a tree's msm.DENSE_LANE_CHUNKS, where it has one, "
+        "is the second lane's)",
+    )
     args = ap.parse_args()
+    if args.chunks is not None:
+        msm.TARGET_CHUNKS = 1 << args.chunks
     windows = {m: [int(c) for c in cs.split(",")] for m, cs in (w.split(":") for w in args.windows)}
     msm.Relay = TracedRelay  # the MSM's passes use the traced relay
     bench = Bench(args)
