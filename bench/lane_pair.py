@@ -15,7 +15,9 @@ each of the first lane's kernels waits for them. This bench measures that on the
 - *first lane alone*: the chain of split MSMs (G1 2^k for each k of --first, bits scalars:
   45 % zero, 45 % one, 10 % uniform, planned pass by pass), one after another as the engine's
   first lane runs L, B₁ and A;
-- *together*: H submitted, then the chain at once: each MSM's time, the chain's span, H's.
+- *together*: H submitted, then the chain at once: each MSM's time, the chain's span, H's;
+- the chain's time per kernel name on its stream, alone and beside H (which kernels stretch:
+  the accumulation, or the chains of small launches each pass ends with).
 
 Each is repeated for each --dense-chunks value (log2 of msm.DENSE_LANE_CHUNKS: the second
 lane's target; a tree without it times the default only). Every result is checked against the
@@ -56,6 +58,39 @@ def together(gm: msm.GpuMsm, h: tuple[PointSet, Any], chain: list[tuple[PointSet
     h_result = h_future.result()
     t_h = time.perf_counter() - t0
     return [h_result, *results], t_h, t_chain, each
+
+
+def chain_stages(gm: msm.GpuMsm, chain: list[tuple[PointSet, Any]], h: tuple | None) -> dict:  # type: ignore[type-arg]
+    """ms per kernel name on the first lane's stream over one run of the chain (beside H when
+    ``h`` is given): the time from the launch before to each launch's end, so a kernel's wait
+    for SMs counts to it (host time between two MSMs of the chain counts to the next one's
+    first kernel)."""
+    cp = gm._cp
+
+    class FirstLane(list):  # type: ignore[type-arg]
+        def append(self, item: Any) -> None:
+            if not gm._dense_lane:  # the calling thread's lane: H's launches are left out
+                super().append(item)
+
+    gm.trace = FirstLane()
+    try:
+        with gm.gpu.context(gm._stream):  # this thread's lane: the first
+            start = cp.cuda.Event()
+            start.record(gm._stream)
+        h_future = gm.msm(*h) if h is not None else None
+        for job in chain:
+            gm.split_msm_planned(*job).result()
+        if h_future is not None:
+            h_future.result()
+        trace = list(gm.trace)
+    finally:
+        gm.trace = None
+    out: dict[str, float] = {}
+    prev = start
+    for name, ev in trace:
+        out[name] = out.get(name, 0.0) + cp.cuda.get_elapsed_time(prev, ev)
+        prev = ev
+    return dict(sorted(out.items(), key=lambda kv: -kv[1]))
 
 
 def main() -> None:
@@ -129,6 +164,8 @@ def main() -> None:
             "together_chain_s": med(b[1] for b in both),
             "together_each_s": [med(b[2][i] for b in both) for i in range(len(chain))],
         }
+        row["chain_stages_alone_ms"] = chain_stages(gm, chain, None)
+        row["chain_stages_beside_h_ms"] = chain_stages(gm, chain, h)
         results[f"chunks_{c}"] = row
         print(
             f"chunks 2^{c}: H alone {row['h_alone_s']:.3f} s, chain alone "
@@ -138,6 +175,9 @@ def main() -> None:
             + ")",
             flush=True,
         )
+        for key in ("chain_stages_alone_ms", "chain_stages_beside_h_ms"):
+            top = list(row[key].items())[:8]
+            print(f"   {key}: " + ", ".join(f"{k} {v:.1f}" for k, v in top), flush=True)
     gm.close()
     path = Path(args.out) / "lane_pair.json"
     path.write_text(json.dumps(results, indent=1))
