@@ -301,3 +301,111 @@ def test_the_next_partition_stages_while_the_last_msm_runs(make_engine, param_di
     assert len(stages) == 4 and len(h_done) == 4
     for k in range(1, 4):  # partition k staged before partition k − 1's H MSM ended
         assert stages[k] < h_done[k - 1], (k, stages, h_done)
+
+
+def test_a_holder_lends_what_its_h_quotient_held():
+    """Once H's MSM is done, the compute lock's holder keeps z and a tail of scratch (30 + 10
+    of its 30 + 60): the next partition (30 + 60) stages beside them, its working set counted
+    once against the lender's 40; a larger tail (30 + 50 > 60) still makes it wait."""
+    area = StagingArea(0, 100)
+    assert area.reserve(30, lambda: False, kernel_bytes=60)
+    assert not area.reserve(30, lambda: True, kernel_bytes=60)  # 30 + 30 + 60 > 100
+    got = threading.Event()
+    t = threading.Thread(target=lambda: area.reserve(30, lambda: False, 0.01, 60) and got.set())
+    t.start()
+    wait_until(lambda: area.waiting == 1, what="the next partition")
+    area.lend(30, 60, tail=10)
+    t.join(5)
+    assert got.is_set() and area.held == 30 + max(60, 30 + 10) and area.tail == 40
+    area.release_tail(30)  # the lender's MSMs over the witness are done: its z goes
+    area.release_tail(10)  # its kernels end
+    assert area.tail == 0 and area.held == 30 + 60
+    area.lend(30, 60, tail=50)
+    assert area.held == 0 + max(0, 80)
+    assert not area.reserve(30, lambda: True, kernel_bytes=60)  # 30 + max(60, 80) > 100
+    assert area.reserve(20, lambda: False, kernel_bytes=60)  # 20 + 80 fits
+    area.release_tail(80)
+    area.release(20, kernel_bytes=60)
+    assert area.held == 0 and area.waiting == 0
+    with pytest.raises(AssertionError):
+        area.lend(30, 60, tail=10)  # nothing held to lend
+
+
+def test_a_lender_still_counts_as_a_partition_beside_the_next():
+    """The headroom a device keeps before a second partition stages (a key taking most of
+    the device) applies beside a lender as beside any holder."""
+    need = 30 + 60
+    for spare, fits in ((-1, False), (0, True)):
+        area = StagingArea(0, 100, device_total=need + SECOND_STAGE_HEADROOM + spare)
+        assert area.reserve(30, lambda: False, kernel_bytes=60)
+        area.lend(30, 60, tail=10)
+        assert area.reserve(30, lambda: True, kernel_bytes=60) is fits
+
+
+class _SlowSplitA(_SlowUploads):
+    """A CPU backend whose fourth split MSM of each partition (A's: the prover submits L's,
+    B₁'s and B₂'s before it, one partition at a time under the compute lock) finishes
+    ``delay`` seconds late; records when each partition's z was staged and when each A MSM
+    finished, with the thread."""
+
+    def __init__(self, backend, delay: float, events: list) -> None:
+        super().__init__(backend, 0.0, events)
+        self._a_delay = delay
+        self._calls = 0
+
+    def split_msm(self, bases, scalars, rows=None):
+        inner = self._backend.split_msm(bases, scalars, rows)
+        self._calls += 1
+        if self._calls % 4:
+            return inner
+        late: Future = Future()
+
+        def finish() -> None:
+            time.sleep(self._a_delay)
+            self._events.append(("a", threading.current_thread().name, time.perf_counter()))
+            try:
+                late.set_result(inner.result())
+            except BaseException as e:
+                late.set_exception(e)
+
+        threading.Thread(target=finish, daemon=True).start()
+        return late
+
+
+def test_under_a_cap_the_next_partition_stages_while_a_runs_after_h(
+    make_engine, param_dir, seed, monkeypatch
+):
+    """Under a cap with room for one partition, a worker whose H MSM ends before A's lends
+    what its H quotient held: the next partition stages while A (made 0.6 s slow) still runs,
+    where it used to wait for A to give z back. Every proof verifies and every byte comes
+    back. (The kernels' tail is 0 here: a CPU partition's whole working set is below the
+    GPU's scratch bound, which a tail never exceeds.)"""
+    from cuzk.engine import budget
+    from cuzk.engine.srs_entry import least_device_bytes
+
+    monkeypatch.setattr(budget, "CAPPED_KERNEL_SCRATCH", 0)
+    infos = [_info(param_dir, cid) for cid in (SMALL, LARGER)]
+    staged, kernels = staging_need(infos[1], capped=True)
+    assert staged <= kernels  # the next z fits where the lender's working set was
+    # Room for one partition of the larger circuit (as the four-worker test under a cap).
+    cap = max(staged_bytes_for(i) for i in infos) + max(least_device_bytes(i) for i in infos)
+    cap += 4096
+    events: list = []
+    engine = make_engine(
+        workers_per_device=2,
+        synthesis_workers=2,
+        staging=True,
+        device_memory_limit=cap,
+        backend_factory=lambda i: _SlowSplitA(
+            get_backend("cpu", workers=1, device=i, memory_limit=cap), 0.6, events
+        ),
+    )
+    request = ProofRequest.of(LARGER, partitions=4, seed=seed)
+    assert_verifies(engine.result(engine.submit(request), timeout=120), 4)
+    wait_until(lambda: idle_budget(engine), what="partitions to drain")
+    assert all(d.staged_bytes == 0 and d.pinned_lent == 0 for d in engine.status().devices)
+    stages = sorted(t for kind, _, t in events if kind == "staged")
+    a_done = sorted(t for kind, _, t in events if kind == "a")
+    assert len(stages) == 4 and len(a_done) == 4
+    for k in range(1, 4):  # partition k staged before partition k − 1's A MSM ended
+        assert stages[k] < a_done[k - 1], (k, stages, a_done)

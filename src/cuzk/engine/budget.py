@@ -68,6 +68,16 @@ def kernel_bytes(domain_size: int, backend: str = "cpu", capped: bool = False) -
     return GPU_KERNEL_BYTES_PER_DOMAIN * domain_size
 
 
+def tail_kernel_bytes(domain_size: int, backend: str = "cpu") -> int:
+    """Under a cap, what a partition's kernels still hold once H's MSM is done while split MSMs
+    over the witness still run (their stream buffers belong to the key's plan): one pass's
+    gathered scalars, plan and sorted entries, and the check's slices should it have to name a
+    row, all inside :data:`CAPPED_KERNEL_SCRATCH`; never more than the whole working set.
+    The staging area lends the rest to the next partition's staging
+    (:meth:`cuzk.engine.staging.StagingArea.lend`)."""
+    return min(kernel_bytes(domain_size, backend, capped=True), CAPPED_KERNEL_SCRATCH)
+
+
 def capped_kernel_bytes(domain_size: int) -> int:
     """A GPU's kernel working set under a cap: two domain buffers while h is made (one after)
     and the scratch; the MSMs gather their scalars pass by pass, through row indices uploaded

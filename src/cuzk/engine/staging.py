@@ -17,6 +17,13 @@ Here staging is safe by construction:
   its holders. Counting it per staged partition (as this area first did) let a 32 GiB PoRep
   partition (12.5 GB staged, 43 GB of kernels, a 75 GB area) stage only after the previous
   one's kernels ended: the device idled for the whole staging step between partitions.
+* Under a cap a holder lends what its H quotient held once H's MSM ends before the MSMs over
+  the witness (:meth:`StagingArea.lend`): from then on it holds its staged inputs and a tail
+  of split-MSM scratch, nothing else, and the next partition may stage beside them. The
+  working set is counted once as the larger of the holders' kernel sets and the lenders'
+  tails: a lender is the compute lock's holder, so no other partition's kernels run until its
+  own have ended and its tail is gone. Measured before (porep-32g at 16 GiB, session 33): A
+  ended ≈ 0.11 s after H, and the next z waited for it with 8 GiB of the device free.
 * Waiters are served in arrival order: the worker that just released its bytes and comes
   straight back for more cannot overtake one that has been waiting (it holds the GIL and
   wins every race otherwise; measured: one worker's partition waited 13 s while the other
@@ -62,8 +69,9 @@ class StagingArea:
         self.device = device
         self.total = total
         self.device_total = device_total
-        self.staged = 0  # Σ staged inputs of the holders
+        self.staged = 0  # Σ staged inputs of the holders that have not lent
         self._kernels: Counter[int] = Counter()  # the holders' kernel working sets
+        self.tail = 0  # Σ what lenders still hold: their staged inputs and kernels' tails
         self.high_water = 0
         self._cv = threading.Condition()
         self._tickets = itertools.count()
@@ -71,9 +79,10 @@ class StagingArea:
 
     @property
     def held(self) -> int:
-        """Bytes counted now: staged inputs plus one kernel working set (the largest)."""
+        """Bytes counted now: staged inputs plus one kernel working set (the largest, or what
+        the lenders still hold if more)."""
         with self._cv:  # (an RLock: also read inside reserve)
-            return self.staged + max(self._kernels, default=0)
+            return self.staged + max(max(self._kernels, default=0), self.tail)
 
     @property
     def waiting(self) -> int:
@@ -89,10 +98,11 @@ class StagingArea:
             )
 
     def _fits(self, staged: int, kernels: int, resident: int) -> bool:
-        need = self.staged + staged + max(max(self._kernels, default=0), kernels)
+        need = self.staged + staged + max(max(self._kernels, default=0), kernels, self.tail)
         if need > self.total:
             return False
-        if self._kernels and self.device_total is not None:  # beside another partition
+        beside = self._kernels or self.tail
+        if beside and self.device_total is not None:  # beside another partition
             return self.device_total - resident - need >= SECOND_STAGE_HEADROOM
         return True
 
@@ -132,6 +142,31 @@ class StagingArea:
         partition of its circuit, :meth:`cuzk.engine.srs.SrsManager.place`)."""
         with self._cv:
             self.total = max(self.total, total)
+            self._cv.notify_all()
+
+    def lend(self, staged: int, kernel_bytes: int, tail: int) -> None:
+        """A holder of ``staged`` inputs and a ``kernel_bytes`` working set keeps only ``tail``
+        bytes of kernels from now on (its H MSM is done; split MSMs still read z): it then
+        holds ``staged + tail`` until :meth:`release_tail` gives them back. Only the compute
+        lock's holder may lend (its tail must end before any other partition's kernels
+        begin), and it waits for nothing here, so lending adds no wait to the lock order."""
+        with self._cv:
+            assert self._kernels[kernel_bytes] > 0, "staging area lent what it never held"
+            assert 0 <= tail <= kernel_bytes, "a tail is part of the working set"
+            self._kernels[kernel_bytes] -= 1
+            if not self._kernels[kernel_bytes]:
+                del self._kernels[kernel_bytes]
+            self.staged -= staged
+            assert self.staged >= 0, "staging area lent more than it held"
+            self.tail += staged + tail
+            self._cv.notify_all()
+
+    def release_tail(self, nbytes: int) -> None:
+        """Give back part or all of what a lender holds (its z once the MSMs over the witness
+        are done, its tail when its kernels end)."""
+        with self._cv:
+            self.tail -= nbytes
+            assert self.tail >= 0, "staging area released more tail than was lent"
             self._cv.notify_all()
 
     def release_staged(self, nbytes: int) -> None:

@@ -65,7 +65,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from cuzk.backend.base import Backend
 from cuzk.engine.assembler import PartitionProof
-from cuzk.engine.budget import kernel_bytes
+from cuzk.engine.budget import kernel_bytes, tail_kernel_bytes
 from cuzk.engine.config import EngineConfig
 from cuzk.engine.family import family_of
 from cuzk.engine.staging import PinnedPool, StagingArea
@@ -241,17 +241,35 @@ class DeviceWorker(Worker):
         stage = "loading parameters"
         device = self.device
         held = (0, 0)  # (staged inputs, kernel working set) reserved in the staging area
+        lent = (0, 0)  # once lent: (staged inputs, the kernels' tail) the area counts instead
         staged: prover.StagedInputs | None = None
         buffers: tuple[fr.FrVec, ...] = ()  # staged's page-locked host buffers
 
         def witness_read() -> None:
             """z's last readers are done while H's MSM runs: free it, and let the device's
             next partition stage in its place (its bytes leave the staging area now)."""
-            nonlocal staged, held
+            nonlocal staged, held, lent
             staged = None
-            if held[0] and device.staging is not None:
+            if device.staging is None:
+                return
+            if lent[0]:
+                device.staging.release_tail(lent[0])
+                lent = (0, lent[1])
+            elif held[0]:
                 device.staging.release_staged(held[0])
                 held = (0, held[1])
+
+        def h_done() -> None:
+            """Under a cap, H's MSM ended while split MSMs still read z: the kernels now hold
+            z and a tail of scratch, so lend the rest of the working set to the device's next
+            partition, which may stage now instead of when the last split MSM ends."""
+            nonlocal held, lent
+            if device.staging is None or not held[1]:
+                return
+            info = part.job.info
+            tail = tail_kernel_bytes(info.domain_size, info.backend)
+            device.staging.lend(held[0], held[1], tail)
+            held, lent = (0, 0), (held[0], tail)
 
         try:
             entry = self.core.wait_resident(part)
@@ -282,12 +300,13 @@ class DeviceWorker(Worker):
                     if staged is None:
                         staged = self._stage(part, entry)
                         buffers = staged.host_buffers
-                    sums, pending = self._kernels(part, entry, staged, witness_read)
+                    lend = h_done if self.core.config.capped else None
+                    sums, pending = self._kernels(part, entry, staged, witness_read, lend)
                 finally:
                     self.core.end_kernels(part, device, time.perf_counter() - t0)
             time.sleep(0)  # hand the GIL to the worker now waking on the compute lock
-            self._give_back(buffers, held)
-            staged, buffers, held = None, (), (0, 0)
+            self._give_back(buffers, held, lent)
+            staged, buffers, held, lent = None, (), (0, 0), (0, 0)
             if not self.core.kernels_done(part):
                 return True
             stage = "finalize"
@@ -298,7 +317,7 @@ class DeviceWorker(Worker):
             self.core.fail(part, e, stage)
             return True
         finally:
-            self._give_back(buffers, held)
+            self._give_back(buffers, held, lent)
         output = PartitionProof(part.index, proof, tuple(pending.public_inputs))
         self.core.partition_done(part, output)
         return True
@@ -310,13 +329,20 @@ class DeviceWorker(Worker):
         backend, pinned = self.device.backend, self.device.pinned
         return prover.stage(part.assignment, entry.shape, backend, pinned.take, part.timings)
 
-    def _give_back(self, buffers: tuple[fr.FrVec, ...], held: tuple[int, int]) -> None:
-        """Return pinned buffers and staged bytes (idempotent through the caller's resets)."""
+    def _give_back(
+        self, buffers: tuple[fr.FrVec, ...], held: tuple[int, int], lent: tuple[int, int]
+    ) -> None:
+        """Return pinned buffers, staged bytes and what was lent (idempotent through the
+        caller's resets)."""
         assert self.device is not None
         for buf in buffers:
             self.device.pinned.give(buf)
-        if any(held) and self.device.staging is not None:
+        if self.device.staging is None:
+            return
+        if any(held):
             self.device.staging.release(held[0], kernel_bytes=held[1])
+        if any(lent):
+            self.device.staging.release_tail(sum(lent))
 
     def _kernels(
         self,
@@ -324,10 +350,11 @@ class DeviceWorker(Worker):
         entry: Resident,
         staged: prover.StagedInputs,
         witness_read: Callable[[], None],
+        h_done: Callable[[], None] | None = None,
     ) -> tuple[prover.MsmSums, prover.PendingProof]:
         """The region under the compute lock: a/b/c, H, the five MSMs, and the wait for them
-        (``witness_read`` once the witness's last readers are done: see
-        :func:`cuzk.groth16.prover.wait_kernels`)."""
+        (``witness_read`` once the witness's last readers are done, ``h_done`` if H's MSM
+        ends before them: see :func:`cuzk.groth16.prover.wait_kernels`)."""
         assert self.device is not None
         assert entry.params is not None and entry.shape is not None
         if self.core.fault("slow_kernel", part):
@@ -337,7 +364,7 @@ class DeviceWorker(Worker):
                                part.timings)  # fmt: skip
         del staged  # this frame must not keep z alive past witness_read
         try:
-            sums = prover.wait_kernels(pending, witness_read)
+            sums = prover.wait_kernels(pending, witness_read, h_done)
         except BaseException:
             prover.drain(pending)  # the device's work ends here, not in the next partition's
             raise

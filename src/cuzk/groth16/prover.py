@@ -34,7 +34,8 @@ from __future__ import annotations
 import secrets
 import time
 from collections.abc import Callable, Iterable
-from concurrent.futures import Future
+from concurrent.futures import FIRST_COMPLETED, Future
+from concurrent.futures import wait as wait_futures
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -362,19 +363,29 @@ class MsmSums:
     b_g2: G2  # Σ zⱼ·[Bⱼ(τ)]₂
 
 
-def wait_kernels(pending: PendingProof, witness_read: Callable[[], None] | None = None) -> MsmSums:
+def wait_kernels(
+    pending: PendingProof,
+    witness_read: Callable[[], None] | None = None,
+    h_done: Callable[[], None] | None = None,
+) -> MsmSums:
     """Stage 3a: wait for the MSMs :func:`start` submitted (the end of the device work).
 
     ``witness_read`` is called once the MSMs over the witness (L, B and A) are done, while
     H's may still run: nothing reads the staged z after them (A's MSM is submitted after the
     H quotient, the last of the compute stream's readers of z, and waits for it), so the
     caller may free z then and let the device's next partition stage in its place.
+    ``h_done`` is called first if H's MSM ends, without an error, before A's (the last MSM
+    over the witness): h and the H MSM's scratch are gone then, and only split MSMs still run.
 
     Raises whatever an MSM raised (DeviceFault when a worker or kernel died), and
     UnsatisfiedConstraint where the backend deferred the a·b = c check
     (:class:`DeferredCheck`) and it failed.
     """
     t0 = time.perf_counter()
+    if h_done is not None:
+        wait_futures((pending.h, pending.a), return_when=FIRST_COMPLETED)
+        if pending.h.done() and not pending.a.done() and pending.h.exception() is None:
+            h_done()
     l_sum, b_g1, b_g2, a = (f.result() for f in (pending.l, pending.b_g1, pending.b_g2, pending.a))
     check, pending.abc_check = pending.abc_check, None
     if check is not None:
