@@ -16,6 +16,10 @@ Markers (requests of 64 MiB or more only; times are ms since the process started
   when it is given back.
 A first-lane MSM lasts until the next one starts; the partition's last (A) until the next
 witness, which waits for z's release after A. Medians over the partitions after ``--after``.
+
+``--passes`` also times each first-lane MSM's passes by their gathers (a pass from its
+gather to the next one, the last to the MSM's end): the median of each pass by its index,
+and each MSM's median pass while H runs and after it has ended.
 """
 
 from __future__ import annotations
@@ -35,7 +39,7 @@ NAMES = ("L", "B1", "B2", "A")
 @dataclass
 class Partition:
     witness: int
-    msms: list[tuple[int, int]] = field(default_factory=list)  # (start ms, passes gathered)
+    msms: list[tuple[int, list[int]]] = field(default_factory=list)  # (start, pass gathers)
     h: tuple[int, int] | None = None  # (workspace taken, given back)
 
 
@@ -56,7 +60,7 @@ def partitions(events: list[tuple[int, str]], after: int) -> list[Partition]:
             parts.append(Partition(t))
         elif "[cuzk-gpu0-msm_0]" in text and re.search(r"\] \S+ _run_passes <", text):
             if parts and t - last_buffer > 3:  # the first of the pair
-                parts[-1].msms.append((t, 0))
+                parts[-1].msms.append((t, []))
             last_buffer = t
         elif (
             "[cuzk-gpu0-msm_0]" in text
@@ -64,8 +68,7 @@ def partitions(events: list[tuple[int, str]], after: int) -> list[Partition]:
             and parts
             and parts[-1].msms
         ):
-            start, gathered = parts[-1].msms[-1]
-            parts[-1].msms[-1] = (start, gathered + 1)
+            parts[-1].msms[-1][1].append(t)
         elif "[cuzk-gpu0-msm-dense_0]" in text and " _run" in text:
             h_start = t
         elif text.startswith("H workspace of") and h_start is not None:
@@ -103,11 +106,32 @@ def spans(parts: list[Partition]) -> tuple[dict[str, list[int]], Counter[str]]:
     return out, across
 
 
+def pass_times(parts: list[Partition]) -> tuple[dict[str, list[list[int]]], dict[str, dict]]:
+    """ms per pass of each first-lane MSM (by pass index, over partitions), and each MSM's
+    pass times split by whether H was still running when the pass ended."""
+    by_index: dict[str, list[list[int]]] = {k: [] for k in NAMES}
+    beside: dict[str, dict[str, list[int]]] = {k: {"beside H": [], "after H": []} for k in NAMES}
+    for p, nxt in zip(parts, parts[1:], strict=False):
+        own = [m for m in p.msms if m[0] >= p.witness]
+        if len(own) != 4 or p.h is None:
+            continue
+        ends = [m[0] for m in own[1:]] + [nxt.witness]
+        for name, (_, gathers), end in zip(NAMES, own, ends, strict=True):
+            marks = [*gathers, end]
+            for k, (a, b) in enumerate(zip(marks, marks[1:], strict=False)):
+                while len(by_index[name]) <= k:
+                    by_index[name].append([])
+                by_index[name][k].append(b - a)
+                beside[name]["beside H" if b <= p.h[1] else "after H"].append(b - a)
+    return by_index, beside
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("trace")
     ap.add_argument("--after", type=int, default=0, help="ms: skip loading and warm-ups")
     ap.add_argument("--skip", type=int, default=0, help="partitions to skip (warm-ups)")
+    ap.add_argument("--passes", action="store_true", help="the first lane's passes too")
     args = ap.parse_args()
     parts = partitions(read(args.trace), args.after)[args.skip :]
     table, across = spans(parts)
@@ -119,6 +143,16 @@ def main() -> int:
                   f"(quartiles {q[0]:.0f}–{q[2]:.0f}, n={len(values)})")  # fmt: skip
     print("first-lane MSM running when H ended: "
           + ", ".join(f"{k} {n}" for k, n in sorted(across.items())))  # fmt: skip
+    if args.passes:
+        by_index, beside = pass_times(parts)
+        med = statistics.median
+        for name in NAMES:
+            if not by_index[name]:
+                continue  # (L gathers nothing: its passes leave no mark)
+            each = ", ".join(f"{med(v):.0f}" for v in by_index[name])
+            split = "; ".join(f"{k} {med(v):.0f} (n={len(v)})" for k, v in beside[name].items()
+                              if v)  # fmt: skip
+            print(f"{name:>3} passes (ms, median by index): {each}\n      {split}")
     return 0
 
 
