@@ -36,7 +36,7 @@ from typing import Any
 
 import numpy as np
 from gpu_msm import Bench
-from streamed_msm import make_scalars
+from streamed_msm import make_scalars, stage_totals
 
 from cuzk.backend.base import PointSet
 from cuzk.backend.cuda import msm
@@ -85,12 +85,7 @@ def chain_stages(gm: msm.GpuMsm, chain: list[tuple[PointSet, Any]], h: tuple | N
         trace = list(gm.trace)
     finally:
         gm.trace = None
-    out: dict[str, float] = {}
-    prev = start
-    for name, ev in trace:
-        out[name] = out.get(name, 0.0) + cp.cuda.get_elapsed_time(prev, ev)
-        prev = ev
-    return dict(sorted(out.items(), key=lambda kv: -kv[1]))
+    return stage_totals(cp, start, trace)
 
 
 def main() -> None:

@@ -165,6 +165,12 @@ def stage_profile(gm, bases: PointSet, source, cp, window=None) -> dict[str, flo
     finally:
         gm.trace = None
         msm.planned = planned
+    return stage_totals(cp, start, trace)
+
+
+def stage_totals(cp, start, trace) -> dict[str, float]:  # type: ignore[no-untyped-def]
+    """ms per name over a launch trace ((name, event) pairs after the event ``start``): each
+    launch counts the time from the event before it, largest first."""
     out: dict[str, float] = {}
     prev = start
     for name, ev in trace:

@@ -173,6 +173,22 @@ class _SlowUploads:
         self._events.append(("abc", threading.current_thread().name, time.perf_counter()))
         return self._backend.evaluate_abc(shape, z)
 
+    def _late(self, inner: Future, delay: float, kind: str) -> Future:
+        """``inner``'s result ``delay`` seconds after it is ready, recording (kind, thread,
+        time) when it is passed on."""
+        late: Future = Future()
+
+        def finish() -> None:
+            time.sleep(delay)
+            self._events.append((kind, threading.current_thread().name, time.perf_counter()))
+            try:
+                late.set_result(inner.result())
+            except BaseException as e:
+                late.set_exception(e)
+
+        threading.Thread(target=finish, daemon=True).start()
+        return late
+
     def __getattr__(self, name: str):
         return getattr(self._backend, name)
 
@@ -263,19 +279,7 @@ class _SlowDenseMsm(_SlowUploads):
         self._msm_delay = delay
 
     def msm(self, bases, scalars):
-        inner = self._backend.msm(bases, scalars)
-        late: Future = Future()
-
-        def finish() -> None:
-            time.sleep(self._msm_delay)
-            self._events.append(("h", threading.current_thread().name, time.perf_counter()))
-            try:
-                late.set_result(inner.result())
-            except BaseException as e:
-                late.set_exception(e)
-
-        threading.Thread(target=finish, daemon=True).start()
-        return late
+        return self._late(self._backend.msm(bases, scalars), self._msm_delay, "h")
 
 
 def test_the_next_partition_stages_while_the_last_msm_runs(make_engine, param_dir, seed):
@@ -356,20 +360,7 @@ class _SlowSplitA(_SlowUploads):
     def split_msm(self, bases, scalars, rows=None):
         inner = self._backend.split_msm(bases, scalars, rows)
         self._calls += 1
-        if self._calls % 4:
-            return inner
-        late: Future = Future()
-
-        def finish() -> None:
-            time.sleep(self._a_delay)
-            self._events.append(("a", threading.current_thread().name, time.perf_counter()))
-            try:
-                late.set_result(inner.result())
-            except BaseException as e:
-                late.set_exception(e)
-
-        threading.Thread(target=finish, daemon=True).start()
-        return late
+        return inner if self._calls % 4 else self._late(inner, self._a_delay, "a")
 
 
 def test_under_a_cap_the_next_partition_stages_while_a_runs_after_h(

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import random
 import threading
+import time
 from concurrent.futures import Future
 
 import pytest
@@ -26,7 +27,7 @@ def finish(futures: dict[str, Future], order: list[str], values: dict[str, objec
 
     def run() -> None:
         for name in order:
-            threading.Event().wait(0.01)
+            time.sleep(0.01)
             if name == fail:
                 futures[name].set_exception(DeviceFault(f"{name} failed"))
             else:
