@@ -75,8 +75,11 @@ def test_capped_path_agrees_with_cpu_and_proves(keys, capped_backend, cpu_backen
     buffer, and a whole proof verifies — with the matrices on the device, and streamed from
     host memory in blocks of a few KB."""
     shape, params = keys
-    # Under a cap the compute stream goes before the dense MSM's lane (the default, 0).
-    assert capped_backend.gpu.stream.priority < capped_backend.msms._lanes[-1].stream.priority
+    # Under a cap the split MSMs' lane goes first, the compute stream next (where the device
+    # has more than two levels), the dense MSM's lane (the default, 0) last.
+    first, dense = (lane.stream.priority for lane in capped_backend.msms._lanes)
+    compute = capped_backend.gpu.stream.priority
+    assert first <= compute < dense == 0 and (compute > first or first == -1)
     if streamed:
         capped_backend.stream_shape(shape, 1 << 13)
     try:

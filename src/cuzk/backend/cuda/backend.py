@@ -30,7 +30,7 @@ from cuzk.backend.base import (
 )
 from cuzk.backend.cuda.abc import GpuAbc, RowProduct
 from cuzk.backend.cuda.abc_check import CombinedCheck
-from cuzk.backend.cuda.device import HIGH_PRIORITY, Gpu, MemoryWatch
+from cuzk.backend.cuda.device import Gpu, MemoryWatch, below_highest
 from cuzk.backend.cuda.msm import GpuMsm
 from cuzk.backend.cuda.ntt import GpuNtt
 from cuzk.backend.cuda.witness import GpuWitness
@@ -65,9 +65,13 @@ class CudaBackend:
         """``memory_limit``: keep this backend's use of the device under that many bytes
         (:meth:`Gpu.cap_memory`), so one large GPU can stand in for a smaller card."""
         self.device = int(device)
-        # Under a cap the compute stream (witness, a/b/c, the H quotient: what every MSM
-        # waits for) goes before the dense H MSM's lane (cuzk.backend.cuda.msm_bases).
-        self.gpu = Gpu(self.device, priority=None if memory_limit is None else HIGH_PRIORITY)
+        # Under a cap the split MSMs' lane goes first, then the compute stream (witness, a/b/c,
+        # the H quotient: what H's MSM waits for), then the dense H MSM's lane
+        # (cuzk.backend.cuda.msm_bases). At the lane's priority, B₁'s passes that met the H
+        # quotient's NTTs took 100–120 ms against 30–50 (16 GiB, session 33), and the lane,
+        # not H, ends a partition there.
+        compute = None if memory_limit is None else below_highest(self.device)
+        self.gpu = Gpu(self.device, priority=compute)
         self.memory_limit = memory_limit
         self._pool_limit: int | None = None
         if memory_limit is not None:

@@ -46,6 +46,16 @@ HIGH_PRIORITY = -(1 << 10)
 LOW_PRIORITY = 0
 
 
+def below_highest(device: int) -> int:
+    """The stream priority one step below ``device``'s highest (the highest itself where the
+    device has only two levels). CUDA clamps a priority into the device's range, so the
+    highest is read back from a stream asked for :data:`HIGH_PRIORITY`."""
+    cp = loader.cupy()
+    with cp.cuda.Device(device):
+        highest = int(cp.cuda.Stream(non_blocking=True, priority=HIGH_PRIORITY).priority)
+    return highest + 1 if highest + 1 < LOW_PRIORITY else highest
+
+
 def cuda_available() -> tuple[bool, str]:
     """Whether CuPy imports and sees at least one CUDA device, with the reason if not."""
     try:
