@@ -280,6 +280,9 @@ def test_two_lanes_run_side_by_side(rng, seed, tmp_path, monkeypatch):
     bases, points = make_bases("g1", n, rng, tmp_path)
     monkeypatch.setattr(cuda_msm, "DENSE_LANE_STREAM_BYTES", 400 * GROUPS["g1"][0])
     monkeypatch.setattr(cuda_msm, "WORKSPACE_MIN_BYTES", 0)  # device scalars: a workspace
+    # The second lane's accumulation aims at its own chunk count: here few, long chunks
+    # (each over many buckets), the first lane's many short ones.
+    monkeypatch.setattr(cuda_msm, "DENSE_LANE_CHUNKS", 1 << 6)
     with cuda_msm.GpuMsm(Gpu(0), lanes=2) as gpu:
         gpu.preload(bases, stream_bytes=900 * GROUPS["g1"][0])
         assert gpu.streamed(bases)

@@ -79,13 +79,21 @@ WORKSPACE_MIN_BYTES = LARGE_BYTES
 #: passes then runs with the window its whole count of scalars would choose, narrowed until
 #: they fit (H at 2^27: c = 20, 13 windows instead of 14, 1.31 GB of buckets). The room comes
 #: from the buckets being carried in place: a pass's partial sums are then one slot a chunk
-#: (0.1 GB), not one a bucket (0.80 GB at c = 19, 1.41 GB at 20, which overflowed the 16 GiB
-#: plan in session 32), so H's workspace holds ≈ 3.3 GB at c = 20 in place, as at 19 before.
+#: (0.4 GB with DENSE_LANE_CHUNKS), not one a bucket (0.80 GB at c = 19, 1.41 GB at 20, which
+#: overflowed the 16 GiB plan in session 32), so H's workspace holds ≈ 3.6 GB of its 4.29 at
+#: c = 20 in place.
 #: The first lane keeps the first pass's window: its scratch under a cap has no such room
 #: (cuzk.engine.budget.CAPPED_KERNEL_SCRATCH).
 DENSE_CARRIED_BYTES = 1_400_000_000
 #: The accumulation aims at about this many chunks (threads) per MSM.
 TARGET_CHUNKS = 1 << 19
+#: ...and the second lane's at this many: its blocks then last ≈ 0.8 ms instead of ≈ 3.3 (H's
+#: passes at c = 20: 52 entries a thread, not 208). A started block runs to its end whatever
+#: its stream's priority, so each kernel the first lane launches while H accumulates waits for
+#: H's blocks to end before it gets an SM (session 33: the first lane's planned passes, chains
+#: of ≈ 15 dependent kernels, took 2.5–8 times their time alone beside H). In place the
+#: partial sums take one slot a chunk: 0.40 GB of H's workspace instead of 0.10.
+DENSE_LANE_CHUNKS = 1 << 21
 MIN_CHUNK = 16
 #: Partial sums of one bucket added per thread and tree level.
 SEG_FANIN = 8
@@ -591,7 +599,8 @@ class GpuMsm(MsmBases):
         # it spans, or in place (carried buckets) one per chunk past its first, its first
         # slot being the carried bucket (msm.cu's slot_of).
         in_place = carry is not None
-        chunk = max(MIN_CHUNK, -(-total_max // TARGET_CHUNKS))
+        target = DENSE_LANE_CHUNKS if self._dense_lane else TARGET_CHUNKS
+        chunk = max(MIN_CHUNK, -(-total_max // target))
         nchunks = -(-total_max // chunk)
         off = offsets.astype(cp.int64)
         nseg = cp.where(off[1:] > off[:-1], (off[1:] - 1) // chunk - off[:-1] // chunk + 1, 0)
