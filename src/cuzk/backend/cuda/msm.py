@@ -106,6 +106,12 @@ REDUCE_THREADS = 1 << 15
 #: Points summed per thread by the batch-addition and tree-reduction kernels.
 SUM_FANIN = 8
 ONES_FANIN = 32
+#: An MSM in passes reduces each pass's sum of its scalar-one points only down to this many
+#: partial sums, and adds every pass's partial sums once, after the last pass: each level of
+#: the tree is a launch that waits for the one before, and the last ones are a few threads
+#: each (a PoRep A pass's 2.6 M ones: 7 launches, now 3, and 5 once for all 21 passes). Beside
+#: H a launch of the first lane waits for an SM (bench/NOTES.md, session 33).
+ONES_TAIL_ROWS = 2048
 
 
 def reduction_levels(
@@ -477,6 +483,7 @@ class GpuMsm(MsmBases):
         parts: list[Any] = []
         exponents: list[int] = []
         carry: CarriedBuckets | None = None
+        ones_rows: list[Any] = []  # each pass's partial sums of its scalar-one points
         # The second lane never waits on the host otherwise, so it would queue all its
         # passes at once (H at 16 GiB: 22, ≈ 330 kernels and their uploads), and in session
         # 24's trace one of the first lane's L, B₁, B₂ then ended only with H in every
@@ -509,12 +516,15 @@ class GpuMsm(MsmBases):
                     parts.append(terms)
                     exponents += exps
             if ones is not None and len(ones):
-                parts.append(self.enqueue_sum(view, ones))
-                exponents.append(0)
+                ones_rows.append(self.enqueue_sum(view, ones, keep=ONES_TAIL_ROWS))
             if relay is not None:
                 relay.release(k)
             if self._dense_lane:
                 in_flight.append(self.gpu.record(self._stream))
+        if ones_rows:
+            tail = cp.concatenate(ones_rows) if len(ones_rows) > 1 else ones_rows[0]
+            parts.append(self._sum_rows(res.group, tail, 1, int(tail.shape[0])))
+            exponents.append(0)
         if carry is not None:
             nwin, rows, exps = window_rows(carry.c)
             nb = 1 << (carry.c - 1)
@@ -717,8 +727,9 @@ class GpuMsm(MsmBases):
                         stream=self._stream)  # fmt: skip
         self._mark(name)
 
-    def enqueue_sum(self, res: ResidentBases, d_idx: Any) -> Any:
-        """Launch Σ points[idx] (batch addition) on the current stream; returns (1, words)."""
+    def enqueue_sum(self, res: ResidentBases, d_idx: Any, keep: int = 1) -> Any:
+        """Launch Σ points[idx] (batch addition) on the current stream; returns (k, words)
+        partial sums, k ≤ ``keep`` (1: the sum itself)."""
         cp = self._cp
         u32 = np.uint32
         m = int(d_idx.shape[0])
@@ -727,12 +738,14 @@ class GpuMsm(MsmBases):
         self._launch(
             res.group, "msm_sum_affine", nout, res.points, d_idx, u32(m), u32(ONES_FANIN), out
         )
-        return self._sum_rows(res.group, out, 1, nout)
+        return self._sum_rows(res.group, out, 1, nout, keep)
 
-    def _sum_rows(self, group: str, arr: Any, rows: int, cols: int) -> Any:
+    def _sum_rows(self, group: str, arr: Any, rows: int, cols: int, keep: int = 1) -> Any:
+        """Each of ``rows`` rows of ``cols`` points summed, SUM_FANIN to one a level, until a
+        row has at most ``keep``: the (rows·cols', words) partial sums."""
         cp = self._cp
         u32 = np.uint32
-        while cols > 1:
+        while cols > keep:
             cols_out = -(-cols // SUM_FANIN)
             out = cp.empty((rows * cols_out, arr.shape[1]), dtype=cp.uint32)
             self._launch(
