@@ -6,7 +6,8 @@ fields issue 31 asks for, read the same way every time from ``cuzk bench --json`
     python3 bench/record_cap.py bench/results/h100.json porep-32g 16GiB@32cfe3c BENCH --baseline
     python3 bench/record_cap.py bench/results/h200.json wpost-32g 24GiB BENCH --latency
 
-Fields: s/proof, GPU s a partition (the kernels' median), steady device busy, the device's
+Fields: s/proof, s/proof with the pipeline full (the kernels' span over the proofs: no
+fill or drain), GPU s a partition (the kernels' median), steady device busy, the device's
 measured peak, host RSS and page-locked key bytes, the bytes a partition uploads and their rate
 over the kernels' time, the key load, pool give-backs, what streams, proofs and whether all
 verified. An entry already there is replaced; its s/proof and GPU s are kept in the new one's
@@ -29,7 +30,14 @@ GIB = 2**30
 def summary_of(path: str) -> dict[str, Any]:
     opener = gzip.open if path.endswith(".gz") else open
     with opener(path, "rt") as f:
-        summary: dict[str, Any] = json.load(f)["summary"]
+        doc = json.load(f)
+    summary: dict[str, Any] = doc["summary"]
+    if "s_per_proof_steady" not in summary and summary["succeeded"]:  # benches before it
+        from cuzk.engine.request import PartitionTimeline
+        from cuzk.engine.timeline import kernels_span
+
+        span = kernels_span([PartitionTimeline(**t) for t in doc["timelines"]])
+        summary["s_per_proof_steady"] = span / summary["succeeded"]
     return summary
 
 
@@ -39,6 +47,7 @@ def entry(summary: dict[str, Any], note: str) -> dict[str, Any]:
     measured = summary["partitions_measured"]
     return {
         "s_per_proof": round(summary["s_per_proof"], 3),
+        "s_per_proof_steady": round(summary["s_per_proof_steady"], 3),
         "gpu_s_per_partition": round(summary["stage_medians_s"]["kernels"], 4),
         "device_busy_steady": round(summary["device_busy_steady"][0], 3),
         "peak_vram_gib": round(device["peak_bytes"] / GIB, 2),

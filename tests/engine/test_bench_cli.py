@@ -50,6 +50,9 @@ def test_bench_json(param_dir, tmp_path, capsys):
     ):
         assert 0 < whole <= steady <= 1  # the steady window lies inside the measured one
     assert len(doc["jobs"]) == 3
+    spp, steady = doc["summary"]["s_per_proof"], doc["summary"]["s_per_proof_steady"]
+    assert 0 < steady < spp  # the window less the first synthesis and the last check
+    assert "pipeline full" in printed
     cpu = doc["summary"]["host_cpu_s_per_proof"]  # the MSM worker processes are helpers
     assert cpu["engine_process"] > 0 and cpu["helper_processes"] > 0
     assert "host CPU per proof" in printed

@@ -19,6 +19,7 @@ from cuzk.engine.scheduler import Scheduler, WorkKey
 from cuzk.engine.timeline import (
     busy_fraction,
     handoff_gaps,
+    kernels_span,
     stage_medians,
     steady_busy_fraction,
     union_seconds,
@@ -230,6 +231,17 @@ def test_union_and_busy_fraction():
     gap = [_t(0, 0.0, 1.0, 2.0), _t(0, 0.0, 3.0, 4.0)]
     assert steady_busy_fraction(gap, 0) == pytest.approx(2 / 3)
     assert steady_busy_fraction(tl, 2) == 0.0  # a device that ran nothing
+
+
+def test_kernels_span_leaves_out_fill_and_drain():
+    # synthesis from 0.0, kernels 1.0–2.0 and 2.5–3.25 on device 0, 1.5–3.5 on device 1;
+    # finalize ends 0.01 s after each: none of that outside the kernels counts
+    tl = [_t(0, 0.1, 1.0, 2.0), _t(0, 0.2, 2.5, 3.25), _t(1, 0.1, 1.5, 3.5)]
+    assert kernels_span(tl) == pytest.approx(2.5)
+    assert kernels_span(tl[:1]) == pytest.approx(1.0)
+    unfinished = PartitionTimeline("job-2", 0, 0, "w", 0.0, 0.0, 0.1, 0.1, 9.0, None, None, {})
+    assert kernels_span([*tl, unfinished]) == pytest.approx(2.5)  # kernels that never ended
+    assert kernels_span([]) == 0.0
 
 
 def test_handoff_gaps_count_only_waiting_partitions():

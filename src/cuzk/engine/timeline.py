@@ -82,6 +82,21 @@ def steady_busy_fraction(timelines: Sequence[PartitionTimeline], device: int) ->
     return busy_fraction(timelines, device, (spans[0][0], max(b for _, b in spans)))
 
 
+def kernels_span(timelines: Iterable[PartitionTimeline]) -> float:
+    """Seconds from the first kernel start to the last kernel end, over every device: a
+    bench's time with its pipeline's fill (the first request opened, synthesized and staged
+    before any device has work) and drain (the last proof's assembly and check) left out.
+    Divided by the proofs, it is what a daemon whose queue never empties delivers."""
+    spans = [
+        (t.kernels_start, t.kernels_end)
+        for t in timelines
+        if t.kernels_start is not None and t.kernels_end is not None
+    ]
+    if not spans:
+        return 0.0
+    return max(b for _, b in spans) - min(a for a, _ in spans)
+
+
 def stage_medians(timelines: Iterable[PartitionTimeline]) -> dict[str, float]:
     """Median seconds per engine stage and per prover stage, over partitions that ran it."""
     samples: dict[str, list[float]] = {}
