@@ -39,6 +39,9 @@
 #          H (G1 2^27 dense, second lane) beside a chain of planned bits MSMs (2^27, 2^25, 2^27)
 #          on the first, alone and together, at the second lane's chunk counts $DCHUNKS
 #          (default 19,20,21,22): whether H's long blocks stretch the first lane
+#   ncumsm Nsight Compute on the dense MSM's first digits (count, scatter) and accumulation
+#          launches (G1 2^23, one pass, H's kind of scalars): what bounds each (atomics, memory,
+#          latency), before changing either
 #   msmred G1 2^16–2^24 and G2 2^14–2^24, the bucket reduction's plan vs the fixed 32-bucket one
 #   copies precomputed bases (GpuMsm.precompute): their GPU tests, then plain vs K copies on
 #          distinct bases, G1 2^20/24/26 and G2 2^20/22 (results cross-checked, making time),
@@ -134,6 +137,11 @@ for s in "$@"; do
       --pass-mib 576 --runs 3 --windows dense:19,20,21 --windows bits:16,18,20 --out $OUT" ;;
     smsmab) for t in ${AB:?set AB}; do mkdir -p $OUT/$t; step "smsm_$t" "PYTHONPATH=/tmp/site:$PWD/ab/$t/src \
       $SMSM_H --pass-mib 576 ${WINDOWS:+--windows $WINDOWS} ${CHUNKS:+--chunks $CHUNKS} --out $OUT/$t"; done ;;
+    ncumsm) step ncumsm "mkdir -p $OUT/ncu && NCU=\$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu | head -1) && \
+      \$NCU --clock-control none --kernel-name regex:'msm_digits|msm_accumulate' --launch-count 3 \
+      --section SpeedOfLight --section MemoryWorkloadAnalysis --section Occupancy \
+      --section WarpStateStats --section SchedulerStats python3 bench/streamed_msm.py --group g1 \
+      --log 23 --mix dense --pass-mib 576 --runs 1 --out $OUT/ncu" ;;
     lanes) step lanes "python3 bench/lane_pair.py --dense-chunks ${DCHUNKS:-19,20,21,22} --out $OUT" ;;
     msmred) step msmred "python3 bench/gpu_msm.py --g1 16:24 --g2 14:24 --no-fp --no-save \
       --runs 5 --reduce-threads 0 --profile 14,16,20" ;;
