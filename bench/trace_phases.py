@@ -15,7 +15,10 @@ Markers (requests of 64 MiB or more only; times are ms since the process started
 - H: the second lane's workspace (``msm-dense_0``, ``_run``) and its "H workspace of" line
   when it is given back.
 A first-lane MSM lasts until the next one starts; the partition's last (A) until the next
-witness, which waits for z's release after A. Medians over the partitions after ``--after``.
+witness, which waits for z's release after A — or, under a cap where H's MSM ends first (the
+holder lends its memory, `StagingArea.lend`), only for H's end: then "A ends after H" is the
+hand-off after H (≈ 2 ms) and A's own end is not in the trace. Medians over the partitions
+after ``--after``.
 
 ``--passes`` also times each first-lane MSM's passes by their gathers (a pass from its
 gather to the next one, the last to the MSM's end): the median of each pass by its index,
