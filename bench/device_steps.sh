@@ -24,8 +24,9 @@
 #          $OUT/wpd4): the A/B that decides whether a cap should default to four workers
 #   prep   porep-32g's keys and inputs alone (capped_sweep.sh's first half), so that later calls
 #          on the same warm machine spend their time on the benches
-#   abcap  porep-32g at 16 GiB once per source tree of $AB (commits made here with
-#          bench/ab_trees.sh ab <commits>, carried as `ab`), 2 proofs each, logs in $OUT/<commit>
+#   abcap  porep-32g at 16 GiB (ABCAP) once per source tree of $AB (commits made here with
+#          bench/ab_trees.sh ab <commits>, carried as `ab`), PROOFS (default 2) proofs each,
+#          logs in $OUT/<commit>
 #   smsm   one G1 2^27 MSM, dense scalars (H's), resident, in passes and streamed, at the
 #          pass sizes $PASS_MIB (default "576,768": the H lane's buffers under a cap, and
 #          session 27's larger ones, measured slower in the engine and not kept)
@@ -130,7 +131,7 @@ for s in "$@"; do
       PROOFS=${PROOFS:-2} WPD=$w PER_CAP_S=${PER_CAP_S:-220} bash bench/capped_sweep.sh"; done ;;
     prep) step prep "OUT=$OUT/prep CAPS=' ' bash bench/capped_sweep.sh" ;;
     abcap) for c in ${AB:?set AB}; do step "ab_$c" "mkdir -p $OUT/$c && \
-      PYTHONPATH=/tmp/site:$PWD/ab/$c/src OUT=$OUT/$c CAPS=16GiB PROOFS=2 PER_CAP_S=${PER_CAP_S:-240} \
+      PYTHONPATH=/tmp/site:$PWD/ab/$c/src OUT=$OUT/$c CAPS=${ABCAP:-16GiB} PROOFS=${PROOFS:-2} PER_CAP_S=${PER_CAP_S:-$((200 + 20 * ${PROOFS:-2}))} \
       bash bench/capped_sweep.sh"; done ;;
     smsm) step smsm "$SMSM_H --pass-mib ${PASS_MIB:-576,768} --out $OUT" ;;
     smsmw) step smsmw "python3 bench/streamed_msm.py --group g1 --log 27 --mix dense,bits \
