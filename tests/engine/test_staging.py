@@ -269,6 +269,20 @@ def test_a_holder_gives_its_staged_inputs_back_for_the_next():
     assert area.held == 0 and area.staged == 0
 
 
+def _assert_each_stages_before_the_last_msm_ends(engine, cid, seed, events, slow: str) -> None:
+    """Prove 4 partitions of ``cid``: every proof verifies, every byte comes back, and each
+    partition was staged before the previous one's slow MSM (event ``slow``) ended."""
+    request = ProofRequest.of(cid, partitions=4, seed=seed)
+    assert_verifies(engine.result(engine.submit(request), timeout=120), 4)
+    wait_until(lambda: idle_budget(engine), what="partitions to drain")
+    assert all(d.staged_bytes == 0 and d.pinned_lent == 0 for d in engine.status().devices)
+    stages = sorted(t for kind, _, t in events if kind == "staged")
+    done = sorted(t for kind, _, t in events if kind == slow)
+    assert len(stages) == 4 and len(done) == 4
+    for k in range(1, 4):  # partition k staged before partition k − 1's slow MSM ended
+        assert stages[k] < done[k - 1], (k, stages, done)
+
+
 class _SlowDenseMsm(_SlowUploads):
     """A CPU backend whose plain MSMs (the H quotient's: the prover's only plain one) finish
     ``delay`` seconds late, its uploads on time; records (as :class:`_SlowUploads`) when each
@@ -296,15 +310,7 @@ def test_the_next_partition_stages_while_the_last_msm_runs(make_engine, param_di
         staging_budget=staged + kernels,
         backend_factory=lambda i: _SlowDenseMsm(get_backend("cpu", workers=1), 0.6, events),
     )
-    request = ProofRequest.of(SMALL, partitions=4, seed=seed)
-    assert_verifies(engine.result(engine.submit(request), timeout=120), 4)
-    wait_until(lambda: idle_budget(engine), what="partitions to drain")
-    assert all(d.staged_bytes == 0 and d.pinned_lent == 0 for d in engine.status().devices)
-    stages = sorted(t for kind, _, t in events if kind == "staged")
-    h_done = sorted(t for kind, _, t in events if kind == "h")
-    assert len(stages) == 4 and len(h_done) == 4
-    for k in range(1, 4):  # partition k staged before partition k − 1's H MSM ended
-        assert stages[k] < h_done[k - 1], (k, stages, h_done)
+    _assert_each_stages_before_the_last_msm_ends(engine, SMALL, seed, events, "h")
 
 
 def test_a_holder_lends_what_its_h_quotient_held():
@@ -391,12 +397,4 @@ def test_under_a_cap_the_next_partition_stages_while_a_runs_after_h(
             get_backend("cpu", workers=1, device=i, memory_limit=cap), 0.6, events
         ),
     )
-    request = ProofRequest.of(LARGER, partitions=4, seed=seed)
-    assert_verifies(engine.result(engine.submit(request), timeout=120), 4)
-    wait_until(lambda: idle_budget(engine), what="partitions to drain")
-    assert all(d.staged_bytes == 0 and d.pinned_lent == 0 for d in engine.status().devices)
-    stages = sorted(t for kind, _, t in events if kind == "staged")
-    a_done = sorted(t for kind, _, t in events if kind == "a")
-    assert len(stages) == 4 and len(a_done) == 4
-    for k in range(1, 4):  # partition k staged before partition k − 1's A MSM ended
-        assert stages[k] < a_done[k - 1], (k, stages, a_done)
+    _assert_each_stages_before_the_last_msm_ends(engine, LARGER, seed, events, "a")
