@@ -79,21 +79,24 @@ WORKSPACE_MIN_BYTES = LARGE_BYTES
 #: passes then runs with the window its whole count of scalars would choose, narrowed until
 #: they fit (H at 2^27: c = 20, 13 windows instead of 14, 1.31 GB of buckets). The room comes
 #: from the buckets being carried in place: a pass's partial sums are then one slot a chunk
-#: (0.4 GB with DENSE_LANE_CHUNKS), not one a bucket (0.80 GB at c = 19, 1.41 GB at 20, which
-#: overflowed the 16 GiB plan in session 32), so H's workspace holds ≈ 3.6 GB of its 4.29 at
+#: (0.2 GB with DENSE_LANE_CHUNKS), not one a bucket (0.80 GB at c = 19, 1.41 GB at 20, which
+#: overflowed the 16 GiB plan in session 32), so H's workspace holds ≈ 3.4 GB of its 4.29 at
 #: c = 20 in place.
 #: The first lane keeps the first pass's window: its scratch under a cap has no such room
 #: (cuzk.engine.budget.CAPPED_KERNEL_SCRATCH).
 DENSE_CARRIED_BYTES = 1_400_000_000
 #: The accumulation aims at about this many chunks (threads) per MSM.
 TARGET_CHUNKS = 1 << 19
-#: ...and the second lane's at this many: its blocks then last ≈ 0.8 ms instead of ≈ 3.3 (H's
-#: passes at c = 20: 52 entries a thread, not 208). A started block runs to its end whatever
+#: ...and the second lane's at this many: its blocks then last ≈ 1.6 ms instead of ≈ 3.3 (H's
+#: passes at c = 20: 104 entries a thread, not 208). A started block runs to its end whatever
 #: its stream's priority, so each kernel the first lane launches while H accumulates waits for
 #: H's blocks to end before it gets an SM (session 33: the first lane's planned passes, chains
-#: of ≈ 15 dependent kernels, took 2.5–8 times their time alone beside H). In place the
-#: partial sums take one slot a chunk: 0.40 GB of H's workspace instead of 0.10.
-DENSE_LANE_CHUNKS = 1 << 21
+#: of ≈ 15 dependent kernels, took 2.5–8 times their time alone beside H). Fewer chunks cost H
+#: less (fewer partial sums, a smaller segment tree): porep-32g at 16 GiB on an H100 (session
+#: 35; two runs at 2^21 and 2^20, one at 2^19) had a partition's kernels take 1.97–1.99 s at
+#: 2^21, 1.92–1.94 at 2^20 and 1.93 at 2^19, where the first lane still ends ≈ 0.4 s before H
+#: but A slows. In place the partial sums take one slot a chunk: 0.20 GB of H's workspace.
+DENSE_LANE_CHUNKS = 1 << 20
 MIN_CHUNK = 16
 #: Partial sums of one bucket added per thread and tree level.
 SEG_FANIN = 8
