@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Steps for one call on the GPU machine, each under what is left of a deadline, logs in $OUT.
+# Steps for one call on the GPU machine, each under what is left of a deadline, logs in $OUT
+# (each folder of $OUT is packed into <folder>.tgz at the end: see tidy below).
 # Usage there: OUT=$OUT DEADLINE=590 bash bench/device_steps.sh tests p24 e22
 # SRC=$PWD/ab/<tree>/src runs every step but abcap and smsmab (their trees are $AB's) on that
 # source tree instead of the checkout's src (the tests too: a pending kernel change on trial).
@@ -76,7 +77,22 @@ export PYTHONPATH=/tmp/site:${SRC:-$PWD/src} PYTHONUNBUFFERED=1
 export CUPY_CACHE_DIR=/tmp/kc
 mkdir -p /tmp/kc
 [ -f .kcache.tgz ] && tar xzf .kcache.tgz -C /tmp/kc
-trap '[ "${KCACHE:-0}" = 1 ] && tar czf "$OUT/kcache.tgz" -C /tmp/kc .' EXIT
+# At most 8 files come back from $OUT (bench/NOTES.md, session 35: a call's 14 files lost a
+# tree's JSON and memory trace). At the exit each folder of $OUT becomes one <folder>.tgz
+# (its charts dropped: the bench JSON keeps the timelines they draw), and what is left is listed.
+tidy() {
+  [ "${KCACHE:-0}" = 1 ] && tar czf "$OUT/kcache.tgz" -C /tmp/kc .
+  find "$OUT" -name '*.png' -delete
+  for d in "$OUT"/*/; do
+    [ -d "$d" ] || continue
+    local name; name=$(basename "$d")
+    tar czf "$OUT/$name.tgz" -C "$OUT" "$name" && rm -rf "$d"
+  done
+  local n; n=$(find "$OUT" -type f | wc -l)
+  echo "== \$OUT holds $n files$([ "$n" -gt 8 ] && echo ': more than the 8 that come back')"
+  ls "$OUT"
+}
+trap tidy EXIT
 CUZK="python3 -m cuzk.cli.main"
 SMSM_H="python3 bench/streamed_msm.py --group g1 --log 27 --mix dense --runs 3"  # H's MSM alone
 left() { echo $((DEADLINE - SECONDS)); }
