@@ -42,8 +42,8 @@
 #          on the first, alone and together, at the second lane's chunk counts $DCHUNKS
 #          (default 19,20,21,22): whether H's long blocks stretch the first lane
 #   ncumsm Nsight Compute on the dense MSM's first digits (count, scatter) and accumulation
-#          launches (G1 2^23, one pass, H's kind of scalars): what bounds each (atomics, memory,
-#          latency), before changing either
+#          launches (G1 2^23, one pass, H's kind of scalars, at the second lane's chunk count):
+#          what bounds each (atomics, memory, latency), before changing either
 #   msmred G1 2^16–2^24 and G2 2^14–2^24, the bucket reduction's plan vs the fixed 32-bucket one
 #   copies precomputed bases (GpuMsm.precompute): their GPU tests, then plain vs K copies on
 #          distinct bases, G1 2^20/24/26 and G2 2^20/22 (results cross-checked, making time),
@@ -158,7 +158,8 @@ for s in "$@"; do
       \$NCU --clock-control none --kernel-name regex:'msm_digits|msm_accumulate' --launch-count 3 \
       --section SpeedOfLight --section MemoryWorkloadAnalysis --section Occupancy \
       --section WarpStateStats --section SchedulerStats python3 bench/streamed_msm.py --group g1 \
-      --log 23 --mix dense --pass-mib 576 --runs 1 --out $OUT/ncu" ;;
+      --log 23 --mix dense --pass-mib 576 --runs 1 --chunks \$(python3 -c 'from cuzk.backend.cuda.msm \
+      import DENSE_LANE_CHUNKS as c; print(c.bit_length() - 1)') --out $OUT/ncu" ;;
     lanes) step lanes "python3 bench/lane_pair.py --dense-chunks ${DCHUNKS:-19,20,21,22} --out $OUT" ;;
     msmred) step msmred "python3 bench/gpu_msm.py --g1 16:24 --g2 14:24 --no-fp --no-save \
       --runs 5 --reduce-threads 0 --profile 14,16,20" ;;
