@@ -52,12 +52,15 @@ def union_seconds(intervals: Iterable[tuple[float, float]]) -> float:
 
 
 def kernel_intervals(
-    timelines: Iterable[PartitionTimeline], device: int
+    timelines: Iterable[PartitionTimeline], device: int | None = None
 ) -> list[tuple[float, float]]:
+    """Sorted (kernels start, end) of the partitions that ran on ``device`` (None: any)."""
     return sorted(
         (t.kernels_start, t.kernels_end)
         for t in timelines
-        if t.device == device and t.kernels_start is not None and t.kernels_end is not None
+        if (device is None or t.device == device)
+        and t.kernels_start is not None
+        and t.kernels_end is not None
     )
 
 
@@ -87,14 +90,10 @@ def kernels_span(timelines: Iterable[PartitionTimeline]) -> float:
     bench's time with its pipeline's fill (the first request opened, synthesized and staged
     before any device has work) and drain (the last proof's assembly and check) left out.
     Divided by the proofs, it is what a daemon whose queue never empties delivers."""
-    spans = [
-        (t.kernels_start, t.kernels_end)
-        for t in timelines
-        if t.kernels_start is not None and t.kernels_end is not None
-    ]
+    spans = kernel_intervals(timelines)
     if not spans:
         return 0.0
-    return max(b for _, b in spans) - min(a for a, _ in spans)
+    return max(b for _, b in spans) - spans[0][0]
 
 
 def stage_medians(timelines: Iterable[PartitionTimeline]) -> dict[str, float]:
