@@ -39,7 +39,7 @@ for cap in $CAPS; do
     BENCH_ARGS="$limit ${BENCH_ARGS:-}" \
     timeout --kill-after=10 "$PER_CAP_S" bash "$HERE/filecoin_32g.sh" > "$OUT/sweep_$cap.log" 2>&1
   echo "exit $?"
-  grep -E 'cuzk:|failed|proofs \(|per proof|peak|give-backs|host → device|kernels  |prover\.(abc|h|msm)' "$OUT/sweep_$cap.log"
+  grep -E 'cuzk:|failed|proofs \(|per proof|fill:|peak|give-backs|host → device|kernels  |prover\.(abc|h|msm)' "$OUT/sweep_$cap.log"
   [ -f "$OUT/memory_$cap.log" ] && echo "H workspaces: $(grep -c 'H workspace' "$OUT/memory_$cap.log"), \
 with requests past them: $(grep 'H workspace' "$OUT/memory_$cap.log" | grep -vc ': 0 requests')"
   grep -m2 refused "$OUT/memory_$cap.log" 2>/dev/null | cut -c1-220

@@ -53,6 +53,13 @@ def test_bench_json(param_dir, tmp_path, capsys):
     spp, steady = doc["summary"]["s_per_proof"], doc["summary"]["s_per_proof_steady"]
     assert 0 < steady < spp  # the window less the first synthesis and the last check
     assert "pipeline full" in printed
+    summary = doc["summary"]  # the fill: requests queued, then kernels, inside the window
+    first_kernels = min(t["kernels_start"] for t in doc["timelines"])
+    assert 0 <= summary["first_queued_s"] < summary["first_kernels_s"] < summary["wall_s"]
+    assert summary["first_kernels_s"] == pytest.approx(
+        first_kernels - min(t["queued"] for t in doc["timelines"]) + summary["first_queued_s"]
+    )
+    assert "fill: first request" in printed
     cpu = doc["summary"]["host_cpu_s_per_proof"]  # the MSM worker processes are helpers
     assert cpu["engine_process"] > 0 and cpu["helper_processes"] > 0
     assert "host CPU per proof" in printed

@@ -437,6 +437,9 @@ def _summarize(
 
     ok = sum(o.state == "succeeded" for o in outcomes)
     gaps = [g for d in range(args.devices) for g in handoff_gaps(timelines, d)]
+    # (a partition that failed before reaching a device has no kernel start)
+    first_kernels = min((t.kernels_start for t in timelines if t.kernels_start is not None),
+                        default=None)  # fmt: skip
     return {
         "circuit": args.circuit,
         "backend": args.backend,
@@ -455,6 +458,10 @@ def _summarize(
         "s_per_proof": wall / ok if ok else None,
         # The kernels' span per proof: the measured window without its fill and drain.
         "s_per_proof_steady": kernels_span(timelines) / ok if ok else None,
+        # The fill, from the window's start: the first request opened (its payload parsed and
+        # checked) and its partitions queued, then the device's first kernels.
+        "first_queued_s": min(t.queued for t in timelines) - window[0] if timelines else None,
+        "first_kernels_s": None if first_kernels is None else first_kernels - window[0],
         "device_busy": [busy_fraction(timelines, d, window) for d in range(args.devices)],
         "device_busy_steady": [steady_busy_fraction(timelines, d) for d in range(args.devices)],
         "handoff_gap_median_s": statistics.median(gaps) if gaps else None,
@@ -496,6 +503,12 @@ def _print_report(args: argparse.Namespace, report: dict) -> None:
         (
             "seconds per proof, pipeline full (first kernels to last)",
             "—" if report["s_per_proof_steady"] is None else f"{report['s_per_proof_steady']:.3f}",
+        ),
+        (
+            "fill: first request queued / first kernels (s)",
+            "—"
+            if report["first_queued_s"] is None or report["first_kernels_s"] is None
+            else f"{report['first_queued_s']:.2f} / {report['first_kernels_s']:.2f}",
         ),
         *(
             (f"device {d} busy (whole run / steady)", f"{100 * b:.1f} % / {100 * s:.1f} %")
