@@ -430,6 +430,7 @@ def _summarize(
     from cuzk.engine.timeline import (
         busy_fraction,
         handoff_gaps,
+        kernel_intervals,
         kernels_span,
         stage_medians,
         steady_busy_fraction,
@@ -437,9 +438,7 @@ def _summarize(
 
     ok = sum(o.state == "succeeded" for o in outcomes)
     gaps = [g for d in range(args.devices) for g in handoff_gaps(timelines, d)]
-    # (a partition that failed before reaching a device has no kernel start)
-    first_kernels = min((t.kernels_start for t in timelines if t.kernels_start is not None),
-                        default=None)  # fmt: skip
+    spans = kernel_intervals(timelines)  # sorted: the first is the device's first work
     return {
         "circuit": args.circuit,
         "backend": args.backend,
@@ -461,7 +460,7 @@ def _summarize(
         # The fill, from the window's start: the first request opened (its payload parsed and
         # checked) and its partitions queued, then the device's first kernels.
         "first_queued_s": min(t.queued for t in timelines) - window[0] if timelines else None,
-        "first_kernels_s": None if first_kernels is None else first_kernels - window[0],
+        "first_kernels_s": spans[0][0] - window[0] if spans else None,
         "device_busy": [busy_fraction(timelines, d, window) for d in range(args.devices)],
         "device_busy_steady": [steady_busy_fraction(timelines, d) for d in range(args.devices)],
         "handoff_gap_median_s": statistics.median(gaps) if gaps else None,
