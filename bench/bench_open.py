@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import cProfile
 import pstats
+import resource
 import statistics
 import time
 
@@ -64,8 +65,11 @@ def through_helpers(cid: str, payload: bytes, counts: list[int], runs: int) -> N
                 assert all(got.circuit(i) == want.circuit(i) for i in range(want.partitions))
         finally:
             opener.close()
+        # the largest peak of any child reaped so far: each helper holds a whole document
+        peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 2**20
         print(f"{n} helpers: median {statistics.median(times):.2f} s "
-              f"(runs {', '.join(f'{t:.2f}' for t in times)}), statements equal")  # fmt: skip
+              f"(runs {', '.join(f'{t:.2f}' for t in times)}), statements equal; "
+              f"a helper's peak RSS {peak:.2f} GiB")  # fmt: skip
 
 
 def main() -> None:
