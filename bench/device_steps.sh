@@ -23,8 +23,6 @@
 #   wab    porep-32g (or CIRCUIT) under $CAPS (default 16GiB) with two device workers, then
 #          four, in one call on one machine (PROOFS each, default 2; logs in $OUT/wpd2 and
 #          $OUT/wpd4): the A/B that decides whether a cap should default to four workers
-#   opener the engine's payload opener on prep's porep-32g C1 with 1, 2 and 4 helpers (shares
-#          of the partitions opened at once): what a request waits before its partitions queue
 #   prep   porep-32g's keys and inputs alone (capped_sweep.sh's first half), so that later calls
 #          on the same warm machine spend their time on the benches
 #   abcap  porep-32g at 16 GiB (ABCAP) once per source tree of $AB (commits made here with
@@ -147,8 +145,6 @@ for s in "$@"; do
       bash bench/capped_sweep.sh" ;;
     wab) for w in 2 4; do TAIL=30 step "wpd$w" "OUT=$OUT/wpd$w CAPS='${CAPS:-16GiB}' \
       PROOFS=${PROOFS:-2} WPD=$w PER_CAP_S=${PER_CAP_S:-220} bash bench/capped_sweep.sh"; done ;;
-    opener) step opener "python3 bench/bench_open.py porep-32g /var/tmp/cuzk32/porep-32g.vanilla \
-      --helpers 1,2,4 --runs 3" ;;
     prep) step prep "OUT=$OUT/prep CAPS=' ' bash bench/capped_sweep.sh" ;;
     abcap) for c in ${AB:?set AB}; do step "ab_$c" "mkdir -p $OUT/$c && \
       PYTHONPATH=/tmp/site:$PWD/ab/$c/src OUT=$OUT/$c CAPS=${ABCAP:-16GiB} PROOFS=${PROOFS:-2} PER_CAP_S=${PER_CAP_S:-$((200 + 20 * ${PROOFS:-2}))} \

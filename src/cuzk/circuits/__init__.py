@@ -10,16 +10,13 @@ from cuzk.circuits.catalogue import (
     key_file_stem,
     kind_of,
     official_circuits,
-    open_share,
     open_statement,
-    opens_in_shares,
 )
-from cuzk.circuits.statement import Share, Statement, join
+from cuzk.circuits.statement import Statement
 
 __all__ = [
     "KINDS",
     "CircuitKind",
-    "Share",
     "Statement",
     "canonical_id",
     "circuit_ids",
@@ -28,8 +25,5 @@ __all__ = [
     "key_file_stem",
     "kind_of",
     "official_circuits",
-    "join",
-    "open_share",
     "open_statement",
-    "opens_in_shares",
 ]

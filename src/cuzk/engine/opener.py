@@ -13,15 +13,6 @@ Here the payload goes to a spawned process and the statement comes back pickled 
 per-partition circuits are the parsed vanilla data: a porep-2k C1 of 100 kB pickles to
 23 kB). A statement that cannot be pickled (one built around a closure) is opened in
 the engine's process instead, and its circuit kind is not sent out again.
-
-A kind whose payloads hold many partitions (a 32 GiB C1: 10) is opened by every helper at
-once, each reading and checking its share of the partitions
-(:func:`cuzk.circuits.open_share`), and the shares are joined here. Until a request is
-opened none of its partitions is queued, so on an idle device the opening is the start of
-the request's latency: one helper took 1.2–2.3 s for a 32 GiB C1 on the GPU hosts, about
-1 s of it single-threaded Python that shares divide. A host gets one helper per
-:data:`CORES_PER_HELPER` cores, at most :data:`MAX_HELPERS`: each helper parses the whole
-document (≈ 0.5 s and a few hundred MB while it opens).
 """
 
 from __future__ import annotations
@@ -29,13 +20,12 @@ from __future__ import annotations
 import concurrent.futures as cf
 import logging
 import multiprocessing
-import os
 import pickle
 import threading
 from collections.abc import Sequence
 
-from cuzk.circuits import Share, join, open_share, open_statement, opens_in_shares
-from cuzk.circuits.statement import Statement, StatementShare
+from cuzk.circuits import open_statement
+from cuzk.circuits.statement import Statement
 from cuzk.errors import InternalError
 
 log = logging.getLogger(__name__)
@@ -43,23 +33,12 @@ log = logging.getLogger(__name__)
 #: Payloads from this size on are opened in a helper (smaller ones parse in well under a
 #: second, less than the round trip and the helper's spawn on first use are worth).
 HELPER_BYTES = 1 << 20
-CORES_PER_HELPER = 4
-MAX_HELPERS = 4
-
-
-def default_helpers(cores: int | None = None) -> int:
-    """Helpers for a host of ``cores`` cores (this one's by default): one per
-    :data:`CORES_PER_HELPER`, at least one and at most :data:`MAX_HELPERS`."""
-    cores = cores if cores is not None else (os.cpu_count() or 1)
-    return max(1, min(MAX_HELPERS, cores // CORES_PER_HELPER))
 
 
 class PayloadOpener:
-    """``processes`` spawned helpers (started on first use) that open large payloads
-    (default: :func:`default_helpers`)."""
+    """``processes`` spawned helpers (started on first use) that open large payloads."""
 
-    def __init__(self, processes: int | None = None, min_bytes: int = HELPER_BYTES) -> None:
-        processes = default_helpers() if processes is None else processes
+    def __init__(self, processes: int = 1, min_bytes: int = HELPER_BYTES) -> None:
         if processes < 1:
             raise ValueError("a payload opener needs at least one process")
         self.processes = processes
@@ -85,18 +64,10 @@ class PayloadOpener:
                 return None
             if self._pool is None:
                 self._pool = cf.ProcessPoolExecutor(
-                    self.processes,
-                    mp_context=multiprocessing.get_context("spawn"),
-                    initializer=_init_helper,
-                    initargs=(max(1, (os.cpu_count() or 1) // self.processes),),
+                    self.processes, mp_context=multiprocessing.get_context("spawn")
                 )
             pool = self._pool
         try:
-            if self.processes > 1 and not seeds and opens_in_shares(circuit_id):
-                statement = _joined(pool, circuit_id, payload, self.processes)
-                with self._lock:
-                    self.opened += 1
-                return statement
             blob = pool.submit(_open_pickled, circuit_id, tuple(seeds), payload).result()
         except cf.process.BrokenProcessPool as e:
             with self._lock:
@@ -119,36 +90,6 @@ class PayloadOpener:
             pool, self._pool = self._pool, None
         if pool is not None:
             pool.shutdown(wait=True, cancel_futures=True)
-
-
-def _init_helper(threads: int) -> None:
-    """(In a helper.) The cores' share of one helper for its parallel hashing: helpers open
-    shares at once, and numba's default of a thread per core in each would oversubscribe
-    the host (measured on 2 cores: 2 helpers 2.7 s a 32 GiB C1, 2.0 with one thread each)."""
-    import numba
-
-    numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
-
-
-def _joined(pool: cf.ProcessPoolExecutor, circuit_id: str, payload: bytes, count: int) -> Statement:
-    """The statement of ``payload`` opened in ``count`` shares at once. Every share is
-    waited for, so a refused payload leaves no helper busy with it; the error raised is the
-    first share's in partition order."""
-    futures = [pool.submit(_open_share, circuit_id, payload, Share(k, count)) for k in range(count)]
-    cf.wait(futures)
-    errors = [f.exception() for f in futures]
-    for error in errors:
-        if error is not None:
-            raise error
-    return join([f.result() for f in futures])
-
-
-def _open_share(circuit_id: str, payload: bytes, share: Share) -> StatementShare:
-    """(In a helper.) One share, or the error it raised in a form that travels back."""
-    try:
-        return open_share(circuit_id, payload, share)
-    except Exception as e:
-        raise portable(e) from None
 
 
 def _open_pickled(circuit_id: str, seeds: tuple[int, ...], payload: bytes) -> bytes | None:

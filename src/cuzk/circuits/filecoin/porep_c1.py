@@ -74,7 +74,6 @@ from cuzk.circuits.filecoin.porep import (
     public_inputs,
 )
 from cuzk.circuits.filecoin.post_params import GIB, KIB, MIB, SIZE_NAMES
-from cuzk.circuits.statement import WHOLE, Share, Statement, StatementShare, join, payload_digest
 from cuzk.errors import BadInput
 from cuzk.field import fr
 from cuzk.field.constants import R
@@ -154,17 +153,15 @@ class C1Output:
     replica_id: int
     seed: bytes
     ticket: bytes
-    witnesses: tuple[PoRepWitness, ...]  # one per partition read (``span``)
+    witnesses: tuple[PoRepWitness, ...]  # one per partition
     sector_num: int | None = None  # from Curio's wrapper
     graph_checked: bool = False  # parent indices checked against the SDR graph
-    span: range | None = None  # the partitions read (None: all of them)
 
     @property
     def params(self) -> PoRepParams:
         return self.proof.params
 
     def circuit(self, partition: int) -> StackedCircuit:
-        """The circuit of the ``partition``-th partition read (of ``span``)."""
         return StackedCircuit(self.params, self.witnesses[partition])
 
     def public_inputs(self, partition: int) -> list[int]:
@@ -414,15 +411,11 @@ def _decode_payload(payload: bytes | str) -> tuple[Any, int | None, int | None]:
     return doc, num, size
 
 
-def parse_c1(payload: bytes | str, check_graph: bool = True, share: Share = WHOLE) -> C1Output:
+def parse_c1(payload: bytes | str, check_graph: bool = True) -> C1Output:
     """Parse and check a C1 output (either payload form).
 
     ``check_graph=False`` skips comparing parent indices with the SDR graph (for hand-made test
-    sectors whose parents are arbitrary); everything else is always checked. ``share`` reads
-    and checks only its run of partitions (the document's fields and partition count are
-    still checked whole): the C1Output then holds those partitions' witnesses, ``span``.
-    Every share checks its roots against partition 0's first challenge, so shares that all
-    pass are exactly as consistent as the whole read once.
+    sectors whose parents are arbitrary); everything else is always checked.
 
     Raises:
         BadInput: malformed or inconsistent input, naming partition, challenge and field.
@@ -443,40 +436,31 @@ def parse_c1(payload: bytes | str, check_graph: bool = True, share: Share = WHOL
         raise BadInput(f"vanilla_proofs: expected one {proof.vanilla_key!r} entry for "
                        f"{proof.name}")  # fmt: skip
     parts = array(vp[proof.vanilla_key], proof.partitions, "vanilla_proofs partitions")
-    span = share.of(len(parts))
-    if not span:  # more shares than partitions: nothing to read here
-        return C1Output(proof, comm_r, comm_d, replica_id, seed, ticket, (), sector_num,
-                        check_graph, span)  # fmt: skip
-
-    def read(k: int) -> list[_RawChallenge]:
-        chs = array(parts[k], p.challenge_count, f"partition {k} challenges")
-        return [_read_challenge(c, p, f"partition {k} challenge {j}") for j, c in enumerate(chs)]
-
-    raw = [read(k) for k in span]
-    reference = raw[0][0] if span and span.start == 0 else read(0)[0]
+    raw: list[list[_RawChallenge]] = []
+    for k, part in enumerate(parts):
+        chs = array(part, p.challenge_count, f"partition {k} challenges")
+        raw.append([_read_challenge(c, p, f"partition {k} challenge {j}")
+                    for j, c in enumerate(chs)])  # fmt: skip
     challenged = [c.c_x_index for part in raw for c in part]
     graph = _graph(p.nodes, proof.porep_id, proof.api_version, challenged) if check_graph else None
-    witnesses = _verify(proof, span, raw, reference, comm_r, comm_d, replica_id, seed, graph)
+    witnesses = _verify(proof, raw, comm_r, comm_d, replica_id, seed, graph)
     return C1Output(proof, comm_r, comm_d, replica_id, seed, ticket, witnesses, sector_num,
-                    graph is not None, None if share == WHOLE else span)  # fmt: skip
+                    graph is not None)  # fmt: skip
 
 
 def _verify(
     proof: RegisteredPoRep,
-    span: range,
     raw: list[list[_RawChallenge]],
-    reference: _RawChallenge,
     comm_r: int,
     comm_d: int,
     replica_id: int,
     seed: bytes,
     graph: Any | None,
 ) -> tuple[PoRepWitness, ...]:
-    """Check partitions ``span`` (read into ``raw``) against the roots of ``reference``, the
-    document's first challenge."""
     p = proof.params
     flat = [c for part in raw for c in part]
-    comm_r_last, comm_c = reference.comm_r_last_path.root, reference.c_x_path.root
+    first = flat[0]
+    comm_r_last, comm_c = first.comm_r_last_path.root, first.c_x_path.root
     if hash_one([comm_c, comm_r_last]) != comm_r:
         raise BadInput("comm_r is not Poseidon(comm_c, comm_r_last) of the proofs' roots")
 
@@ -505,7 +489,7 @@ def _verify(
 
     witnesses = []
     per = p.challenge_count
-    for k, part in zip(span, raw, strict=True):
+    for k, part in enumerate(raw):
         if proof.challenge_kind == "interactive":
             want = interactive_challenges(replica_id, seed, p.nodes, per, k)
         elif proof.challenge_kind == "ni":
@@ -599,29 +583,23 @@ def _check_challenge(
 # -- the engine's entry point ---------------------------------------------------------------
 
 
-def open_statement(circuit_id: str, payload: bytes) -> Statement:
+def open_statement(circuit_id: str, payload: bytes) -> Any:
     """Parse and check a C1 payload once; partitions' circuits are built on demand.
 
     Raises:
         BadInput: unknown circuit, a payload for another sector size, or any check failing.
     """
-    return join([open_share(circuit_id, payload, WHOLE)])
+    from cuzk.circuits.statement import Statement, payload_digest
 
-
-def open_share(circuit_id: str, payload: bytes, share: Share) -> StatementShare:
-    """:func:`open_statement`'s work for one share of the partitions (:func:`join` of every
-    share's is the statement): how several helper processes open one large C1 at once."""
     params = porep_params(circuit_id)
-    c1 = parse_c1(payload, share=share)
+    c1 = parse_c1(payload)
     if c1.proof.sector_size != params.sector_size:
         raise BadInput(f"{circuit_id}: the C1 output is a {c1.proof.name} "
                        f"({SIZE_NAMES[c1.proof.sector_size]}) proof")  # fmt: skip
     n = len(c1.witnesses)
-    span = range(n) if c1.span is None else c1.span
-    return StatementShare(
+    return Statement(
         circuit_id=circuit_id,
-        total=c1.proof.partitions,
-        span=span,
+        partitions=n,
         build=c1.circuit,
         digest=payload_digest(circuit_id, (), payload),
         expected_inputs=tuple(tuple(c1.public_inputs(i)) for i in range(n)),
