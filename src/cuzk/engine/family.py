@@ -188,10 +188,12 @@ class BellpersonFamily(ProverFamily):
             assignment = prover.synthesize(circuit, part.timings, options)
         else:  # Python gadget code: build the witness in a worker process, off this GIL
             t0 = time.perf_counter()
+            key = part.key  # the scheduler's order: the pool's tasks run in it too
+            rank = (key.priority, key.job_seq, key.partition)
             if isinstance(circuit, BlockCircuit) and circuit.block_count() > 1:
-                inputs, aux = pool.synthesize_blocks(circuit, options)
+                inputs, aux = pool.synthesize_blocks(circuit, options, rank)
             else:
-                inputs, aux = pool.synthesize(circuit, options)
+                inputs, aux = pool.synthesize(circuit, options, rank)
             assignment = prover.Assignment(fr.from_ints(inputs), aux, tuple(inputs[1:]))
             part.timings.record("synthesis", time.perf_counter() - t0)
         expected = statement.expected(part.index)
