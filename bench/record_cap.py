@@ -57,10 +57,11 @@ def entry(summary: dict[str, Any], note: str) -> dict[str, Any]:
         "pcie_gb_s_in_kernel_time": round(
             device["uploaded_bytes"] / device["kernel_seconds"] / 1e9, 1
         ),
-        # the fill (benches since session 36): the first request queued, the first kernels
+        # the fill (benches since session 36): the first request queued, the first witness
+        # (since session 38), the first kernels
         **{
             k: round(summary[k], 2)
-            for k in ("first_queued_s", "first_kernels_s")
+            for k in ("first_queued_s", "first_witness_s", "first_kernels_s")
             if summary.get(k) is not None
         },
         "key_load_s": round(summary["keys_s"], 2),

@@ -56,6 +56,11 @@ def test_bench_json(param_dir, tmp_path, capsys):
     summary = doc["summary"]  # the fill: requests queued, then kernels, inside the window
     first_kernels = min(t["kernels_start"] for t in doc["timelines"])
     assert 0 <= summary["first_queued_s"] < summary["first_kernels_s"] < summary["wall_s"]
+    first_witness = min(t["synth_end"] for t in doc["timelines"])  # before its staging
+    assert summary["first_queued_s"] < summary["first_witness_s"] <= summary["first_kernels_s"]
+    assert summary["first_witness_s"] == pytest.approx(
+        first_witness - min(t["queued"] for t in doc["timelines"]) + summary["first_queued_s"]
+    )
     assert summary["first_kernels_s"] == pytest.approx(
         first_kernels - min(t["queued"] for t in doc["timelines"]) + summary["first_queued_s"]
     )
