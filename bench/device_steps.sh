@@ -23,6 +23,9 @@
 #   wab    porep-32g (or CIRCUIT) under $CAPS (default 16GiB) with two device workers, then
 #          four, in one call on one machine (PROOFS each, default 2; logs in $OUT/wpd2 and
 #          $OUT/wpd4): the A/B that decides whether a cap should default to four workers
+#   sorder five porep-32g partitions synthesized at once on 8 pool processes, and an urgent one
+#          0.3 s later, the pool's tasks first come first served and in rank order
+#          (bench/synth_order.py on prep's C1): when each witness is ready
 #   prep   porep-32g's keys and inputs alone (capped_sweep.sh's first half), so that later calls
 #          on the same warm machine spend their time on the benches
 #   abcap  porep-32g at 16 GiB (ABCAP) once per source tree of $AB (commits made here with
@@ -145,6 +148,8 @@ for s in "$@"; do
       bash bench/capped_sweep.sh" ;;
     wab) for w in 2 4; do TAIL=30 step "wpd$w" "OUT=$OUT/wpd$w CAPS='${CAPS:-16GiB}' \
       PROOFS=${PROOFS:-2} WPD=$w PER_CAP_S=${PER_CAP_S:-220} bash bench/capped_sweep.sh"; done ;;
+    sorder) step sorder "python3 bench/synth_order.py --payload /var/tmp/cuzk32/porep-32g.vanilla \
+      --partitions 5 --processes 8 --runs 2 --urgent-after 0.3" ;;
     prep) step prep "OUT=$OUT/prep CAPS=' ' bash bench/capped_sweep.sh" ;;
     abcap) for c in ${AB:?set AB}; do step "ab_$c" "mkdir -p $OUT/$c && \
       PYTHONPATH=/tmp/site:$PWD/ab/$c/src OUT=$OUT/$c CAPS=${ABCAP:-16GiB} PROOFS=${PROOFS:-2} PER_CAP_S=${PER_CAP_S:-$((200 + 20 * ${PROOFS:-2}))} \
