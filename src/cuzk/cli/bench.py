@@ -439,6 +439,7 @@ def _summarize(
     ok = sum(o.state == "succeeded" for o in outcomes)
     gaps = [g for d in range(args.devices) for g in handoff_gaps(timelines, d)]
     spans = kernel_intervals(timelines)  # sorted: the first is the device's first work
+    first_witness = min((t.synth_end for t in timelines if t.synth_end is not None), default=None)
     return {
         "circuit": args.circuit,
         "backend": args.backend,
@@ -461,7 +462,7 @@ def _summarize(
         # checked) and its partitions queued, the first witness ready, then the device's
         # first kernels (staging between the last two).
         "first_queued_s": min(t.queued for t in timelines) - window[0] if timelines else None,
-        "first_witness_s": min(ends) - window[0] if (ends := _synth_ends(timelines)) else None,
+        "first_witness_s": None if first_witness is None else first_witness - window[0],
         "first_kernels_s": spans[0][0] - window[0] if spans else None,
         "device_busy": [busy_fraction(timelines, d, window) for d in range(args.devices)],
         "device_busy_steady": [steady_busy_fraction(timelines, d) for d in range(args.devices)],
@@ -474,11 +475,6 @@ def _summarize(
         # The engine process's interpreter lock over the window (cuzk.cli.gil_meter).
         "engine_gil": dataclasses.asdict(gil),
     }
-
-
-def _synth_ends(timelines: list) -> list[float]:
-    """When each partition's witness was ready (those that got one)."""
-    return [t.synth_end for t in timelines if t.synth_end is not None]
 
 
 def _print_report(args: argparse.Namespace, report: dict) -> None:

@@ -22,10 +22,10 @@ partition takes the time of its slowest challenge, not of all 18 in a row.
 Partitions synthesizing at once share the pool, and its tasks run in rank order (the
 scheduler's: priority, job age, partition), not in the order their threads happened to submit
 them: the pool is handed only a few tasks more than it has processes, the rest wait here
-sorted. At a job's start five partitions begin together; first come first served, their
-views interleaved and the first partition's witness came out only when all five were nearly
-done (measured on an H200 at 16 GiB: 0.32 to 1.25 s, against 0.30–0.35 s for one alone),
-and the device waited for it.
+sorted. First come first served, an urgent partition's views queued behind every view of
+every partition already synthesizing (on 2 cores, behind four porep-32g partitions: 9.6–9.9 s
+for its witness, against 2.6–3.0 s ranked), and partitions started together could interleave
+and all finish late.
 
 Each worker process makes its own :class:`~cuzk.r1cs.memo.SynthesisCache` when it starts and
 passes it to every synthesis it runs: what it learns (SHA-256 tapes, Poseidon first-use checks,
