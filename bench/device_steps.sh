@@ -26,6 +26,9 @@
 #   sorder five porep-32g partitions synthesized at once on 8 pool processes, and an urgent one
 #          0.3 s later, the pool's tasks first come first served and in rank order
 #          (bench/synth_order.py on prep's C1): when each witness is ready
+#   opener the engine's payload opener on prep's porep-32g C1 with 1 helper and with this host's
+#          default (each helper decoding and checking its share of the partitions): what a
+#          request waits before its partitions queue
 #   prep   porep-32g's keys and inputs alone (capped_sweep.sh's first half), so that later calls
 #          on the same warm machine spend their time on the benches
 #   abcap  porep-32g at 16 GiB (ABCAP) once per source tree of $AB (commits made here with
@@ -148,6 +151,9 @@ for s in "$@"; do
       bash bench/capped_sweep.sh" ;;
     wab) for w in 2 4; do TAIL=30 step "wpd$w" "OUT=$OUT/wpd$w CAPS='${CAPS:-16GiB}' \
       PROOFS=${PROOFS:-2} WPD=$w PER_CAP_S=${PER_CAP_S:-220} bash bench/capped_sweep.sh"; done ;;
+    opener) step opener "python3 bench/bench_open.py porep-32g /var/tmp/cuzk32/porep-32g.vanilla \
+      --helpers 1,$(python3 -c 'from cuzk.engine.opener import default_helpers as d; print(d())') \
+      --runs 3" ;;
     sorder) step sorder "python3 bench/synth_order.py --payload /var/tmp/cuzk32/porep-32g.vanilla \
       --partitions 5 --processes 8 --runs 2 --urgent-after 0.3" ;;
     prep) step prep "OUT=$OUT/prep CAPS=' ' bash bench/capped_sweep.sh" ;;

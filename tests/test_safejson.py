@@ -166,3 +166,59 @@ def test_bytes32_refuses_what_json_refuses_with_the_same_reason(rng):
 def test_bytes32_never_glues_a_token_onto_a_number(before):
     text = ("[" + before + "[" + ",".join(["1"] * 32) + "]]").encode()
     assert safejson.parse(text, bytes32=True)[1] == safejson.parse(text)[1] is not None
+
+
+# -- split_array: one array's elements found without decoding the document -----------------
+
+
+def _wrapped(rng, items):
+    """A random document holding ``items`` at ["outer"][<its only key>], among random
+    siblings (strings with brackets and escapes, nested arrays and objects)."""
+    inner_key = ["X", 'q"[]', "é{"][int(rng.integers(0, 3))]
+    doc = {f"s{i}": _random_doc(rng) for i in range(int(rng.integers(0, 4)))}
+    doc["outer"] = {inner_key: items}
+    doc.update({f"t{i}": _random_doc(rng) for i in range(int(rng.integers(0, 3)))})
+    return doc, inner_key
+
+
+@pytest.mark.parametrize("separators", [(",", ":"), (", ", ": "), None])
+def test_split_array_reads_what_the_whole_reads(rng, separators):
+    for _ in range(30):
+        items = [_random_doc(rng) for _ in range(int(rng.integers(0, 6)))]
+        doc, inner_key = _wrapped(rng, items)
+        text = json.dumps(doc, separators=separators, indent=None if separators else 2)
+        data = text.encode()
+        split = safejson.split_array(data, ("outer", None))
+        assert split is not None
+        head = json.loads(split.head)
+        assert head["outer"] == {inner_key: []}
+        assert {k: v for k, v in head.items() if k != "outer"} == {
+            k: v for k, v in doc.items() if k != "outer"
+        }
+        assert [json.loads(data[r.start : r.stop]) for r in split.items] == items
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        b'{"outer": {"X": [1]}, "outer": {"X": [2]}}',  # the key twice: json keeps the last
+        b'{"outer": {"X": [1], "Y": [2]}}',  # not the object's only key
+        b'{"outer": {"X": {"a": 1}}}',  # not an array
+        b'{"outer": [1]}',  # not an object
+        b'{"other": {"X": [1]}}',  # absent
+        b'{"outer": {"X": [1,,2]}}',  # an empty element
+        b'{"outer": {"X": [1, 2]}',  # unbalanced
+        b'{"outer": {"X": [1, "2]}}',  # an open string
+        b'[{"outer": {"X": [1]}}]',  # not an object at the top
+        b'{"outer": {"X": [1]}} x',  # something after the document
+        '{"outer": {"X": [1]}}'.encode("utf-16"),  # not UTF-8
+    ],
+)
+def test_split_array_declines_what_needs_a_decoder_to_be_sure(data):
+    assert safejson.split_array(data, ("outer", None)) is None
+
+
+def test_split_array_keys_are_read_as_json_reads_them():
+    split = safejson.split_array(b'{"\\u006futer": {"X": [ 1 , [2] ]}}', ("outer", None))
+    assert split is not None and len(split.items) == 2
+    assert safejson.split_array(b'{"outer": {"X": []}}', ("outer", None)).items == ()

@@ -4,6 +4,7 @@ that cannot travel (a closure) is opened locally from then on."""
 
 from __future__ import annotations
 
+import json
 import pickle
 
 import numpy as np
@@ -11,11 +12,12 @@ import pytest
 
 from cuzk.circuits import open_statement
 from cuzk.circuits.filecoin.post import post_params
+from cuzk.circuits.filecoin.seal.virtual import virtual_seal
 from cuzk.circuits.filecoin.snap_vanilla import generate_update
 from cuzk.circuits.filecoin.vanilla_json import random_request
 from cuzk.engine import EngineConfig, ProofRequest
 from cuzk.engine.intake import open_request
-from cuzk.engine.opener import PayloadOpener, portable
+from cuzk.engine.opener import MAX_HELPERS, PayloadOpener, default_helpers, portable
 from cuzk.errors import BadInput, BadPayload, UnsatisfiedConstraint
 
 
@@ -101,3 +103,40 @@ def test_a_closed_opener_opens_nothing():
     o.close()
     assert o.statement("snap-2k", (), b"{}") is None  # a late submit opens it locally
     assert o._pool is None
+
+
+def test_a_host_gets_a_helper_per_three_cores_up_to_five():
+    assert [default_helpers(c) for c in (1, 2, 4, 7, 8, 16, 128)] == [1, 1, 1, 2, 2, 5, 5]
+    assert default_helpers() <= MAX_HELPERS
+
+
+@pytest.mark.slow
+def test_a_32gib_c1_is_opened_in_shares_by_every_helper(seed):
+    """Three helpers, ten partitions: each helper reads a run of them; the joined statement
+    is the one opened whole here. A fault in partition 6 is refused through the helpers with
+    the same words, and they go on serving."""
+    doc = virtual_seal(32 << 30, seed).c1_document()
+    payload = json.dumps(doc).encode()
+    local = open_statement("porep-32g", (), payload)
+    opener = PayloadOpener(processes=3, min_bytes=0)
+    try:
+        remote = opener.statement("porep-32g", (), payload)
+        assert remote is not None and remote.partitions == local.partitions == 10
+        assert (remote.digest, remote.expected_inputs) == (local.digest, local.expected_inputs)
+        for i in range(10):
+            assert remote.circuit(i) == local.circuit(i)
+        bad = next(iter(doc["vanilla_proofs"].values()))[6][5]
+        bad["labeling_proofs"][2]["parents"][0][0] ^= 1
+        with pytest.raises(BadInput, match="partition 6 challenge 5 labeling_proofs"):
+            opener.statement("porep-32g", (), json.dumps(doc).encode())
+        # broken JSON inside a partition: the position the whole document's reader names
+        cut = payload.index(b",", len(payload) * 7 // 10)
+        broken = payload[:cut] + b";" + payload[cut + 1 :]
+        with pytest.raises(BadPayload) as whole:
+            open_statement("porep-32g", (), broken)
+        with pytest.raises(BadPayload) as shared:
+            opener.statement("porep-32g", (), broken)
+        assert str(shared.value) == str(whole.value) and "char" in str(whole.value)
+        assert opener.statement("porep-32g", (), payload).expected_inputs == local.expected_inputs
+    finally:
+        opener.close()

@@ -10,13 +10,16 @@ from cuzk.circuits.catalogue import (
     key_file_stem,
     kind_of,
     official_circuits,
+    open_share,
     open_statement,
+    opens_in_shares,
 )
-from cuzk.circuits.statement import Statement
+from cuzk.circuits.statement import Share, Statement, join
 
 __all__ = [
     "KINDS",
     "CircuitKind",
+    "Share",
     "Statement",
     "canonical_id",
     "circuit_ids",
@@ -25,5 +28,8 @@ __all__ = [
     "key_file_stem",
     "kind_of",
     "official_circuits",
+    "join",
+    "open_share",
     "open_statement",
+    "opens_in_shares",
 ]

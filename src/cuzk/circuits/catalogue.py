@@ -32,7 +32,7 @@ from cuzk.circuits.filecoin import (
     vanilla_json,
     wire,
 )
-from cuzk.circuits.statement import Statement, payload_digest
+from cuzk.circuits.statement import Share, Statement, StatementShare, payload_digest
 from cuzk.circuits.synthetic import SyntheticCircuit
 from cuzk.errors import BadInput
 from cuzk.r1cs import Circuit
@@ -58,6 +58,9 @@ class CircuitKind:
     prover: str = "bellperson"  # the engine's prover family: "bellperson" or "snarkjs"
     for_size: Callable[[int], Any] | None = None  # Filecoin: sector size → parameters
     from_parts: Callable[[str, wire.ClientParts], bytes] | None = None  # Filecoin: → payload
+    #: (canonical id, payload, share) → that share of the statement, for kinds whose payloads
+    #: are large and hold many partitions (a 32 GiB C1): opened by several helpers at once
+    open_share: Callable[[str, bytes, Share], StatementShare] | None = None
 
 
 def _argument(circuit_id: str, pattern: re.Pattern[str], expected: str) -> str:
@@ -113,11 +116,13 @@ def _filecoin(
     payload: str,
     open_payload: Callable[[str, bytes], Statement],
     from_parts: Callable[[str, wire.ClientParts], bytes],
+    open_share: Callable[[str, bytes, Share], StatementShare] | None = None,
 ) -> CircuitKind:
     """A Filecoin kind: ids ``NAME-SIZE``, whose parameters know their canonical id."""
     prefix = f"{name}-"
     return CircuitKind(name, prefix, f"{prefix}SIZE", parse, _filecoin_id, ids, key_stem, seeded,
-                       payload, open_payload, "bellperson", for_size, from_parts)  # fmt: skip
+                       payload, open_payload, "bellperson", for_size, from_parts,
+                       open_share)  # fmt: skip
 
 
 _POST_PAYLOAD = "a PoSt request (vanilla proofs in upstream's JSON, in our envelope)"
@@ -143,7 +148,8 @@ KINDS: tuple[CircuitKind, ...] = (
               vanilla_json.open_statement, wire.post_payload),
     _filecoin("porep", porep.porep_params, porep.porep_circuit_ids, porep.param_file_stem,
               porep.porep_params_for_size, porep_c1.SeededPoRepCircuit,
-              "a PoRep C1 output (JSON)", porep_c1.open_statement, wire.porep_payload),
+              "a PoRep C1 output (JSON)", porep_c1.open_statement, wire.porep_payload,
+              porep_c1.open_share),
     _filecoin("snap", snap.snap_params, snap.snap_circuit_ids, snap.param_file_stem,
               snap.snap_params_for_size, snap_vanilla.SeededSnapCircuit,
               "a SnapDeals update request (JSON)", snap_vanilla.open_statement,
@@ -266,6 +272,29 @@ def open_statement(circuit_id: str, seeds: Sequence[int] = (), payload: bytes = 
     if kind.open_payload is None:
         raise BadInput(f"{cid} takes witness seeds, not a payload")
     return kind.open_payload(cid, payload)
+
+
+def opens_in_shares(circuit_id: str) -> bool:
+    """Whether a payload of this circuit can be opened in shares (:func:`open_share`)."""
+    kind = find_kind(circuit_id)
+    return kind is not None and kind.open_share is not None
+
+
+def open_share(circuit_id: str, payload: bytes, share: Share) -> StatementShare:
+    """One share of :func:`open_statement`'s work on a payload: its run of partitions parsed
+    and checked (the document's own fields are checked by every share). The
+    :func:`~cuzk.circuits.statement.join` of every share of a ``count`` is the statement.
+
+    Raises:
+        BadInput: as :func:`open_statement`; also for a kind not opened in shares.
+    """
+    kind, params = _parse(circuit_id)
+    cid = kind.spell(params)
+    if kind.open_share is None:
+        raise BadInput(f"{cid}: {kind.name} payloads are opened whole")
+    if not payload:
+        raise BadInput(f"{cid}: give a payload")
+    return kind.open_share(cid, payload, share)
 
 
 def filecoin_circuit(kind: str, sector_size: int) -> str:

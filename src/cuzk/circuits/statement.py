@@ -11,6 +11,7 @@ parsed once and the witnesses are built in parallel.
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -61,6 +62,80 @@ class Built:
 
     def __call__(self, index: int) -> Circuit:
         return self.circuits[index]
+
+
+@dataclass(frozen=True)
+class Share:
+    """Which of a payload's partitions one reader checks: the ``index``-th of ``count``
+    contiguous runs of near-equal length. A payload with many partitions (a 32 GiB PoRep C1:
+    10) can be opened by ``count`` helper processes at once, each parsing the whole document
+    but reading and checking only its run; :func:`join` makes the statement of the runs."""
+
+    index: int = 0
+    count: int = 1
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.index < self.count:
+            raise ValueError(f"share {self.index} of {self.count}")
+
+    def of(self, partitions: int) -> range:
+        """This share's partitions of ``partitions`` (empty when there are fewer partitions
+        than shares)."""
+        return range(partitions * self.index // self.count,
+                     partitions * (self.index + 1) // self.count)  # fmt: skip
+
+
+WHOLE = Share()
+
+
+@dataclass(frozen=True)
+class StatementShare:
+    """The partitions ``span`` (of ``total``) of a statement, opened by one reader.
+    ``build(i)`` and ``expected_inputs[i]`` are those of partition ``span[i]``."""
+
+    circuit_id: str
+    total: int
+    span: range
+    build: Callable[[int], Circuit] = field(repr=False)
+    digest: str
+    expected_inputs: tuple[tuple[int, ...] | None, ...] = ()
+
+
+@dataclass(frozen=True)
+class Joined:
+    """The ``build`` of a statement opened in shares: partition ``i`` is built by the share
+    whose span holds it (``starts``: each share's first partition, ascending)."""
+
+    starts: tuple[int, ...]
+    builds: tuple[Callable[[int], Circuit], ...]
+
+    def __call__(self, index: int) -> Circuit:
+        k = bisect.bisect_right(self.starts, index) - 1
+        return self.builds[k](index - self.starts[k])
+
+
+def join(shares: Sequence[StatementShare]) -> Statement:
+    """The statement whose partitions the ``shares`` opened (in any order). Raises
+    ValueError unless they come from one payload and their spans tile its partitions."""
+    parts = sorted((s for s in shares if s.span), key=lambda s: s.span.start)
+    if not parts:
+        raise ValueError("no share holds a partition")
+    first = parts[0]
+    if any((s.circuit_id, s.total, s.digest) != (first.circuit_id, first.total, first.digest)
+           for s in parts):  # fmt: skip
+        raise ValueError("shares of different payloads")
+    tiled = [i for s in parts for i in s.span]
+    if tiled != list(range(first.total)):
+        raise ValueError(f"shares hold partitions {tiled}, not 0…{first.total - 1}")
+    with_inputs = [bool(s.expected_inputs) for s in parts]
+    if any(with_inputs) and not all(with_inputs):
+        raise ValueError("some shares state their public inputs and some do not")
+    if len(parts) == 1:
+        build: Callable[[int], Circuit] = first.build
+    else:
+        build = Joined(tuple(s.span.start for s in parts), tuple(s.build for s in parts))
+    inputs = tuple(x for s in parts for x in s.expected_inputs)
+    return Statement(first.circuit_id, first.total, build, first.digest, inputs)
 
 
 def payload_digest(circuit_id: str, seeds: Sequence[int], payload: bytes) -> str:

@@ -13,6 +13,15 @@ Here the payload goes to a spawned process and the statement comes back pickled 
 per-partition circuits are the parsed vanilla data: a porep-2k C1 of 100 kB pickles to
 23 kB). A statement that cannot be pickled (one built around a closure) is opened in
 the engine's process instead, and its circuit kind is not sent out again.
+
+A kind whose payloads hold many partitions (a 32 GiB C1: 10) is opened by every helper at
+once, each decoding, reading and checking only its share of the partitions
+(:func:`cuzk.circuits.open_share`; the C1 is cut at its partitions without decoding it,
+:func:`cuzk.safejson.split_array`), and the shares are joined here. Until a request is
+opened none of its partitions is queued, so on an idle device the opening is the start of
+the request's latency: one helper took 1.5–2.2 s for a 32 GiB C1 on the GPU hosts, nearly
+all of it single-threaded Python that shares divide. A host gets one helper per
+:data:`CORES_PER_HELPER` cores, at most :data:`MAX_HELPERS`.
 """
 
 from __future__ import annotations
@@ -20,12 +29,14 @@ from __future__ import annotations
 import concurrent.futures as cf
 import logging
 import multiprocessing
+import os
 import pickle
 import threading
 from collections.abc import Sequence
+from multiprocessing import shared_memory
 
-from cuzk.circuits import open_statement
-from cuzk.circuits.statement import Statement
+from cuzk.circuits import Share, join, open_share, open_statement, opens_in_shares
+from cuzk.circuits.statement import Statement, StatementShare
 from cuzk.errors import InternalError
 
 log = logging.getLogger(__name__)
@@ -33,12 +44,25 @@ log = logging.getLogger(__name__)
 #: Payloads from this size on are opened in a helper (smaller ones parse in well under a
 #: second, less than the round trip and the helper's spawn on first use are worth).
 HELPER_BYTES = 1 << 20
+#: A host's helpers: one per CORES_PER_HELPER cores, at most MAX_HELPERS (a 32 GiB C1's ten
+#: partitions in shares of two on a 16-core host; a helper idles at ≈ 0.3 GB of memory).
+CORES_PER_HELPER = 3
+MAX_HELPERS = 5
+
+
+def default_helpers(cores: int | None = None) -> int:
+    """Helpers for a host of ``cores`` cores (this one's by default): one per
+    :data:`CORES_PER_HELPER`, at least one and at most :data:`MAX_HELPERS`."""
+    cores = cores if cores is not None else (os.cpu_count() or 1)
+    return max(1, min(MAX_HELPERS, cores // CORES_PER_HELPER))
 
 
 class PayloadOpener:
-    """``processes`` spawned helpers (started on first use) that open large payloads."""
+    """``processes`` spawned helpers (started on first use) that open large payloads
+    (default: :func:`default_helpers`)."""
 
-    def __init__(self, processes: int = 1, min_bytes: int = HELPER_BYTES) -> None:
+    def __init__(self, processes: int | None = None, min_bytes: int = HELPER_BYTES) -> None:
+        processes = default_helpers() if processes is None else processes
         if processes < 1:
             raise ValueError("a payload opener needs at least one process")
         self.processes = processes
@@ -64,10 +88,18 @@ class PayloadOpener:
                 return None
             if self._pool is None:
                 self._pool = cf.ProcessPoolExecutor(
-                    self.processes, mp_context=multiprocessing.get_context("spawn")
+                    self.processes,
+                    mp_context=multiprocessing.get_context("spawn"),
+                    initializer=_init_helper,
+                    initargs=(max(1, (os.cpu_count() or 1) // self.processes),),
                 )
             pool = self._pool
         try:
+            if self.processes > 1 and not seeds and opens_in_shares(circuit_id):
+                statement = _joined(pool, circuit_id, payload, self.processes)
+                with self._lock:
+                    self.opened += 1
+                return statement
             blob = pool.submit(_open_pickled, circuit_id, tuple(seeds), payload).result()
         except cf.process.BrokenProcessPool as e:
             with self._lock:
@@ -90,6 +122,66 @@ class PayloadOpener:
             pool, self._pool = self._pool, None
         if pool is not None:
             pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _init_helper(threads: int) -> None:
+    """(In a helper.) The cores' share of one helper for its parallel hashing: helpers open
+    shares at once, and numba's default of a thread per core in each would oversubscribe
+    the host (measured on 2 cores: 2 helpers 2.7 s a 32 GiB C1, 2.0 with one thread each)."""
+    import numba
+
+    numba.set_num_threads(min(threads, numba.get_num_threads()))
+
+
+def _joined(pool: cf.ProcessPoolExecutor, circuit_id: str, payload: bytes, count: int) -> Statement:
+    """The statement of ``payload`` opened in ``count`` shares at once, the payload handed
+    to them in one shared segment (pickled through the executor's one call queue it reached
+    the helpers one after another: 0.15 s a copy of a 32 GiB C1, measured on 2 cores). Every
+    share is waited for, so a refused payload leaves no helper busy with it. A payload a
+    share refuses is opened whole by one helper, so the error is the one the whole payload's
+    reader gives (a share names JSON positions in its own piece)."""
+    segment = shared_memory.SharedMemory(create=True, size=max(1, len(payload)))
+    try:
+        view = segment.buf
+        assert view is not None  # an open segment's
+        view[: len(payload)] = payload
+        futures = [
+            pool.submit(_open_share, circuit_id, segment.name, len(payload), Share(k, count))
+            for k in range(count)
+        ]
+        cf.wait(futures)
+    finally:
+        segment.close()
+        segment.unlink()
+    refused = not all(f.exception() is None for f in futures)
+    if not refused:
+        try:
+            return join([f.result() for f in futures])
+        except ValueError as e:  # shares that do not join: a reader's fault, not the payload's
+            log.warning("%s: the payload's shares do not join (%s); opened whole", circuit_id, e)
+    blob = pool.submit(_open_pickled, circuit_id, (), payload).result()  # raises its error
+    if blob is None:
+        raise InternalError(f"{circuit_id}: a statement opened in shares does not pickle whole")
+    if refused:
+        log.warning("%s: a share refused a payload the whole reader accepts", circuit_id)
+    return pickle.loads(blob)  # our own helper's output
+
+
+def _open_share(circuit_id: str, segment: str, size: int, share: Share) -> StatementShare:
+    """(In a helper.) One share of the payload in ``segment``, or the error it raised in a
+    form that travels back."""
+    try:
+        shm = shared_memory.SharedMemory(name=segment)
+        try:
+            view = shm.buf
+            assert view is not None  # an open segment's
+            payload = bytes(view[:size])
+            del view  # no export may outlive the close
+        finally:
+            shm.close()  # the engine unlinks it
+        return open_share(circuit_id, payload, share)
+    except Exception as e:
+        raise portable(e) from None
 
 
 def _open_pickled(circuit_id: str, seeds: tuple[int, ...], payload: bytes) -> bytes | None:

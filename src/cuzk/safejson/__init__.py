@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -126,3 +127,99 @@ def _pack_bytes32(data: str | bytes | bytearray) -> tuple[bytes, Callable[[str],
         return blob[k : k + 32]
 
     return bytes(out), take
+
+
+# -- one array's elements, found without decoding the document ------------------------------
+
+_SKELETON_ROWS = 1 << 14  # tokens kept above the array's elements; more: no split
+_OPEN, _CLOSE = {ord("{"): ord("}"), ord("["): ord("]")}, (ord("}"), ord("]"))
+
+
+@dataclass(frozen=True)
+class Split:
+    """A document cut at one array: ``head`` is the document with that array written ``[]``,
+    ``items`` the byte ranges of the array's elements in the document. Decoding the head and
+    each element reads the same values as decoding the whole, and every one of them decodes
+    exactly when the whole does — except for nesting (each piece is shallower than in the
+    whole) and where an error is reported (its position is the piece's)."""
+
+    head: bytes
+    items: tuple[range, ...]
+
+
+def split_array(data: bytes, path: Sequence[str | None]) -> Split | None:
+    """The array at ``path`` (object keys from the top; ``None``: the object's only key) and
+    its elements' byte ranges, found by one compiled scan of the document's upper levels, so
+    a reader can decode only the elements it needs (a 32 GiB PoRep C1's partitions, 3.9 MB
+    each). None wherever the answer would need decoding to be sure: not UTF-8, brackets or
+    quotes out of balance, a key on the path absent or written twice at its level, a value on
+    the path not an object (or, last, not an array), an empty element."""
+    if json.detect_encoding(data) != "utf-8":
+        return None
+    from cuzk.safejson._kernel import k_skeleton
+
+    tokens = np.empty((_SKELETON_ROWS, 4), dtype=np.int64)
+    n = k_skeleton(np.frombuffer(data, dtype=np.uint8), len(path) + 1, tokens)
+    if n <= 0:
+        return None
+    rows = tokens[:n].tolist()
+    if data[: rows[0][0]].strip() or rows[0][2] != ord("{") or _closing(rows, 0) != n - 1:
+        return None
+    if data[rows[-1][0] + 1 :].strip():
+        return None
+    at = 0
+    for step, key in enumerate(path):
+        value = _member(data, rows, at, key)
+        if value is None or rows[value][2] != ord("[" if step == len(path) - 1 else "{"):
+            return None
+        at = value
+    end = _closing(rows, at)
+    if end is None:
+        return None
+    depth = rows[at][3] + 1
+    cuts = [rows[at][0]] + [r[0] for r in rows[at + 1 : end] if r[3] == depth and r[2] == 44]
+    cuts.append(rows[end][0])
+    items = tuple(range(a + 1, b) for a, b in zip(cuts, cuts[1:], strict=False))
+    if len(items) == 1 and not data[items[0].start : items[0].stop].strip():
+        items = ()  # "[]"
+    elif any(not data[r.start : r.stop].strip() for r in items):
+        return None
+    head = data[: rows[at][0]] + b"[]" + data[rows[end][0] + 1 :]
+    return Split(head, items)
+
+
+def _closing(rows: list[list[int]], at: int) -> int | None:
+    """The row closing the container opened at row ``at`` (the next row at its depth)."""
+    depth = rows[at][3]
+    for k in range(at + 1, len(rows)):
+        if rows[k][3] == depth:
+            return k if rows[k][2] == _OPEN.get(rows[at][2]) else None
+    return None
+
+
+def _member(data: bytes, rows: list[list[int]], at: int, key: str | None) -> int | None:
+    """The row where the value of ``key`` (None: the only key) of the object opened at row
+    ``at`` starts, if it is a container; None if the key is absent or repeated."""
+    end = _closing(rows, at)
+    if end is None:
+        return None
+    depth = rows[at][3] + 1
+    level = [k for k in range(at + 1, end) if rows[k][3] == depth]
+    keys = [
+        (k, level[i + 2] if i + 2 < len(level) else None)
+        for i, k in enumerate(level[:-1])
+        if rows[k][2] == ord('"') and rows[level[i + 1]][2] == ord(":")
+    ]
+    names = []
+    for k, _ in keys:
+        try:
+            names.append(json.loads(data[rows[k][0] : rows[k][1] + 1]))
+        except ValueError:
+            return None
+    wanted = [v for (_, v), name in zip(keys, names, strict=True) if key is None or name == key]
+    if len(wanted) != 1 or (key is None and len(names) != 1):
+        return None
+    value = wanted[0]
+    if value is None or rows[value][2] not in _OPEN:
+        return None
+    return value

@@ -94,3 +94,44 @@ def k_pack_bytes32(buf: np.ndarray, out: np.ndarray, values: np.ndarray, digits:
                 i = end
         i += 1
     return n
+
+
+_LBRACE, _RBRACE, _COLON = 123, 125, 58
+
+
+@njit(cache=True, nogil=True)
+def k_skeleton(buf: np.ndarray, max_depth: int, tokens: np.ndarray) -> int:
+    """The structure of ``buf`` down to ``max_depth``: each ``{ [ } ] : ,`` outside strings and
+    each string, at a nesting depth of at most ``max_depth`` (the depth of the container a
+    token stands in; a bracket counts at the depth of its container), as rows ``(start, end,
+    byte, depth)`` of ``tokens`` (a string's start and end are its quotes). Returns how many
+    rows, -1 when ``tokens`` is too short, -2 when brackets or quotes do not balance. Nothing
+    deeper is recorded, so a document's skeleton is small however large its leaves."""
+    n = 0
+    depth = 0
+    i = 0
+    while i < len(buf):
+        c = buf[i]
+        start = i
+        if c == _QUOTE:
+            i += 1
+            while i < len(buf) and buf[i] != _QUOTE:
+                i += 2 if buf[i] == _BACKSLASH else 1
+            if i >= len(buf):
+                return -2
+        elif c == _RBRACE or c == _RIGHT:
+            depth -= 1
+            if depth < 0:
+                return -2
+        elif not (c == _LBRACE or c == _LEFT or c == _COLON or c == _COMMA):
+            i += 1
+            continue
+        if depth <= max_depth:
+            if n >= len(tokens):
+                return -1
+            tokens[n, 0], tokens[n, 1], tokens[n, 2], tokens[n, 3] = start, i, c, depth
+            n += 1
+        if c == _LBRACE or c == _LEFT:
+            depth += 1
+        i += 1
+    return n if depth == 0 else -2

@@ -74,6 +74,7 @@ from cuzk.circuits.filecoin.porep import (
     public_inputs,
 )
 from cuzk.circuits.filecoin.post_params import GIB, KIB, MIB, SIZE_NAMES
+from cuzk.circuits.statement import WHOLE, Share, Statement, StatementShare, join, payload_digest
 from cuzk.errors import BadInput
 from cuzk.field import fr
 from cuzk.field.constants import R
@@ -153,15 +154,17 @@ class C1Output:
     replica_id: int
     seed: bytes
     ticket: bytes
-    witnesses: tuple[PoRepWitness, ...]  # one per partition
+    witnesses: tuple[PoRepWitness, ...]  # one per partition read (``span``)
     sector_num: int | None = None  # from Curio's wrapper
     graph_checked: bool = False  # parent indices checked against the SDR graph
+    span: range | None = None  # the partitions read (None: all of them)
 
     @property
     def params(self) -> PoRepParams:
         return self.proof.params
 
     def circuit(self, partition: int) -> StackedCircuit:
+        """The circuit of the ``partition``-th partition read (of ``span``)."""
         return StackedCircuit(self.params, self.witnesses[partition])
 
     def public_inputs(self, partition: int) -> list[int]:
@@ -389,38 +392,102 @@ def _read_challenge(obj: Any, p: PoRepParams, where: str) -> _RawChallenge:
     return _RawChallenge(where, d, r, cx_rows, cx_index, cx_path, drg, exp, labeling, enc)
 
 
-def _decode_payload(payload: bytes | str) -> tuple[Any, int | None, int | None]:
-    """(SealCommitPhase1Output document, SectorNum, SectorSize) from either payload form."""
+def _decode_payload(
+    payload: bytes | str, share: Share = WHOLE
+) -> tuple[Any, _Partitions | None, int | None, int | None]:
+    """(SealCommitPhase1Output document, its partitions when read apart, SectorNum,
+    SectorSize) from either payload form. A share of the partitions decodes only the
+    document's upper levels and the partitions it asks for (:class:`_Partitions`), where
+    the document can be cut there (:func:`safejson.split_array`); the partitions are then
+    not in the document."""
+    if share != WHOLE and isinstance(payload, bytes):
+        parted = _decode_parted(payload)
+        if parted is not None:
+            return parted
     doc = safejson.loads(payload, "C1 output", bytes32=True)
     if not isinstance(doc, dict):
         raise BadInput("C1 output: expected a JSON object")
     if "Phase1Out" not in doc:
-        return doc, None, None
+        return doc, None, None, None
+    inner, num, size = _unwrap(doc)
+    doc = safejson.loads(inner, "C1 wrapper Phase1Out", bytes32=True)
+    if not isinstance(doc, dict):
+        raise BadInput("C1 wrapper Phase1Out: expected a JSON object")
+    return doc, None, num, size
+
+
+def _unwrap(doc: dict[str, Any]) -> tuple[bytes, int, int]:
+    """(SealCommitPhase1Output JSON, SectorNum, SectorSize) of Curio's wrapper."""
     num = uint(field(doc, "SectorNum", "C1 wrapper"), 64, "C1 wrapper SectorNum")
     size = uint(field(doc, "SectorSize", "C1 wrapper"), 64, "C1 wrapper SectorSize")
     raw = doc["Phase1Out"]
     if not isinstance(raw, str):
         raise BadInput("C1 wrapper Phase1Out: expected a base64 string")
     try:
-        inner = base64.b64decode(raw, validate=True)
+        return base64.b64decode(raw, validate=True), num, size
     except (binascii.Error, ValueError) as e:
         raise BadInput(f"C1 wrapper Phase1Out: not valid base64 ({e})") from e
-    doc = safejson.loads(inner, "C1 wrapper Phase1Out", bytes32=True)
+
+
+_PARTITIONS = ("vanilla_proofs", None)  # where a C1 document's partitions are
+
+
+def _decode_parted(payload: bytes) -> tuple[Any, _Partitions, int | None, int | None] | None:
+    """:func:`_decode_payload`'s document without its partitions, and the partitions to
+    decode one by one; None where the payload cannot be cut so (then it is read whole)."""
+    num = size = None
+    what = "C1 output"
+    split = safejson.split_array(payload, _PARTITIONS)
+    if split is None:
+        if b'"Phase1Out"' not in payload:
+            return None
+        # Curio's wrapper: a few fields and the document as one base64 string
+        wrapper = safejson.loads(payload, "C1 output")
+        if not isinstance(wrapper, dict) or "Phase1Out" not in wrapper:
+            return None
+        payload, num, size = _unwrap(wrapper)
+        what = "C1 wrapper Phase1Out"
+        split = safejson.split_array(payload, _PARTITIONS)
+        if split is None:
+            return None
+    doc = safejson.loads(split.head, what, bytes32=True)
     if not isinstance(doc, dict):
-        raise BadInput("C1 wrapper Phase1Out: expected a JSON object")
-    return doc, num, size
+        return None
+    return doc, _Partitions(payload, split.items, what), num, size
 
 
-def parse_c1(payload: bytes | str, check_graph: bool = True) -> C1Output:
+class _Partitions:
+    """A C1 document's partitions, each decoded when first asked for."""
+
+    def __init__(self, body: bytes, items: tuple[range, ...], what: str) -> None:
+        self._body, self._items, self._what = body, items, what
+        self._decoded: dict[int, Any] = {}
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __getitem__(self, k: int) -> Any:
+        if k not in self._decoded:
+            r = self._items[k]
+            self._decoded[k] = safejson.loads(self._body[r.start : r.stop], self._what,
+                                              bytes32=True)  # fmt: skip
+        return self._decoded[k]
+
+
+def parse_c1(payload: bytes | str, check_graph: bool = True, share: Share = WHOLE) -> C1Output:
     """Parse and check a C1 output (either payload form).
 
     ``check_graph=False`` skips comparing parent indices with the SDR graph (for hand-made test
-    sectors whose parents are arbitrary); everything else is always checked.
+    sectors whose parents are arbitrary); everything else is always checked. ``share`` reads
+    and checks only its run of partitions (the document's fields and partition count are
+    still checked whole): the C1Output then holds those partitions' witnesses, ``span``.
+    Every share checks its roots against partition 0's first challenge, so shares that all
+    pass are exactly as consistent as the whole read once.
 
     Raises:
         BadInput: malformed or inconsistent input, naming partition, challenge and field.
     """
-    doc, sector_num, sector_size = _decode_payload(payload)
+    doc, parted, sector_num, sector_size = _decode_payload(payload, share)
     proof = registered_porep(field(doc, "registered_proof", "C1 output"))
     if sector_size is not None and sector_size != proof.sector_size:
         raise BadInput(f"C1 wrapper: SectorSize {sector_size} does not match {proof.name} "
@@ -435,32 +502,51 @@ def parse_c1(payload: bytes | str, check_graph: bool = True) -> C1Output:
     if not isinstance(vp, dict) or set(vp) != {proof.vanilla_key}:
         raise BadInput(f"vanilla_proofs: expected one {proof.vanilla_key!r} entry for "
                        f"{proof.name}")  # fmt: skip
-    parts = array(vp[proof.vanilla_key], proof.partitions, "vanilla_proofs partitions")
-    raw: list[list[_RawChallenge]] = []
-    for k, part in enumerate(parts):
-        chs = array(part, p.challenge_count, f"partition {k} challenges")
-        raw.append([_read_challenge(c, p, f"partition {k} challenge {j}")
-                    for j, c in enumerate(chs)])  # fmt: skip
+    parts: Any = array(vp[proof.vanilla_key], None if parted else proof.partitions,
+                       "vanilla_proofs partitions")  # fmt: skip
+    if parted is not None:
+        parts = parted
+        if len(parts) != proof.partitions:
+            raise BadInput(f"vanilla_proofs partitions: expected {proof.partitions} entries, "
+                           f"got {len(parts)}")  # fmt: skip
+    span = share.of(len(parts))
+    if not span:  # more shares than partitions: nothing to read here
+        return C1Output(proof, comm_r, comm_d, replica_id, seed, ticket, (), sector_num,
+                        check_graph, span)  # fmt: skip
+
+    def read(k: int) -> list[_RawChallenge]:
+        chs = array(parts[k], p.challenge_count, f"partition {k} challenges")
+        return [_read_challenge(c, p, f"partition {k} challenge {j}") for j, c in enumerate(chs)]
+
+    raw = [read(k) for k in span]
+    if span.start == 0:
+        reference = raw[0][0]
+    else:  # the document's first challenge, read (and checked below) by every share
+        first = array(parts[0], p.challenge_count, "partition 0 challenges")[0]
+        reference = _read_challenge(first, p, "partition 0 challenge 0")
     challenged = [c.c_x_index for part in raw for c in part]
     graph = _graph(p.nodes, proof.porep_id, proof.api_version, challenged) if check_graph else None
-    witnesses = _verify(proof, raw, comm_r, comm_d, replica_id, seed, graph)
+    witnesses = _verify(proof, span, raw, reference, comm_r, comm_d, replica_id, seed, graph)
     return C1Output(proof, comm_r, comm_d, replica_id, seed, ticket, witnesses, sector_num,
-                    graph is not None)  # fmt: skip
+                    graph is not None, None if share == WHOLE else span)  # fmt: skip
 
 
 def _verify(
     proof: RegisteredPoRep,
+    span: range,
     raw: list[list[_RawChallenge]],
+    reference: _RawChallenge,
     comm_r: int,
     comm_d: int,
     replica_id: int,
     seed: bytes,
     graph: Any | None,
 ) -> tuple[PoRepWitness, ...]:
+    """Check partitions ``span`` (read into ``raw``) against the roots of ``reference``, the
+    document's first challenge."""
     p = proof.params
     flat = [c for part in raw for c in part]
-    first = flat[0]
-    comm_r_last, comm_c = first.comm_r_last_path.root, first.c_x_path.root
+    comm_r_last, comm_c = reference.comm_r_last_path.root, reference.c_x_path.root
     if hash_one([comm_c, comm_r_last]) != comm_r:
         raise BadInput("comm_r is not Poseidon(comm_c, comm_r_last) of the proofs' roots")
 
@@ -489,7 +575,7 @@ def _verify(
 
     witnesses = []
     per = p.challenge_count
-    for k, part in enumerate(raw):
+    for k, part in zip(span, raw, strict=True):
         if proof.challenge_kind == "interactive":
             want = interactive_challenges(replica_id, seed, p.nodes, per, k)
         elif proof.challenge_kind == "ni":
@@ -583,23 +669,29 @@ def _check_challenge(
 # -- the engine's entry point ---------------------------------------------------------------
 
 
-def open_statement(circuit_id: str, payload: bytes) -> Any:
+def open_statement(circuit_id: str, payload: bytes) -> Statement:
     """Parse and check a C1 payload once; partitions' circuits are built on demand.
 
     Raises:
         BadInput: unknown circuit, a payload for another sector size, or any check failing.
     """
-    from cuzk.circuits.statement import Statement, payload_digest
+    return join([open_share(circuit_id, payload, WHOLE)])
 
+
+def open_share(circuit_id: str, payload: bytes, share: Share) -> StatementShare:
+    """:func:`open_statement`'s work for one share of the partitions (:func:`join` of every
+    share's is the statement): how several helper processes open one large C1 at once."""
     params = porep_params(circuit_id)
-    c1 = parse_c1(payload)
+    c1 = parse_c1(payload, share=share)
     if c1.proof.sector_size != params.sector_size:
         raise BadInput(f"{circuit_id}: the C1 output is a {c1.proof.name} "
                        f"({SIZE_NAMES[c1.proof.sector_size]}) proof")  # fmt: skip
     n = len(c1.witnesses)
-    return Statement(
+    span = range(n) if c1.span is None else c1.span
+    return StatementShare(
         circuit_id=circuit_id,
-        partitions=n,
+        total=c1.proof.partitions,
+        span=span,
         build=c1.circuit,
         digest=payload_digest(circuit_id, (), payload),
         expected_inputs=tuple(tuple(c1.public_inputs(i)) for i in range(n)),
