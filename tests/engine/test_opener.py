@@ -140,3 +140,24 @@ def test_a_32gib_c1_is_opened_in_shares_by_every_helper(seed):
         assert opener.statement("porep-32g", (), payload).expected_inputs == local.expected_inputs
     finally:
         opener.close()
+
+
+@pytest.mark.parametrize("room", [True, False])
+def test_a_c1_reaches_the_helpers_with_or_without_room_for_a_segment(seed, room, monkeypatch):
+    """Shares read the payload from one shared-memory segment, or where the file system
+    has no room for it (a container's small /dev/shm: writing past it is a SIGBUS), from
+    their own pickled copies; either way the statement is the one opened here."""
+    from cuzk.circuits.filecoin.seal import generate_c1
+    from cuzk.engine import opener as opener_module
+
+    payload = generate_c1(2048, seed).encode()
+    local = open_statement("porep-2k", (), payload)
+    monkeypatch.setattr(opener_module, "_segment_room", lambda size: room)
+    opener = PayloadOpener(processes=2, min_bytes=0)
+    try:
+        remote = opener.statement("porep-2k", (), payload)
+        assert remote is not None and opener.opened == 1
+        assert (remote.digest, remote.expected_inputs) == (local.digest, local.expected_inputs)
+        assert all(remote.circuit(i) == local.circuit(i) for i in range(local.partitions))
+    finally:
+        opener.close()

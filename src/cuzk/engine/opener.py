@@ -33,6 +33,7 @@ import os
 import pickle
 import threading
 from collections.abc import Sequence
+from dataclasses import dataclass
 from multiprocessing import shared_memory
 
 from cuzk.circuits import Share, join, open_share, open_statement, opens_in_shares
@@ -140,19 +141,23 @@ def _joined(pool: cf.ProcessPoolExecutor, circuit_id: str, payload: bytes, count
     share is waited for, so a refused payload leaves no helper busy with it. A payload a
     share refuses is opened whole by one helper, so the error is the one the whole payload's
     reader gives (a share names JSON positions in its own piece)."""
-    segment = shared_memory.SharedMemory(create=True, size=max(1, len(payload)))
-    try:
-        view = segment.buf
-        assert view is not None  # an open segment's
-        view[: len(payload)] = payload
-        futures = [
-            pool.submit(_open_share, circuit_id, segment.name, len(payload), Share(k, count))
-            for k in range(count)
-        ]
+    if not _segment_room(len(payload)):
+        futures = [pool.submit(_open_share, circuit_id, payload, Share(k, count))
+                   for k in range(count)]  # fmt: skip
         cf.wait(futures)
-    finally:
-        segment.close()
-        segment.unlink()
+    else:
+        segment = shared_memory.SharedMemory(create=True, size=max(1, len(payload)))
+        try:
+            view = segment.buf
+            assert view is not None  # an open segment's
+            view[: len(payload)] = payload
+            source = _Segment(segment.name, len(payload))
+            futures = [pool.submit(_open_share, circuit_id, source, Share(k, count))
+                       for k in range(count)]  # fmt: skip
+            cf.wait(futures)
+        finally:
+            segment.close()
+            segment.unlink()
     refused = not all(f.exception() is None for f in futures)
     if not refused:
         try:
@@ -167,18 +172,40 @@ def _joined(pool: cf.ProcessPoolExecutor, circuit_id: str, payload: bytes, count
     return pickle.loads(blob)  # our own helper's output
 
 
-def _open_share(circuit_id: str, segment: str, size: int, share: Share) -> StatementShare:
-    """(In a helper.) One share of the payload in ``segment``, or the error it raised in a
-    form that travels back."""
-    try:
-        shm = shared_memory.SharedMemory(name=segment)
+@dataclass(frozen=True)
+class _Segment:
+    """A payload in a shared-memory segment: its name and length."""
+
+    name: str
+    size: int
+
+    def read(self) -> bytes:
+        shm = shared_memory.SharedMemory(name=self.name)
         try:
             view = shm.buf
             assert view is not None  # an open segment's
-            payload = bytes(view[:size])
-            del view  # no export may outlive the close
+            return bytes(view[: self.size])
         finally:
             shm.close()  # the engine unlinks it
+
+
+def _segment_room(size: int) -> bool:
+    """Whether the shared-memory file system has room for a segment of ``size`` bytes, twice
+    over: a segment is sized before its pages are written, and writing past the file
+    system's room (a container's 64 MB /dev/shm) kills the process with SIGBUS rather than
+    raising. Without room the payload is pickled to each helper instead."""
+    try:
+        st = os.statvfs("/dev/shm")
+    except OSError:
+        return False
+    return st.f_bavail * st.f_frsize >= 2 * size
+
+
+def _open_share(circuit_id: str, source: _Segment | bytes, share: Share) -> StatementShare:
+    """(In a helper.) One share of the payload (in ``source``'s segment, or ``source``
+    itself), or the error it raised in a form that travels back."""
+    try:
+        payload = source.read() if isinstance(source, _Segment) else source
         return open_share(circuit_id, payload, share)
     except Exception as e:
         raise portable(e) from None
