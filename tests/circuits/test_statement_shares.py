@@ -51,7 +51,7 @@ def test_joined_shares_equal_the_whole_statement(c1_doc: dict) -> None:
     whole = open_statement("porep-32g", payload=payload)
     shares = [open_share("porep-32g", payload, Share(k, 4)) for k in range(4)]
     assert [len(s.span) for s in shares] == [2, 3, 2, 3] and whole.partitions == 10
-    joined = join(shares[::-1])  # order of arrival does not matter
+    joined = join(shares[::-1], whole.digest)  # order of arrival does not matter
     assert (joined.circuit_id, joined.partitions, joined.digest) == (
         whole.circuit_id,
         whole.partitions,
@@ -122,23 +122,25 @@ def test_a_share_decodes_only_its_partitions(
     # every share: the head, its partitions, and partition 0 where it does not hold it
     assert len(decoded) == 4 + 10 + 3
     assert max(decoded) < len(raw) / 10 * 1.2 and sum(decoded) < len(raw) * 1.35
-    joined = join(shares)
+    joined = join(shares, whole.digest)
     assert joined.expected_inputs == whole.expected_inputs and joined.digest == whole.digest
     assert all(joined.circuit(i) == whole.circuit(i) for i in range(10))
 
 
-def test_shares_of_different_payloads_do_not_join() -> None:
-    def share(span: range, digest: str = "d", total: int = 4) -> StatementShare:
-        return StatementShare("porep-32g", total, span, lambda i: None, digest)  # type: ignore
+def test_shares_of_different_statements_do_not_join() -> None:
+    def share(span: range, total: int = 4, circuit: str = "porep-32g") -> StatementShare:
+        return StatementShare(circuit, total, span, lambda i: None)  # type: ignore
 
-    with pytest.raises(ValueError, match="different payloads"):
-        join([share(range(0, 2)), share(range(2, 4), digest="e")])
+    with pytest.raises(ValueError, match="different statements"):
+        join([share(range(0, 2)), share(range(2, 4), circuit="porep-64g")], "d")
+    with pytest.raises(ValueError, match="different statements"):
+        join([share(range(0, 2)), share(range(2, 5), total=5)], "d")
     with pytest.raises(ValueError, match="not 0…3"):
-        join([share(range(0, 2)), share(range(1, 4))])
+        join([share(range(0, 2)), share(range(1, 4))], "d")
     with pytest.raises(ValueError, match="not 0…3"):
-        join([share(range(0, 2))])
+        join([share(range(0, 2))], "d")
     with pytest.raises(ValueError, match="no share"):
-        join([share(range(0))])
+        join([share(range(0))], "d")
 
 
 def test_only_kinds_with_many_partitions_open_in_shares() -> None:

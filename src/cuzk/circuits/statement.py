@@ -91,13 +91,14 @@ WHOLE = Share()
 @dataclass(frozen=True)
 class StatementShare:
     """The partitions ``span`` (of ``total``) of a statement, opened by one reader.
-    ``build(i)`` and ``expected_inputs[i]`` are those of partition ``span[i]``."""
+    ``build(i)`` and ``expected_inputs[i]`` are those of partition ``span[i]``. The payload's
+    digest is the joiner's to give (:func:`join`): one hash of a 38 MB payload, not one a
+    share."""
 
     circuit_id: str
     total: int
     span: range
     build: Callable[[int], Circuit] = field(repr=False)
-    digest: str
     expected_inputs: tuple[tuple[int, ...] | None, ...] = ()
 
 
@@ -114,16 +115,16 @@ class Joined:
         return self.builds[k](index - self.starts[k])
 
 
-def join(shares: Sequence[StatementShare]) -> Statement:
-    """The statement whose partitions the ``shares`` opened (in any order). Raises
-    ValueError unless they come from one payload and their spans tile its partitions."""
+def join(shares: Sequence[StatementShare], digest: str) -> Statement:
+    """The statement whose partitions the ``shares`` opened (in any order) from the payload
+    whose :func:`payload_digest` is ``digest``. Raises ValueError unless they agree on the
+    circuit and partition count and their spans tile the partitions."""
     parts = sorted((s for s in shares if s.span), key=lambda s: s.span.start)
     if not parts:
         raise ValueError("no share holds a partition")
     first = parts[0]
-    if any((s.circuit_id, s.total, s.digest) != (first.circuit_id, first.total, first.digest)
-           for s in parts):  # fmt: skip
-        raise ValueError("shares of different payloads")
+    if any((s.circuit_id, s.total) != (first.circuit_id, first.total) for s in parts):
+        raise ValueError("shares of different statements")
     tiled = [i for s in parts for i in s.span]
     if tiled != list(range(first.total)):
         raise ValueError(f"shares hold partitions {tiled}, not 0…{first.total - 1}")
@@ -135,7 +136,7 @@ def join(shares: Sequence[StatementShare]) -> Statement:
     else:
         build = Joined(tuple(s.span.start for s in parts), tuple(s.build for s in parts))
     inputs = tuple(x for s in parts for x in s.expected_inputs)
-    return Statement(first.circuit_id, first.total, build, first.digest, inputs)
+    return Statement(first.circuit_id, first.total, build, digest, inputs)
 
 
 def payload_digest(circuit_id: str, seeds: Sequence[int], payload: bytes) -> str:

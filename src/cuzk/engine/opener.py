@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from multiprocessing import shared_memory
 
 from cuzk.circuits import Share, join, open_share, open_statement, opens_in_shares
-from cuzk.circuits.statement import Statement, StatementShare
+from cuzk.circuits.statement import Statement, StatementShare, payload_digest
 from cuzk.errors import InternalError
 
 log = logging.getLogger(__name__)
@@ -144,6 +144,7 @@ def _joined(pool: cf.ProcessPoolExecutor, circuit_id: str, payload: bytes, count
     if not _segment_room(len(payload)):
         futures = [pool.submit(_open_share, circuit_id, payload, Share(k, count))
                    for k in range(count)]  # fmt: skip
+        digest = payload_digest(circuit_id, (), payload)  # while they open (no GIL held)
         cf.wait(futures)
     else:
         segment = shared_memory.SharedMemory(create=True, size=max(1, len(payload)))
@@ -154,6 +155,7 @@ def _joined(pool: cf.ProcessPoolExecutor, circuit_id: str, payload: bytes, count
             source = _Segment(segment.name, len(payload))
             futures = [pool.submit(_open_share, circuit_id, source, Share(k, count))
                        for k in range(count)]  # fmt: skip
+            digest = payload_digest(circuit_id, (), payload)  # while they open (no GIL held)
             cf.wait(futures)
         finally:
             segment.close()
@@ -161,7 +163,7 @@ def _joined(pool: cf.ProcessPoolExecutor, circuit_id: str, payload: bytes, count
     refused = not all(f.exception() is None for f in futures)
     if not refused:
         try:
-            return join([f.result() for f in futures])
+            return join([f.result() for f in futures], digest)
         except ValueError as e:  # shares that do not join: a reader's fault, not the payload's
             log.warning("%s: the payload's shares do not join (%s); opened whole", circuit_id, e)
     blob = pool.submit(_open_pickled, circuit_id, (), payload).result()  # raises its error

@@ -675,7 +675,7 @@ def open_statement(circuit_id: str, payload: bytes) -> Statement:
     Raises:
         BadInput: unknown circuit, a payload for another sector size, or any check failing.
     """
-    return join([open_share(circuit_id, payload, WHOLE)])
+    return join([open_share(circuit_id, payload, WHOLE)], payload_digest(circuit_id, (), payload))
 
 
 def open_share(circuit_id: str, payload: bytes, share: Share) -> StatementShare:
@@ -693,7 +693,6 @@ def open_share(circuit_id: str, payload: bytes, share: Share) -> StatementShare:
         total=c1.proof.partitions,
         span=span,
         build=c1.circuit,
-        digest=payload_digest(circuit_id, (), payload),
         expected_inputs=tuple(tuple(c1.public_inputs(i)) for i in range(n)),
     )
 
