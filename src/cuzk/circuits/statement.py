@@ -68,8 +68,9 @@ class Built:
 class Share:
     """Which of a payload's partitions one reader checks: the ``index``-th of ``count``
     contiguous runs of near-equal length. A payload with many partitions (a 32 GiB PoRep C1:
-    10) can be opened by ``count`` helper processes at once, each parsing the whole document
-    but reading and checking only its run; :func:`join` makes the statement of the runs."""
+    10) can be opened by ``count`` helper processes at once, each reading and checking only
+    its run (a reader may also decode only that run: a PoRep C1 is cut at its partitions);
+    :func:`join` makes the statement of the runs."""
 
     index: int = 0
     count: int = 1

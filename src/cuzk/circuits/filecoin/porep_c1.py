@@ -478,11 +478,11 @@ def parse_c1(payload: bytes | str, check_graph: bool = True, share: Share = WHOL
     """Parse and check a C1 output (either payload form).
 
     ``check_graph=False`` skips comparing parent indices with the SDR graph (for hand-made test
-    sectors whose parents are arbitrary); everything else is always checked. ``share`` reads
-    and checks only its run of partitions (the document's fields and partition count are
-    still checked whole): the C1Output then holds those partitions' witnesses, ``span``.
-    Every share checks its roots against partition 0's first challenge, so shares that all
-    pass are exactly as consistent as the whole read once.
+    sectors whose parents are arbitrary); everything else is always checked. ``share`` decodes,
+    reads and checks only its run of partitions and partition 0 (the document's fields and
+    partition count are still checked whole): the C1Output then holds those partitions'
+    witnesses, ``span``. Every share checks its roots against partition 0's first challenge,
+    so shares that all pass are exactly as consistent as the whole read once.
 
     Raises:
         BadInput: malformed or inconsistent input, naming partition, challenge and field.
