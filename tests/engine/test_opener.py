@@ -161,3 +161,22 @@ def test_a_c1_reaches_the_helpers_with_or_without_room_for_a_segment(seed, room,
         assert all(remote.circuit(i) == local.circuit(i) for i in range(local.partitions))
     finally:
         opener.close()
+
+
+def test_a_share_hashes_on_its_part_of_the_cores_and_a_whole_payload_on_all():
+    """Helpers opening shares at once split the cores between them; a payload opened whole
+    (a full WindowPoSt partition: ≈ 13 core-s of Poseidon) hashes on every core."""
+    import numba
+
+    from cuzk.circuits import Share
+    from cuzk.engine.opener import _hashing_threads
+
+    cores = numba.config.NUMBA_NUM_THREADS
+    before = numba.get_num_threads()
+    try:
+        _hashing_threads(Share(0, 5))
+        assert numba.get_num_threads() == max(1, cores // 5)
+        _hashing_threads(None)
+        assert numba.get_num_threads() == cores
+    finally:
+        numba.set_num_threads(before)

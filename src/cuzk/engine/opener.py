@@ -91,8 +91,6 @@ class PayloadOpener:
                 self._pool = cf.ProcessPoolExecutor(
                     self.processes,
                     mp_context=multiprocessing.get_context("spawn"),
-                    initializer=_init_helper,
-                    initargs=(max(1, (os.cpu_count() or 1) // self.processes),),
                 )
             pool = self._pool
         try:
@@ -125,13 +123,16 @@ class PayloadOpener:
             pool.shutdown(wait=True, cancel_futures=True)
 
 
-def _init_helper(threads: int) -> None:
-    """(In a helper.) The cores' share of one helper for its parallel hashing: helpers open
-    shares at once, and numba's default of a thread per core in each would oversubscribe
-    the host (measured on 2 cores: 2 helpers 2.7 s a 32 GiB C1, 2.0 with one thread each)."""
+def _hashing_threads(share: Share | None) -> None:
+    """(In a helper.) Its numba threads for the parallel hashing: the cores' share of one
+    share of a payload opened by every helper at once (a thread per core in each would
+    oversubscribe the host: measured on 2 cores, 2 helpers 2.7 s a 32 GiB C1, 2.0 with one
+    thread each), every core for a payload opened whole (a full WindowPoSt partition's
+    23,490 paths are ≈ 13 core-s of Poseidon)."""
     import numba
 
-    numba.set_num_threads(min(threads, numba.get_num_threads()))
+    cores = numba.config.NUMBA_NUM_THREADS  # type: ignore[attr-defined]
+    numba.set_num_threads(cores if share is None else max(1, cores // share.count))
 
 
 def _joined(pool: cf.ProcessPoolExecutor, circuit_id: str, payload: bytes, count: int) -> Statement:
@@ -207,6 +208,7 @@ def _open_share(circuit_id: str, source: _Segment | bytes, share: Share) -> Stat
     """(In a helper.) One share of the payload (in ``source``'s segment, or ``source``
     itself), or the error it raised in a form that travels back."""
     try:
+        _hashing_threads(share)
         payload = source.read() if isinstance(source, _Segment) else source
         return open_share(circuit_id, payload, share)
     except Exception as e:
@@ -216,6 +218,7 @@ def _open_share(circuit_id: str, source: _Segment | bytes, share: Share) -> Stat
 def _open_pickled(circuit_id: str, seeds: tuple[int, ...], payload: bytes) -> bytes | None:
     """(In the helper.) The statement, pickled here so that one that does not pickle comes
     back as None rather than as an error indistinguishable from the parser's."""
+    _hashing_threads(None)
     try:
         statement = open_statement(circuit_id, seeds, payload)
     except Exception as e:
