@@ -89,8 +89,7 @@ class PayloadOpener:
                 return None
             if self._pool is None:
                 self._pool = cf.ProcessPoolExecutor(
-                    self.processes,
-                    mp_context=multiprocessing.get_context("spawn"),
+                    self.processes, mp_context=multiprocessing.get_context("spawn")
                 )
             pool = self._pool
         try:
@@ -142,23 +141,22 @@ def _joined(pool: cf.ProcessPoolExecutor, circuit_id: str, payload: bytes, count
     share is waited for, so a refused payload leaves no helper busy with it. A payload a
     share refuses is opened whole by one helper, so the error is the one the whole payload's
     reader gives (a share names JSON positions in its own piece)."""
-    if not _segment_room(len(payload)):
-        futures = [pool.submit(_open_share, circuit_id, payload, Share(k, count))
-                   for k in range(count)]  # fmt: skip
-        digest = payload_digest(circuit_id, (), payload)  # while they open (no GIL held)
-        cf.wait(futures)
-    else:
+    segment = None
+    if _segment_room(len(payload)):
         segment = shared_memory.SharedMemory(create=True, size=max(1, len(payload)))
-        try:
+    try:
+        source: _Segment | bytes = payload
+        if segment is not None:
             view = segment.buf
             assert view is not None  # an open segment's
             view[: len(payload)] = payload
             source = _Segment(segment.name, len(payload))
-            futures = [pool.submit(_open_share, circuit_id, source, Share(k, count))
-                       for k in range(count)]  # fmt: skip
-            digest = payload_digest(circuit_id, (), payload)  # while they open (no GIL held)
-            cf.wait(futures)
-        finally:
+        futures = [pool.submit(_open_share, circuit_id, source, Share(k, count))
+                   for k in range(count)]  # fmt: skip
+        digest = payload_digest(circuit_id, (), payload)  # while they open (no GIL held)
+        cf.wait(futures)
+    finally:
+        if segment is not None:
             segment.close()
             segment.unlink()
     refused = not all(f.exception() is None for f in futures)
