@@ -31,7 +31,8 @@ from cuzk.circuits.filecoin.porep import (
     small_params,
     structural_counts,
 )
-from cuzk.circuits.filecoin.porep_c1 import SeededPoRepCircuit, label, parse_c1
+from cuzk.circuits.filecoin.porep_c1 import SeededPoRepCircuit, parse_c1
+from cuzk.circuits.filecoin.porep_challenges import label
 from cuzk.errors import BadInput
 from cuzk.gadgets.boolean import AllocatedBit, Boolean
 from cuzk.gadgets.merkle import MerklePath

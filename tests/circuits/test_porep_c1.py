@@ -27,15 +27,17 @@ from cuzk.circuits.filecoin.porep import (
 from cuzk.circuits.filecoin.porep_c1 import (
     GRAPH_MAX_NODES,
     c1_json,
+    open_statement,
+    parse_c1,
+    registered_porep,
+    wrap_for_curio,
+)
+from cuzk.circuits.filecoin.porep_challenges import (
     expected_label_parents,
     interactive_challenges,
     label,
     ni_challenges,
-    open_statement,
-    parse_c1,
-    registered_porep,
     synthetic_challenges,
-    wrap_for_curio,
 )
 from cuzk.errors import BadInput
 from cuzk.field import fr

@@ -20,7 +20,8 @@ from cuzk.circuits.filecoin.bincode_write import (
     snap_partition_proof,
 )
 from cuzk.circuits.filecoin.merkle_json import leaf_index, path_root, read_merkle_proof
-from cuzk.circuits.filecoin.porep_c1 import label, parse_c1
+from cuzk.circuits.filecoin.porep_c1 import parse_c1
+from cuzk.circuits.filecoin.porep_challenges import label
 from cuzk.circuits.filecoin.post import post_params
 from cuzk.circuits.filecoin.seal import commit_phase1, seal_proof, seal_sector
 from cuzk.circuits.filecoin.seal.graph import build_graph, parents_of

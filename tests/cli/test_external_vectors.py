@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from cuzk.circuits.filecoin.porep_c1 import interactive_challenges
+from cuzk.circuits.filecoin.porep_challenges import interactive_challenges
 from cuzk.circuits.filecoin.post_params import window_params
 from cuzk.circuits.filecoin.seal.graph import build_graph
 from cuzk.circuits.filecoin.seal.sdr import replica_id

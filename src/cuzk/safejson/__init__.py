@@ -132,7 +132,7 @@ def _pack_bytes32(data: str | bytes | bytearray) -> tuple[bytes, Callable[[str],
 # -- one array's elements, found without decoding the document ------------------------------
 
 _SKELETON_ROWS = 1 << 14  # tokens kept above the array's elements; more: no split
-_OPEN, _CLOSE = {ord("{"): ord("}"), ord("["): ord("]")}, (ord("}"), ord("]"))
+_OPEN = {ord("{"): ord("}"), ord("["): ord("]")}  # an opening bracket → its closing one
 
 
 @dataclass(frozen=True)

@@ -41,14 +41,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from cuzk.circuits.filecoin.porep import ChallengeProof, ColumnOpening, PoRepWitness
-from cuzk.circuits.filecoin.porep_c1 import (
-    SIZE_LABELS,
-    RegisteredPoRep,
-    c1_json,
+from cuzk.circuits.filecoin.porep_c1 import SIZE_LABELS, RegisteredPoRep, c1_json, registered_porep
+from cuzk.circuits.filecoin.porep_challenges import (
     expected_label_parents,
     interactive_challenges,
     label,
-    registered_porep,
 )
 from cuzk.circuits.filecoin.post_params import PoStParams
 from cuzk.circuits.filecoin.seal.graph import parents_of
