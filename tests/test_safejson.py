@@ -218,6 +218,17 @@ def test_split_array_declines_what_needs_a_decoder_to_be_sure(data):
     assert safejson.split_array(data, ("outer", None)) is None
 
 
+def test_split_array_of_a_document_that_is_an_array(rng):
+    for _ in range(20):
+        items = [_random_doc(rng) for _ in range(int(rng.integers(1, 6)))]
+        data = json.dumps(items, indent=int(rng.integers(0, 3)) or None).encode()
+        split = safejson.split_array(data, ())
+        assert split is not None and split.head == b"[]"
+        assert [json.loads(data[r.start : r.stop]) for r in split.items] == items
+    assert safejson.split_array(b'{"outer": [1]}', ()) is None  # not an array at the top
+    assert safejson.split_array(b"[1, [2]", ()) is None  # unbalanced
+
+
 def test_split_array_keys_are_read_as_json_reads_them():
     split = safejson.split_array(b'{"\\u006futer": {"X": [ 1 , [2] ]}}', ("outer", None))
     assert split is not None and len(split.items) == 2

@@ -148,8 +148,8 @@ class Split:
 
 
 def split_array(data: bytes, path: Sequence[str | None]) -> Split | None:
-    """The array at ``path`` (object keys from the top; ``None``: the object's only key) and
-    its elements' byte ranges, found by one compiled scan of the document's upper levels, so
+    """The array at ``path`` (object keys from the top; ``None``: the object's only key; an
+    empty path: the document itself is the array) and its elements' byte ranges, found by one compiled scan of the document's upper levels, so
     a reader can decode only the elements it needs (a 32 GiB PoRep C1's partitions, 3.9 MB
     each). None wherever the answer would need decoding to be sure: not UTF-8, brackets or
     quotes out of balance, a key on the path absent or written twice at its level, a value on
@@ -163,7 +163,8 @@ def split_array(data: bytes, path: Sequence[str | None]) -> Split | None:
     if n <= 0:
         return None
     rows = tokens[:n].tolist()
-    if data[: rows[0][0]].strip() or rows[0][2] != ord("{") or _closing(rows, 0) != n - 1:
+    top = ord("{" if path else "[")
+    if data[: rows[0][0]].strip() or rows[0][2] != top or _closing(rows, 0) != n - 1:
         return None
     if data[rows[-1][0] + 1 :].strip():
         return None
