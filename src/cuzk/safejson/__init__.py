@@ -149,11 +149,12 @@ class Split:
 
 def split_array(data: bytes, path: Sequence[str | None]) -> Split | None:
     """The array at ``path`` (object keys from the top; ``None``: the object's only key; an
-    empty path: the document itself is the array) and its elements' byte ranges, found by one compiled scan of the document's upper levels, so
-    a reader can decode only the elements it needs (a 32 GiB PoRep C1's partitions, 3.9 MB
-    each). None wherever the answer would need decoding to be sure: not UTF-8, brackets or
-    quotes out of balance, a key on the path absent or written twice at its level, a value on
-    the path not an object (or, last, not an array), an empty element."""
+    empty path: the document itself is the array) and its elements' byte ranges, found by one
+    compiled scan of the document's upper levels, so a reader can decode only the elements it
+    needs (a 32 GiB PoRep C1's partitions, 3.9 MB each). None wherever the answer would need
+    decoding to be sure: not UTF-8, brackets or quotes out of balance, a key on the path absent
+    or written twice at its level, a value on the path not an object (or, last, not an array),
+    an empty element."""
     if json.detect_encoding(data) != "utf-8":
         return None
     from cuzk.safejson._kernel import k_skeleton
