@@ -180,17 +180,3 @@ def test_a_share_hashes_on_its_part_of_the_cores_and_a_whole_payload_on_all():
         assert numba.get_num_threads() == cores
     finally:
         numba.set_num_threads(before)
-
-
-def test_helpers_run_nicer_than_the_engine(opener, seed):
-    """Syntheses already under way go first where the cores are short."""
-    import os
-
-    from cuzk.engine.opener import HELPER_NICENESS
-
-    opener.statement("snap-2k", (), generate_update(2048, seed).encode())  # starts the helpers
-    pool = opener._pool
-    assert pool is not None
-    mine = os.getpriority(os.PRIO_PROCESS, 0)
-    theirs = {pool.submit(os.getpriority, os.PRIO_PROCESS, 0).result() for _ in range(4)}
-    assert theirs == {min(19, mine + HELPER_NICENESS)}

@@ -49,12 +49,6 @@ HELPER_BYTES = 1 << 20
 #: partitions in shares of two on a 16-core host; a helper idles at ≈ 0.3 GB of memory).
 CORES_PER_HELPER = 3
 MAX_HELPERS = 5
-#: How much nicer than the engine its helpers run. A request opened while an earlier one's
-#: partitions synthesize is behind them in the device's queue, so where the cores are short
-#: the syntheses go first (CFS weight 1024 against 110): measured on an H200's host, the
-#: first partition of a two-proof run took 0.72 s to synthesize while the second request
-#: opened beside it, against 0.33 s alone. An idle host runs the helpers at full speed.
-HELPER_NICENESS = 10
 
 
 def default_helpers(cores: int | None = None) -> int:
@@ -95,9 +89,7 @@ class PayloadOpener:
                 return None
             if self._pool is None:
                 self._pool = cf.ProcessPoolExecutor(
-                    self.processes,
-                    mp_context=multiprocessing.get_context("spawn"),
-                    initializer=_init_helper,
+                    self.processes, mp_context=multiprocessing.get_context("spawn")
                 )
             pool = self._pool
         try:
@@ -128,14 +120,6 @@ class PayloadOpener:
             pool, self._pool = self._pool, None
         if pool is not None:
             pool.shutdown(wait=True, cancel_futures=True)
-
-
-def _init_helper() -> None:
-    """(In a helper, once.) Yield the cores to the engine and its syntheses when short."""
-    try:
-        os.nice(HELPER_NICENESS)
-    except OSError:  # not permitted here: the helper keeps the engine's priority
-        log.debug("payload opener: could not lower the helper's CPU priority")
 
 
 def _hashing_threads(share: Share | None) -> None:
