@@ -102,7 +102,7 @@ def test_a_closed_opener_opens_nothing():
     o = PayloadOpener(min_bytes=0)
     o.close()
     assert o.statement("snap-2k", (), b"{}") is None  # a late submit opens it locally
-    assert o._pool is None
+    assert o._helpers is None
 
 
 def test_a_host_gets_a_helper_per_three_cores_up_to_five():
@@ -180,3 +180,37 @@ def test_a_share_hashes_on_its_part_of_the_cores_and_a_whole_payload_on_all():
         assert numba.get_num_threads() == cores
     finally:
         numba.set_num_threads(before)
+
+
+def test_a_requests_tasks_are_served_together_and_urgent_ones_first():
+    """Two requests opened in shares at the same moment: each one's shares reach the helpers
+    together whatever order their submits interleaved in (interleaved, the first request's
+    join waited for shares served after the second's), and a more urgent request that
+    arrives later goes ahead of both."""
+    import concurrent.futures as cf
+    import threading
+
+    from cuzk.engine.opener import _Tasks
+    from cuzk.engine.ranked import RankedSubmitter
+    from cuzk.engine.request import Priority
+
+    served: list[str] = []
+    release = threading.Event()
+    with cf.ThreadPoolExecutor(1) as one_helper:
+        queue = RankedSubmitter(one_helper, 1)
+        try:
+            hold = queue.submit((-1,), release.wait, 10)  # the only helper, busy
+            first = _Tasks(queue, (Priority.NORMAL, 0))
+            second = _Tasks(queue, (Priority.NORMAL, 1))
+            urgent = _Tasks(queue, (Priority.CRITICAL, 2))
+            futures = []
+            for k in range(3):  # the submits interleave: first, second, first, second, …
+                futures.append(first.submit(served.append, f"first {k}", order=k))
+                futures.append(second.submit(served.append, f"second {k}", order=k))
+            futures.append(urgent.submit(served.append, "urgent", order=0))
+            release.set()
+            cf.wait([hold, *futures], timeout=10)
+        finally:
+            queue.close()
+    assert served == ["urgent", *(f"first {k}" for k in range(3)),
+                      *(f"second {k}" for k in range(3))]  # fmt: skip

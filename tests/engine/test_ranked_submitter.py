@@ -10,7 +10,7 @@ import threading
 
 import pytest
 
-from cuzk.engine.synth_pool import RankedSubmitter
+from cuzk.engine.ranked import RankedSubmitter
 
 
 @pytest.fixture

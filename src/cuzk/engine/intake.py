@@ -45,7 +45,9 @@ def open_request(
     try:
         # (the bellperson family's open is open_statement, then the key's info)
         if opener is not None and opener.wants(request.payload) and family.name == "bellperson":
-            statement = opener.statement(request.circuit_id, request.seeds, request.payload)
+            statement = opener.statement(
+                request.circuit_id, request.seeds, request.payload, request.priority
+            )
             if statement is not None:
                 return statement, family.info(request.circuit_id, config)
         return family.open(request, config)

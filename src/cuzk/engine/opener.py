@@ -27,17 +27,21 @@ all of it single-threaded Python that shares divide. A host gets one helper per
 from __future__ import annotations
 
 import concurrent.futures as cf
+import itertools
 import logging
 import multiprocessing
 import os
 import pickle
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from multiprocessing import shared_memory
+from typing import Any
 
 from cuzk.circuits import Share, join, open_share, open_statement, opens_in_shares
 from cuzk.circuits.statement import Statement, StatementShare, payload_digest
+from cuzk.engine.ranked import RankedSubmitter
+from cuzk.engine.request import Priority
 from cuzk.errors import InternalError
 
 log = logging.getLogger(__name__)
@@ -60,7 +64,10 @@ def default_helpers(cores: int | None = None) -> int:
 
 class PayloadOpener:
     """``processes`` spawned helpers (started on first use) that open large payloads
-    (default: :func:`default_helpers`)."""
+    (default: :func:`default_helpers`). Their tasks are served in rank order, (priority,
+    arrival, share): two requests opened in shares at the same moment do not interleave
+    (the first's join would wait for tasks served after the second's), and an urgent
+    request's opening takes the next free helper."""
 
     def __init__(self, processes: int | None = None, min_bytes: int = HELPER_BYTES) -> None:
         processes = default_helpers() if processes is None else processes
@@ -69,7 +76,8 @@ class PayloadOpener:
         self.processes = processes
         self.min_bytes = min_bytes
         self._lock = threading.Lock()
-        self._pool: cf.ProcessPoolExecutor | None = None
+        self._helpers: _Helpers | None = None
+        self._arrivals = itertools.count()
         self._local: set[str] = set()  # circuit ids whose statements do not pickle
         self._closed = False
         self.opened = 0  # statements opened in a helper (status and tests)
@@ -78,32 +86,44 @@ class PayloadOpener:
         """Whether ``payload`` is large enough to be opened in a helper."""
         return len(payload) >= self.min_bytes
 
-    def statement(self, circuit_id: str, seeds: Sequence[int], payload: bytes) -> Statement | None:
+    def statement(
+        self,
+        circuit_id: str,
+        seeds: Sequence[int],
+        payload: bytes,
+        priority: int = Priority.NORMAL,
+    ) -> Statement | None:
         """The request's statement opened in a helper process, or None where it must be
         opened in this one (its statement does not pickle, or the opener is closed: a submit
-        racing shutdown must not spawn a helper nobody stops). Raises what the parser raised
-        (BadInput naming the field, or the parser's own error); InternalError if the helper
-        died."""
+        racing shutdown must not spawn a helper nobody stops). ``priority``: the request's
+        (lower opens first). Raises what the parser raised (BadInput naming the field, or the
+        parser's own error); InternalError if a helper died."""
         with self._lock:
             if self._closed or circuit_id in self._local:
                 return None
-            if self._pool is None:
-                self._pool = cf.ProcessPoolExecutor(
-                    self.processes, mp_context=multiprocessing.get_context("spawn")
-                )
-            pool = self._pool
+            if self._helpers is None:
+                self._helpers = _Helpers.start(self.processes)
+            helpers = self._helpers
+            tasks = _Tasks(helpers.tasks, (int(priority), next(self._arrivals)))
         try:
             if self.processes > 1 and not seeds and opens_in_shares(circuit_id):
-                statement = _joined(pool, circuit_id, payload, self.processes)
+                statement = _joined(tasks, circuit_id, payload, self.processes)
                 with self._lock:
                     self.opened += 1
                 return statement
-            blob = pool.submit(_open_pickled, circuit_id, tuple(seeds), payload).result()
+            blob = tasks.submit(_open_pickled, circuit_id, tuple(seeds), payload).result()
         except cf.process.BrokenProcessPool as e:
             with self._lock:
-                if self._pool is pool:
-                    self._pool = None  # a fresh helper for the next request
+                if self._helpers is helpers:
+                    self._helpers = None  # fresh helpers for the next request
+            helpers.stop(wait=False)
             raise InternalError(f"the payload opener process died: {e}") from e
+        except cf.CancelledError:
+            with self._lock:
+                closed = self._closed
+            if closed:  # closed while this request waited for a helper
+                return None
+            raise InternalError("the payload opener's helpers were replaced mid-open") from None
         if blob is None:
             log.debug("%s statements do not pickle; opened in the engine from now on", circuit_id)
             with self._lock:
@@ -114,12 +134,41 @@ class PayloadOpener:
         return pickle.loads(blob)  # our own helper's output
 
     def close(self) -> None:
-        """Stop the helper; later requests are opened in the engine's process."""
+        """Stop the helpers; later requests are opened in the engine's process."""
         with self._lock:
             self._closed = True
-            pool, self._pool = self._pool, None
-        if pool is not None:
-            pool.shutdown(wait=True, cancel_futures=True)
+            helpers, self._helpers = self._helpers, None
+        if helpers is not None:
+            helpers.stop(wait=True)
+
+
+@dataclass(frozen=True)
+class _Helpers:
+    """The helper processes and the ranked queue in front of them (as many tasks handed
+    over as there are helpers: none waits in the executor's own first-come queue)."""
+
+    pool: cf.ProcessPoolExecutor
+    tasks: RankedSubmitter
+
+    @classmethod
+    def start(cls, processes: int) -> _Helpers:
+        pool = cf.ProcessPoolExecutor(processes, mp_context=multiprocessing.get_context("spawn"))
+        return cls(pool, RankedSubmitter(pool, processes, name="cuzk-open-feed"))
+
+    def stop(self, wait: bool) -> None:
+        self.tasks.close()  # tasks not yet handed over are cancelled
+        self.pool.shutdown(wait=wait, cancel_futures=True)
+
+
+@dataclass(frozen=True)
+class _Tasks:
+    """One request's tasks for the helpers, ranked (priority, arrival, then their order)."""
+
+    queue: RankedSubmitter
+    rank: tuple[int, int]
+
+    def submit(self, fn: Callable[..., Any], *args: Any, order: int = 0) -> cf.Future:
+        return self.queue.submit((*self.rank, order), fn, *args)
 
 
 def _hashing_threads(share: Share | None) -> None:
@@ -134,7 +183,7 @@ def _hashing_threads(share: Share | None) -> None:
     numba.set_num_threads(cores if share is None else max(1, cores // share.count))
 
 
-def _joined(pool: cf.ProcessPoolExecutor, circuit_id: str, payload: bytes, count: int) -> Statement:
+def _joined(tasks: _Tasks, circuit_id: str, payload: bytes, count: int) -> Statement:
     """The statement of ``payload`` opened in ``count`` shares at once, the payload handed
     to them in one shared segment (pickled through the executor's one call queue it reached
     the helpers one after another: 0.15 s a copy of a 32 GiB C1, measured on 2 cores). Every
@@ -151,7 +200,7 @@ def _joined(pool: cf.ProcessPoolExecutor, circuit_id: str, payload: bytes, count
             assert view is not None  # an open segment's
             view[: len(payload)] = payload
             source = _Segment(segment.name, len(payload))
-        futures = [pool.submit(_open_share, circuit_id, source, Share(k, count))
+        futures = [tasks.submit(_open_share, circuit_id, source, Share(k, count), order=k)
                    for k in range(count)]  # fmt: skip
         digest = payload_digest(circuit_id, (), payload)  # while they open (no GIL held)
         cf.wait(futures)
@@ -165,7 +214,7 @@ def _joined(pool: cf.ProcessPoolExecutor, circuit_id: str, payload: bytes, count
             return join([f.result() for f in futures], digest)
         except ValueError as e:  # shares that do not join: a reader's fault, not the payload's
             log.warning("%s: the payload's shares do not join (%s); opened whole", circuit_id, e)
-    blob = pool.submit(_open_pickled, circuit_id, (), payload).result()  # raises its error
+    blob = tasks.submit(_open_pickled, circuit_id, (), payload, order=count).result()
     if blob is None:
         raise InternalError(f"{circuit_id}: a statement opened in shares does not pickle whole")
     if refused:

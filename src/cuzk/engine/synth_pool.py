@@ -37,17 +37,12 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import contextlib
-import functools
-import heapq
-import itertools
 import multiprocessing
-import threading
-from collections.abc import Callable
 from multiprocessing import resource_tracker, shared_memory
-from typing import Any
 
 import numpy as np
 
+from cuzk.engine.ranked import Rank, RankedSubmitter
 from cuzk.errors import InternalError
 from cuzk.r1cs import Circuit, SynthesisCache, SynthesisOptions
 from cuzk.r1cs.blocks import BlockCircuit, assemble, groups
@@ -57,84 +52,6 @@ from cuzk.r1cs.deferred import DeferredAux, RunGroup
 #: where there are fewer: a PoRep partition's 18 challenges; groups of sectors for WindowPoSt's
 #: 2,349), so the pool stays busy to the end without a task per tiny block.
 TASKS_PER_PROCESS = 4
-
-Rank = tuple[int, ...]  # smaller runs first: the scheduler's (priority, job, partition)
-
-
-class RankedSubmitter:
-    """Tasks for ``executor`` handed over in rank order: at most ``in_flight`` at a time are
-    the executor's (its own queue is first come first served), the others wait here, and each
-    one that ends lets the best-ranked waiting one in. Equal ranks keep their order.
-
-    One feeder thread does the handing over. A task's done callback only counts it out: some
-    Python versions run those callbacks under the executor's own lock (a broken pool's), so
-    one that submitted the next task from there would wait on that lock forever."""
-
-    def __init__(self, executor: cf.Executor, in_flight: int) -> None:
-        if in_flight < 1:
-            raise ValueError("in_flight must be at least 1")
-        self._executor = executor
-        self._in_flight = in_flight
-        self._cond = threading.Condition()
-        self._waiting: list[tuple[Rank, int, Callable[..., Any], tuple[Any, ...], cf.Future]] = []
-        self._order = itertools.count()
-        self._running = 0
-        self._closed = False
-        self._feeder = threading.Thread(target=self._feed, name="cuzk-synth-feed", daemon=True)
-        self._feeder.start()
-
-    def submit(self, rank: Rank, fn: Callable[..., Any], *args: Any) -> cf.Future:
-        """A future for ``fn(*args)``, run when no better-ranked task waits."""
-        outer: cf.Future = cf.Future()
-        with self._cond:
-            if self._closed:
-                raise RuntimeError("cannot submit a task after close")
-            heapq.heappush(self._waiting, (rank, next(self._order), fn, args, outer))
-            self._cond.notify()
-        return outer
-
-    def close(self) -> None:
-        """Cancel every task not yet handed over and stop the feeder (the executor's own
-        tasks are its to finish or cancel)."""
-        with self._cond:
-            self._closed = True
-            waiting, self._waiting = self._waiting, []
-            self._cond.notify_all()
-        for *_, outer in waiting:
-            outer.cancel()
-        self._feeder.join()
-
-    def _feed(self) -> None:
-        while True:
-            with self._cond:
-                while not self._closed and (self._running >= self._in_flight or not self._waiting):
-                    self._cond.wait()
-                if self._closed:
-                    return
-                _, _, fn, args, outer = heapq.heappop(self._waiting)
-                if not outer.set_running_or_notify_cancel():
-                    continue  # cancelled while it waited
-                self._running += 1
-            try:
-                inner = self._executor.submit(fn, *args)
-            except BaseException as e:  # shut down or broken: its caller sees why
-                outer.set_exception(e)
-                self._count_out()
-                continue
-            inner.add_done_callback(functools.partial(self._finished, outer))
-
-    def _finished(self, outer: cf.Future, inner: cf.Future) -> None:
-        error = cf.CancelledError() if inner.cancelled() else inner.exception()
-        if error is None:
-            outer.set_result(inner.result())
-        else:
-            outer.set_exception(error)
-        self._count_out()
-
-    def _count_out(self) -> None:
-        with self._cond:
-            self._running -= 1
-            self._cond.notify()
 
 
 class SynthesisPool:
@@ -149,7 +66,7 @@ class SynthesisPool:
             processes, mp_context=multiprocessing.get_context("spawn"), initializer=_init_worker
         )
         # one task queued behind each busy process, as the executor itself keeps
-        self._tasks = RankedSubmitter(self._pool, processes + 1)
+        self._tasks = RankedSubmitter(self._pool, processes + 1, name="cuzk-synth-feed")
 
     def synthesize(
         self, circuit: Circuit, options: SynthesisOptions, rank: Rank = ()
