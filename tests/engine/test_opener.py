@@ -214,3 +214,30 @@ def test_a_requests_tasks_are_served_together_and_urgent_ones_first():
             queue.close()
     assert served == ["urgent", *(f"first {k}" for k in range(3)),
                       *(f"second {k}" for k in range(3))]  # fmt: skip
+
+
+def test_a_helper_that_dies_fails_its_request_and_the_next_gets_fresh_helpers(seed):
+    """A helper killed (the kernel's OOM killer, say) fails the request it was opening with
+    an internal error, not a hang; the next request spawns new helpers and opens."""
+    import os
+    import signal
+
+    from cuzk.errors import InternalError
+
+    payload = generate_update(2048, seed).encode()
+    want = open_statement("snap-2k", (), payload)
+    o = PayloadOpener(processes=2, min_bytes=0)
+    try:
+        assert o.statement("snap-2k", (), payload) is not None  # helpers started
+        helpers = o._helpers
+        assert helpers is not None
+        for pid in list(helpers.pool._processes):
+            os.kill(pid, signal.SIGKILL)
+        with pytest.raises(InternalError, match="payload opener process died"):
+            for _ in range(50):  # until the executor has seen its processes die
+                o.statement("snap-2k", (), payload)
+        again = o.statement("snap-2k", (), payload)
+        assert o._helpers is not helpers
+        assert again is not None and again.expected_inputs == want.expected_inputs
+    finally:
+        o.close()
