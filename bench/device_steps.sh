@@ -28,7 +28,7 @@
 #          (bench/synth_order.py on prep's C1): when each witness is ready
 #   opener the engine's payload opener on prep's porep-32g C1 with 1 helper and with this host's
 #          default (each helper decoding and checking its share of the partitions): what a
-#          request waits before its partitions queue
+#          request waits before its partitions queue (HELPERS=1,5,10 for other counts)
 #   prep   porep-32g's keys and inputs alone (capped_sweep.sh's first half), so that later calls
 #          on the same warm machine spend their time on the benches
 #   abcap  porep-32g at 16 GiB (ABCAP) once per source tree of $AB (commits made here with
@@ -152,7 +152,7 @@ for s in "$@"; do
     wab) for w in 2 4; do TAIL=30 step "wpd$w" "OUT=$OUT/wpd$w CAPS='${CAPS:-16GiB}' \
       PROOFS=${PROOFS:-2} WPD=$w PER_CAP_S=${PER_CAP_S:-220} bash bench/capped_sweep.sh"; done ;;
     opener) step opener "python3 bench/bench_open.py porep-32g /var/tmp/cuzk32/porep-32g.vanilla \
-      --helpers 1,$(python3 -c 'from cuzk.engine.opener import default_helpers as d; print(d())') \
+      --helpers ${HELPERS:-1,$(python3 -c 'from cuzk.engine.opener import default_helpers as d; print(d())')} \
       --runs 3" ;;
     sorder) step sorder "python3 bench/synth_order.py --payload /var/tmp/cuzk32/porep-32g.vanilla \
       --partitions 5 --processes 8 --runs 2 --urgent-after 0.3" ;;
