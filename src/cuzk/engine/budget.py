@@ -196,7 +196,9 @@ class MemoryBudget:
         if nbytes > self.total:
             raise ResourceExhausted(
                 f"{what} needs {fmt_bytes(nbytes)} but the memory budget is "
-                f"{fmt_bytes(self.total)}; it can never run with this configuration"
+                f"{fmt_bytes(self.total)}; it can never run with this configuration (raise "
+                "engine.memory_budget, cuzk bench's --memory-budget; by default it is the host's "
+                "available memory less engine.memory_margin)"
             )
 
     def reserve(self, kind: str, owner: str, parts: dict[str, int]) -> Reservation:

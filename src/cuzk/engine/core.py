@@ -203,7 +203,9 @@ class EngineCore:
         with self._cv:
             self._check_accepting()
             need = info.srs_bytes + info.shape_bytes
-            self._srs.check_can_fit(info, need, f"the parameters of {circuit_id}")
+            self._srs.check_can_fit(
+                info, need, f"the key of {circuit_id} (its points and matrices)"
+            )
             while True:
                 entry = self._srs.get(circuit_id)
                 if entry is not None and entry.state == LOADING:  # elsewhere: wait for it
