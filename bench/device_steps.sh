@@ -17,7 +17,8 @@
 #   cap    porep-32g under $CAPS (default "16GiB 24GiB"), 2 proofs each after the warm-ups, with
 #          the device-request trace (TRACER=stream_trace.py for the device timeline instead;
 #          COLD=1 reads the key from the disk, not the page cache; SPY_ON=1 samples every
-#          thread with py-spy into $OUT/spy_<cap>.txt)
+#          thread with py-spy into spy_<cap>.txt); logs in $OUT/cap (back as cap.tgz: three
+#          caps' files would pass the 8 that come back)
 #   cap4w  porep-32g at 16 GiB with four device workers over PROOFS (default 14) proofs: many
 #          partitions under a tight cap without a deadlock or an out-of-memory error
 #   wab    porep-32g (or CIRCUIT) under $CAPS (default 16GiB) with two device workers, then
@@ -145,7 +146,7 @@ for s in "$@"; do
     qtests) TAIL=6 step qtests "python3 -m pytest -q -m gpu -p no:cacheprovider \
       tests/backend/test_cuda_fr.py tests/backend/test_cuda_msm.py \
       tests/backend/test_cuda_prove.py tests/backend/test_cuda_abc.py -k 'pinned or two_lanes or streamed or planned'" ;;
-    cap) spy; TAIL=40 step cap "SPY='$SPY' OUT=$OUT CAPS='${CAPS:-16GiB 24GiB}' PROOFS=2 PER_CAP_S=${PER_CAP_S:-240} COLD=${COLD:-0} \
+    cap) spy; TAIL=40 step cap "SPY='$SPY' OUT=$OUT/cap CAPS='${CAPS:-16GiB 24GiB}' PROOFS=2 PER_CAP_S=${PER_CAP_S:-240} COLD=${COLD:-0} \
       TRACER=${TRACER:-memory_trace.py} bash bench/capped_sweep.sh" ;;
     cap4w) TAIL=40 step cap4w "OUT=$OUT/cap4w CAPS=16GiB PROOFS=${PROOFS:-14} WPD=4 PER_CAP_S=${PER_CAP_S:-560} \
       bash bench/capped_sweep.sh" ;;
